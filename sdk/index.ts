@@ -1,0 +1,91 @@
+/**
+ * The agentplane client: typed clients for every service, over the Connect protocol (JSON or binary)
+ * or gRPC-Web, both on `fetch`, so the same code runs in Node and in browsers.
+ *
+ * ```ts
+ * const ap = createClient({ baseUrl: "http://127.0.0.1:2024", apiKey: process.env.AGENTPLANE_API_KEY });
+ * const { workspaces } = await ap.workspaces.listWorkspaces({});
+ * ```
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient as createServiceClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
+import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
+import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
+import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
+
+export { Code, ConnectError } from "@connectrpc/connect";
+export * from "../gen/agentplane/iam/v1/api_key_service_pb.js";
+export * from "../gen/agentplane/iam/v1/iam_pb.js";
+export * from "../gen/agentplane/iam/v1/identity_service_pb.js";
+export * from "../gen/agentplane/iam/v1/workspace_service_pb.js";
+export * from "../gen/agentplane/system/v1/system_service_pb.js";
+
+/** Wire protocols the client can speak. */
+export type ClientProtocol = "connect" | "connect-binary" | "grpc-web";
+
+/** Options of {@link createClient}. */
+export interface ClientOptions {
+  /** Server address, such as `http://127.0.0.1:2024`. */
+  baseUrl: string;
+  /** Sent as `x-api-key` on every call. */
+  apiKey?: string;
+  /** Workspace id sent as `x-tenant-id` on every call; a personal key falls back to its default. */
+  tenantId?: string;
+  /** `connect` (JSON, default), `connect-binary` or `grpc-web`. */
+  protocol?: ClientProtocol;
+  /** A `fetch` to use instead of the global one. */
+  fetch?: typeof globalThis.fetch;
+  /** Extra interceptors, run after the one that adds the headers. */
+  interceptors?: Interceptor[];
+}
+
+/** Typed clients for every agentplane service. */
+export interface AgentplaneClient {
+  /** Liveness, readiness and server information. */
+  readonly system: Client<typeof SystemService>;
+  /** Who the caller is. */
+  readonly identity: Client<typeof IdentityService>;
+  /** Workspaces of the caller's organization. */
+  readonly workspaces: Client<typeof WorkspaceService>;
+  /** API keys. */
+  readonly apiKeys: Client<typeof ApiKeyService>;
+  /** The transport, to build clients of services this object does not list. */
+  readonly transport: Transport;
+}
+
+/** Creates an {@link AgentplaneClient}. */
+export function createClient(options: ClientOptions): AgentplaneClient {
+  const transport = createTransport(options);
+  const client = <S extends DescService>(service: S) => createServiceClient(service, transport);
+  return {
+    system: client(SystemService),
+    identity: client(IdentityService),
+    workspaces: client(WorkspaceService),
+    apiKeys: client(ApiKeyService),
+    transport,
+  };
+}
+
+/** The transport {@link createClient} uses, with the auth headers added to every call. */
+export function createTransport(options: ClientOptions): Transport {
+  const headers: Interceptor = (next) => (req) => {
+    if (options.apiKey) req.header.set("x-api-key", options.apiKey);
+    if (options.tenantId) req.header.set("x-tenant-id", options.tenantId);
+    return next(req);
+  };
+  const common = {
+    baseUrl: options.baseUrl,
+    interceptors: [headers, ...(options.interceptors ?? [])],
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  };
+  switch (options.protocol ?? "connect") {
+    case "connect":
+      return createConnectTransport(common);
+    case "connect-binary":
+      return createConnectTransport({ ...common, useBinaryFormat: true });
+    case "grpc-web":
+      return createGrpcWebTransport(common);
+  }
+}

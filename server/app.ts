@@ -1,0 +1,149 @@
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
+import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
+import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
+import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
+import type { Config } from "./config.js";
+import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
+import { createQueue } from "./jobs/queue.js";
+import type { Logger } from "./logger.js";
+import { createApiKeyService } from "./services/iam/api-key-service.js";
+import { createAuthenticator } from "./services/iam/authenticator.js";
+import { bootstrapIam } from "./services/iam/bootstrap.js";
+import { createIdentityService } from "./services/iam/identity-service.js";
+import { createWorkspaceService } from "./services/iam/workspace-service.js";
+import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
+import { createSystemService } from "./services/system/system-service.js";
+import { createSql } from "./store/db.js";
+import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
+import { migrate } from "./store/migrate.js";
+import { type BoundService, bindService } from "./transport/bound-service.js";
+import { createHealthRegistry, ServingStatus } from "./transport/health.js";
+import { createHttpHandler } from "./transport/http-handler.js";
+import { createOnePortServer } from "./transport/one-port-server.js";
+
+/** A running agentplane process. */
+export interface App {
+  /** Where the server listens. */
+  readonly address: AddressInfo;
+  /** The Postgres URL in use (embedded or DATABASE_URL). */
+  readonly databaseUrl: string;
+  /** Drains requests, streams and jobs (up to the configured grace), then closes everything. */
+  stop(): Promise<void>;
+}
+
+/** Time between background checks of Postgres and the queue: quick to notice an outage, cheap to run. */
+const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
+
+/**
+ * The composition root: config → Postgres → migrations → bootstrap → queue → services → transport.
+ * Everything is built here and passed down; nothing below reads the environment.
+ */
+export async function startApp(config: Config, log: Logger): Promise<App> {
+  const cleanups: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => log.error("shutdown step failed", { error }));
+  };
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    let databaseUrl = config.databaseUrl;
+    if (databaseUrl === undefined) {
+      const embedded = await startEmbeddedPostgres({
+        dataDir: join(config.dataDir, "postgres"),
+        log: (line) => log.debug(line, { source: "postgres" }),
+      });
+      cleanups.push(() => embedded.stop());
+      databaseUrl = embedded.url;
+      log.info("started embedded Postgres", { dataDir: join(config.dataDir, "postgres") });
+    }
+    const sql = createSql(databaseUrl, {
+      max: config.dbPoolMax,
+      statementTimeoutMs: config.statementTimeoutMs,
+      applicationName: `agentplane-${config.role}`,
+    });
+    cleanups.push(() => sql.end({ timeout: 5 }));
+    const applied = await migrate(sql);
+    if (applied.length > 0) log.info("applied migrations", { applied });
+    if (config.role !== "worker") await bootstrapIam(sql, config, log);
+
+    const jobs = createJobRegistry({ sql });
+    const queue = createQueue({
+      sql,
+      jobs: allJobs(jobs),
+      runWorkers: config.role !== "api",
+      log: (level, message, fields) => log[level](message, fields),
+    });
+    await queue.start();
+    cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
+
+    const monitor = createDependencyMonitor({
+      checkPostgres: async () => {
+        await sql`select 1`;
+      },
+      checkQueue: () => queue.check(),
+      intervalMs: DEPENDENCY_CHECK_INTERVAL_MS,
+      onChange: (serving, status) => {
+        health.setAll(serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+        if (serving) log.info("dependencies are up", { ...status });
+        else log.warn("dependencies are down: health reports NOT_SERVING", { ...status });
+      },
+      log,
+    });
+
+    const version = await readVersion();
+    const onInternalError = (error: unknown, ctx: { service: { typeName: string }; method: { name: string } }) =>
+      log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
+    const guard = createAuthenticator({ sql, mode: config.auth, log });
+    const services: BoundService[] = [
+      bindService(
+        SystemService,
+        createSystemService({ monitor, version, role: config.role, auth: config.auth }),
+        { onInternalError },
+      ),
+    ];
+    if (config.role !== "worker") {
+      services.push(
+        bindService(IdentityService, createIdentityService(), { guard, onInternalError }),
+        bindService(WorkspaceService, createWorkspaceService({ sql, queue, purgeJob: jobs.workspacePurge }), {
+          guard,
+          onInternalError,
+        }),
+        bindService(ApiKeyService, createApiKeyService({ sql }), { guard, onInternalError }),
+      );
+    }
+    const health = createHealthRegistry(
+      services.map((s) => s.service.typeName),
+      ServingStatus.NOT_SERVING,
+    );
+    await monitor.start();
+    cleanups.push(async () => monitor.stop());
+
+    const shutdown = new AbortController();
+    const server = createOnePortServer(createHttpHandler({ services, health, shutdownSignal: shutdown.signal }), {
+      shutdown,
+    });
+    const address = await server.listen(config.port, config.host);
+    cleanups.push(() => server.close(config.shutdownGraceMs));
+    log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
+
+    let stopping: Promise<void> | undefined;
+    return {
+      address,
+      databaseUrl,
+      stop: () => {
+        stopping ??= stopAll();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+async function readVersion(): Promise<string> {
+  const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, isLoopback, loadConfig } from "./config.js";
+
+describe("loadConfig", () => {
+  it("applies the documented defaults", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 2024,
+      host: "127.0.0.1",
+      databaseUrl: undefined,
+      role: "all",
+      auth: "apikey",
+      plan: "enterprise",
+      statementTimeoutMs: 15 * 60 * 1000,
+      logLevel: "info",
+    });
+    expect(config.dataDir).toMatch(/\.agentplane$/);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it("reads every variable", () => {
+    const config = loadConfig({
+      AGENTPLANE_PORT: "8080",
+      AGENTPLANE_HOST: "0.0.0.0",
+      DATABASE_URL: "postgres://u:p@db:5432/ap",
+      AGENTPLANE_DATA_DIR: "/var/lib/agentplane",
+      AGENTPLANE_ROLE: "worker",
+      AGENTPLANE_API_KEY: "ap_pt_0123456789abcdefghijklmn",
+      AGENTPLANE_PLAN: "plus",
+      AGENTPLANE_ADMIN_EMAIL: "ops@example.com",
+      AGENTPLANE_DB_POOL_MAX: "20",
+      AGENTPLANE_STATEMENT_TIMEOUT_MS: "1000",
+      AGENTPLANE_SHUTDOWN_GRACE_MS: "500",
+      AGENTPLANE_LOG_LEVEL: "debug",
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      host: "0.0.0.0",
+      databaseUrl: "postgres://u:p@db:5432/ap",
+      dataDir: "/var/lib/agentplane",
+      role: "worker",
+      bootstrapApiKey: "ap_pt_0123456789abcdefghijklmn",
+      plan: "plus",
+      adminEmail: "ops@example.com",
+      dbPoolMax: 20,
+      statementTimeoutMs: 1000,
+      shutdownGraceMs: 500,
+      logLevel: "debug",
+    });
+  });
+
+  it("lists every problem at once", () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        AGENTPLANE_PORT: "http",
+        AGENTPLANE_ROLE: "both",
+        AGENTPLANE_PLAN: "free",
+        AGENTPLANE_API_KEY: "short",
+        DATABASE_URL: "mysql://x",
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(5);
+    expect(problems.join("\n")).toContain("AGENTPLANE_PORT=http must be a whole number from 0 to 65535");
+    expect(problems.join("\n")).toContain("AGENTPLANE_ROLE=both must be one of all, api, worker");
+    expect(problems.join("\n")).toContain("AGENTPLANE_PLAN=free must be one of developer, plus, enterprise");
+    expect(problems.join("\n")).toContain("AGENTPLANE_API_KEY must be 24 to 256 printable characters");
+    expect(problems.join("\n")).toContain("DATABASE_URL must be a postgres://");
+  });
+
+  it("refuses AGENTPLANE_AUTH=none unless bound to loopback", () => {
+    expect(loadConfig({ AGENTPLANE_AUTH: "none" }).auth).toBe("none");
+    expect(loadConfig({ AGENTPLANE_AUTH: "none", AGENTPLANE_HOST: "::1" }).auth).toBe("none");
+    expect(() => loadConfig({ AGENTPLANE_AUTH: "none", AGENTPLANE_HOST: "0.0.0.0" })).toThrow(
+      /AGENTPLANE_AUTH=none is refused with AGENTPLANE_HOST=0.0.0.0/,
+    );
+  });
+
+  it("requires a shared DATABASE_URL when the roles are split", () => {
+    expect(() => loadConfig({ AGENTPLANE_ROLE: "api" })).toThrow(/AGENTPLANE_ROLE=api .* set DATABASE_URL/);
+    expect(loadConfig({ AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" }).role).toBe("api");
+  });
+});
+
+describe("isLoopback", () => {
+  it("recognises loopback addresses only", () => {
+    expect(["127.0.0.1", "127.1.2.3", "::1", "localhost"].every(isLoopback)).toBe(true);
+    expect(["0.0.0.0", "10.0.0.1", "::", "example.com"].some(isLoopback)).toBe(false);
+  });
+});

@@ -1,0 +1,149 @@
+import { isIP } from "node:net";
+import { resolve } from "node:path";
+
+/** The parts of the product one process runs. */
+export type ProcessRole = "all" | "api" | "worker";
+
+/** How requests authenticate. */
+export type AuthMode = "apikey" | "none";
+
+/** Log verbosity, lowest first. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** Plan tiers an organization can be on. */
+export type PlanTier = "developer" | "plus" | "enterprise";
+
+/** The validated configuration of one process. Built once at start-up by {@link loadConfig}. */
+export interface Config {
+  /** TCP port for every protocol (`AGENTPLANE_PORT`). */
+  readonly port: number;
+  /** Interface to bind (`AGENTPLANE_HOST`). */
+  readonly host: string;
+  /** Postgres URL (`DATABASE_URL`); undefined starts an embedded Postgres under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  /** Where embedded Postgres and generated secrets live (`AGENTPLANE_DATA_DIR`), absolute. */
+  readonly dataDir: string;
+  /** What this process runs (`AGENTPLANE_ROLE`). */
+  readonly role: ProcessRole;
+  /** `apikey`, or `none` to treat every request as the default workspace's admin (`AGENTPLANE_AUTH`). */
+  readonly auth: AuthMode;
+  /** Admin key to create at first start instead of a random one (`AGENTPLANE_API_KEY`). */
+  readonly bootstrapApiKey: string | undefined;
+  /** Plan of the organization created at first start (`AGENTPLANE_PLAN`). */
+  readonly plan: PlanTier;
+  /** Email of the admin user created at first start (`AGENTPLANE_ADMIN_EMAIL`). */
+  readonly adminEmail: string;
+  /** Largest number of Postgres connections (`AGENTPLANE_DB_POOL_MAX`). */
+  readonly dbPoolMax: number;
+  /** Postgres `statement_timeout` in ms (`AGENTPLANE_STATEMENT_TIMEOUT_MS`). */
+  readonly statementTimeoutMs: number;
+  /** How long shutdown waits for requests, streams and jobs in flight (`AGENTPLANE_SHUTDOWN_GRACE_MS`). */
+  readonly shutdownGraceMs: number;
+  /** Log verbosity (`AGENTPLANE_LOG_LEVEL`). */
+  readonly logLevel: LogLevel;
+}
+
+/** Thrown by {@link loadConfig} with every problem found, one per line. */
+export class ConfigError extends Error {
+  /** Each problem, as a sentence naming the variable and what to do. */
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+/** The LangGraph ecosystem's conventional dev-server port; clients default to it. */
+const DEFAULT_PORT = 2024;
+/** 15 minutes: the reference server's default statement timeout (seed, Limits). */
+const DEFAULT_STATEMENT_TIMEOUT_MS = 15 * 60 * 1000;
+/** Postgres's default max_connections is 100; ten per process leaves room for several processes. */
+const DEFAULT_POOL_MAX = 10;
+/** Long enough for a typical request or job to finish, short enough for a rolling deploy. */
+const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+/** Shortest accepted pre-seeded API key: below 24 characters a key is guessable. */
+const MIN_API_KEY_LENGTH = 24;
+
+const ROLES: readonly ProcessRole[] = ["all", "api", "worker"];
+const AUTH_MODES: readonly AuthMode[] = ["apikey", "none"];
+const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+const PLANS: readonly PlanTier[] = ["developer", "plus", "enterprise"];
+
+/**
+ * Reads and validates the environment. The only reader of `process.env` in the server: everything
+ * else receives a {@link Config}. Throws a {@link ConfigError} listing every problem at once.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const text = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === "" ? undefined : value;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name}=${raw} must be a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    problems.push(`${name}=${raw} must be one of ${allowed.join(", ")}`);
+    return fallback;
+  };
+
+  const host = text("AGENTPLANE_HOST") ?? "127.0.0.1";
+  const auth = oneOf("AGENTPLANE_AUTH", AUTH_MODES, "apikey");
+  if (auth === "none" && !isLoopback(host)) {
+    problems.push(
+      `AGENTPLANE_AUTH=none is refused with AGENTPLANE_HOST=${host}: it serves every caller as admin, so it is only allowed on a loopback address (127.0.0.1, ::1, localhost)`,
+    );
+  }
+  const databaseUrl = text("DATABASE_URL");
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
+  }
+  const role = oneOf("AGENTPLANE_ROLE", ROLES, "all");
+  if (role !== "all" && databaseUrl === undefined) {
+    problems.push(
+      `AGENTPLANE_ROLE=${role} splits the server across processes, which must share one database: set DATABASE_URL`,
+    );
+  }
+  const bootstrapApiKey = text("AGENTPLANE_API_KEY");
+  if (bootstrapApiKey !== undefined && !new RegExp(`^[\\x21-\\x7e]{${MIN_API_KEY_LENGTH},256}$`).test(bootstrapApiKey)) {
+    problems.push(`AGENTPLANE_API_KEY must be ${MIN_API_KEY_LENGTH} to 256 printable characters without spaces`);
+  }
+  const adminEmail = text("AGENTPLANE_ADMIN_EMAIL") ?? "admin@localhost";
+  if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail)) problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
+
+  const config: Config = Object.freeze({
+    port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
+    host,
+    databaseUrl,
+    dataDir: resolve(text("AGENTPLANE_DATA_DIR") ?? ".agentplane"),
+    role,
+    auth,
+    bootstrapApiKey,
+    plan: oneOf("AGENTPLANE_PLAN", PLANS, "enterprise"),
+    adminEmail,
+    dbPoolMax: integer("AGENTPLANE_DB_POOL_MAX", DEFAULT_POOL_MAX, 2, 1000),
+    statementTimeoutMs: integer("AGENTPLANE_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS, 0, 2 ** 31 - 1),
+    shutdownGraceMs: integer("AGENTPLANE_SHUTDOWN_GRACE_MS", DEFAULT_SHUTDOWN_GRACE_MS, 0, 10 * 60 * 1000),
+    logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}

@@ -1,0 +1,52 @@
+import { ConfigError, loadConfig } from "./config.js";
+import { startApp } from "./app.js";
+import { createLogger } from "./logger.js";
+
+/**
+ * `npm start`: reads the configuration, starts every part this process's role runs, and shuts down
+ * gracefully on SIGINT or SIGTERM (requests, streams and jobs in flight get the grace period).
+ */
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`agentplane: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const log = createLogger(config.logLevel);
+  const app = await startApp(config, log);
+  process.stdout.write(
+    `agentplane ${config.role} listening on http://${formatHost(app.address.address)}:${app.address.port}\n`,
+  );
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      log.warn("second signal: exiting without waiting", { signal });
+      process.exit(1);
+    }
+    log.info("shutting down", { signal });
+    app.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+function formatHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`agentplane failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,148 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { AuthMode } from "../../config.js";
+import { isUuid } from "../../ids.js";
+import type { Logger } from "../../logger.js";
+import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../store/api-key-store.js";
+import type { Sql } from "../../store/db.js";
+import { findFirstAdmin } from "../../store/member-store.js";
+import { findFirstOrganization } from "../../store/organization-store.js";
+import { listGrantedWorkspaces, type WorkspaceGrant, type WorkspaceRecord } from "../../store/workspace-store.js";
+import type { CallGuard } from "../../transport/bound-service.js";
+import { hashApiKey } from "./api-key-secret.js";
+import { type Principal, principalKey } from "./principal.js";
+
+/** Who a credential belongs to, before a workspace is chosen. */
+type Identity = Omit<Principal, "workspace"> & { defaultWorkspaceId: string | null };
+
+/** Options of {@link createAuthenticator}. */
+export interface AuthenticatorOptions {
+  sql: Sql;
+  mode: AuthMode;
+  log: Logger;
+}
+
+/**
+ * The guard of every authenticated service: turns `x-api-key` (or `Authorization: Bearer`) and
+ * `x-tenant-id` into a {@link Principal}. Unknown, revoked and expired keys all answer the same 401.
+ */
+export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): CallGuard {
+  const authenticate = mode === "none" ? () => localAdmin(sql) : (ctx: HandlerContext) => byApiKey(ctx);
+
+  async function byApiKey(ctx: HandlerContext): Promise<Identity> {
+    const key = readApiKey(ctx.requestHeader);
+    const found = await findUsableKeyByHash(sql, hashApiKey(key));
+    if (!found) throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
+    touchApiKey(sql, found.id).catch((error: unknown) => log.warn("could not record API key use", { error }));
+    return principalOfKey(found);
+  }
+
+  return async (ctx) => {
+    const base = await authenticate(ctx);
+    const requested = ctx.requestHeader.get("x-tenant-id")?.trim() || undefined;
+    let selected: Promise<WorkspaceRecord> | undefined;
+    const principal: Principal = {
+      ...base,
+      workspace: () => {
+        selected ??= selectWorkspace(sql, base, requested);
+        return selected;
+      },
+    };
+    ctx.values.set(principalKey, principal);
+  };
+}
+
+/** The key from `x-api-key`, or from `Authorization: Bearer <key>`. */
+function readApiKey(headers: Headers): string {
+  const key = headers.get("x-api-key")?.trim();
+  if (key) return key;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization") ?? "");
+  if (bearer?.[1]) return bearer[1];
+  throw new ConnectError("missing API key: send it in the x-api-key header", Code.Unauthenticated);
+}
+
+function principalOfKey(key: AuthenticatedKey): Identity {
+  const organization = {
+    id: key.organizationId,
+    displayName: key.organization.displayName,
+    plan: key.organization.plan,
+    createdAt: key.organization.createdAt,
+  };
+  const apiKey = { id: key.id, shortKey: key.shortKey, kind: key.kind };
+  if (key.kind === "personal") {
+    if (!key.user || !key.userId || !key.user.organizationRole) {
+      // The key's user left the organization: personal keys stop working with their user's membership.
+      throw new ConnectError("invalid API key: its user is no longer a member of the organization", Code.Unauthenticated);
+    }
+    const organizationRole = key.user.organizationRole;
+    return {
+      organization,
+      user: { id: key.userId, email: key.user.email, fullName: key.user.fullName },
+      apiKey,
+      organizationRole,
+      grant:
+        organizationRole === "admin"
+          ? { kind: "organization", organizationId: key.organizationId, role: "admin" }
+          : { kind: "user", organizationId: key.organizationId, userId: key.userId },
+      defaultWorkspaceId: key.defaultWorkspaceId,
+    };
+  }
+  const organizationRole = key.organizationRole ?? "viewer";
+  const role = key.role ?? "viewer";
+  let grant: WorkspaceGrant;
+  if (organizationRole === "admin") grant = { kind: "organization", organizationId: key.organizationId, role: "admin" };
+  else if (key.allWorkspaces) grant = { kind: "organization", organizationId: key.organizationId, role };
+  else grant = { kind: "api-key", organizationId: key.organizationId, apiKeyId: key.id, role };
+  return { organization, user: null, apiKey, organizationRole, grant, defaultWorkspaceId: key.defaultWorkspaceId };
+}
+
+/** With AGENTPLANE_AUTH=none every request acts as the first organization's first admin. */
+async function localAdmin(sql: Sql): Promise<Identity> {
+  const organization = await findFirstOrganization(sql);
+  const user = organization && (await findFirstAdmin(sql, organization.id));
+  if (!organization || !user) throw new ConnectError("the server has no organization yet", Code.Unavailable);
+  return {
+    organization,
+    user,
+    apiKey: null,
+    organizationRole: "admin",
+    grant: { kind: "organization", organizationId: organization.id, role: "admin" },
+    defaultWorkspaceId: null,
+  };
+}
+
+/**
+ * Picks the request's workspace: the one named by `x-tenant-id` when the caller reaches it, else the
+ * key's default, else the caller's only (or, for users, oldest) workspace. A service key that
+ * reaches several workspaces and has no default must name one.
+ */
+async function selectWorkspace(
+  sql: Sql,
+  base: Identity,
+  requested: string | undefined,
+): Promise<WorkspaceRecord> {
+  if (requested !== undefined) {
+    if (!isUuid(requested)) throw new ConnectError("x-tenant-id must be a workspace UUID", Code.InvalidArgument);
+    const [ws] = await listGrantedWorkspaces(sql, base.grant, requested);
+    if (!ws) {
+      throw new ConnectError(
+        `permission denied: this API key has no access to workspace ${requested}`,
+        Code.PermissionDenied,
+      );
+    }
+    return ws;
+  }
+  const reachable = await listGrantedWorkspaces(sql, base.grant);
+  const preferred = reachable.find((w) => w.id === base.defaultWorkspaceId);
+  if (preferred) return preferred;
+  if (base.user === null && reachable.length > 1) {
+    throw new ConnectError(
+      "this service key can act in several workspaces: send the x-tenant-id header naming one of them",
+      Code.PermissionDenied,
+    );
+  }
+  const first = reachable[0];
+  if (!first) {
+    throw new ConnectError("permission denied: this API key has no access to any workspace", Code.PermissionDenied);
+  }
+  return first;
+}

@@ -1,0 +1,97 @@
+import type { Logger } from "../../logger.js";
+
+/** The dependencies whose health decides whether this process serves. */
+export interface DependencyStatus {
+  /** A query on Postgres succeeded. */
+  readonly postgres: boolean;
+  /** The job queue reached its tables. */
+  readonly queue: boolean;
+}
+
+/** Options of {@link createDependencyMonitor}. */
+export interface DependencyMonitorOptions {
+  /** Runs a trivial query; rejects when Postgres is unreachable. */
+  checkPostgres: () => Promise<void>;
+  /** Rejects when the queue cannot work. */
+  checkQueue: () => Promise<void>;
+  /** Time between background checks. */
+  intervalMs: number;
+  /** Called whenever serving flips, and once with the first result. */
+  onChange: (serving: boolean, status: DependencyStatus) => void;
+  log: Logger;
+}
+
+/** Watches Postgres and the queue so health reports follow them, and recovers when they return. */
+export interface DependencyMonitor {
+  /** Checks now, then every interval. */
+  start(): Promise<void>;
+  /** Stops the background checks. */
+  stop(): void;
+  /** The result of the latest check. */
+  status(): DependencyStatus;
+  /** Checks now and returns the fresh result. */
+  probe(): Promise<DependencyStatus>;
+}
+
+/** A check that has not answered in this long counts as failed: a hung connection is an outage too. */
+const CHECK_TIMEOUT_MS = 3_000;
+
+/** Creates a {@link DependencyMonitor}. */
+export function createDependencyMonitor(options: DependencyMonitorOptions): DependencyMonitor {
+  let current: DependencyStatus = { postgres: false, queue: false };
+  let serving: boolean | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  async function probe(): Promise<DependencyStatus> {
+    const [postgres, queue] = await Promise.all([
+      passes(options.checkPostgres, "postgres", options.log),
+      passes(options.checkQueue, "queue", options.log),
+    ]);
+    current = { postgres, queue };
+    const now = postgres && queue;
+    if (now !== serving) {
+      serving = now;
+      options.onChange(now, current);
+    }
+    return current;
+  }
+
+  return {
+    async start() {
+      await probe();
+      const loop = () => {
+        timer = setTimeout(() => {
+          probe().finally(() => {
+            if (timer) loop();
+          });
+        }, options.intervalMs);
+        timer.unref();
+      };
+      loop();
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+    status: () => current,
+    probe,
+  };
+}
+
+async function passes(check: () => Promise<void>, name: string, log: Logger): Promise<boolean> {
+  let timeout: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      check(),
+      new Promise<never>((_, reject) => {
+        timeout = setTimeout(() => reject(new Error(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return true;
+  } catch (error) {
+    log.debug(`${name} check failed`, { error });
+    return false;
+  } finally {
+    clearTimeout(timeout);
+  }
+}

@@ -1,0 +1,45 @@
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { SystemService } from "../../../gen/agentplane/system/v1/system_service_pb.js";
+import type { AuthMode, ProcessRole } from "../../config.js";
+import type { DependencyMonitor, DependencyStatus } from "./dependency-monitor.js";
+
+/** Dependencies of {@link createSystemService}. */
+export interface SystemServiceDeps {
+  monitor: Pick<DependencyMonitor, "status" | "probe">;
+  version: string;
+  role: ProcessRole;
+  auth: AuthMode;
+}
+
+/** SystemService: liveness/readiness (`/ok`) and server information (`/info`). */
+export function createSystemService({ monitor, version, role, auth }: SystemServiceDeps): ServiceImpl<typeof SystemService> {
+  return {
+    async ok(request) {
+      const status = request.checkDb ? await monitor.probe() : monitor.status();
+      const problem = describeOutage(status);
+      if (problem) throw new ConnectError(problem, Code.Unavailable);
+      return { ok: true };
+    },
+    getInfo() {
+      return {
+        version,
+        role,
+        flags: {
+          assistants: false,
+          crons: false,
+          tracing: false,
+          usageReporting: false,
+          bulkExport: false,
+          auth: auth === "apikey",
+        },
+      };
+    },
+  };
+}
+
+/** A sentence naming what is down, or undefined when everything is up. */
+function describeOutage(status: DependencyStatus): string | undefined {
+  if (!status.postgres) return "postgres is unreachable";
+  if (!status.queue) return "the job queue is unavailable";
+  return undefined;
+}

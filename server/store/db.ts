@@ -1,0 +1,55 @@
+import postgres from "postgres";
+
+/** A Postgres connection pool (porsager `postgres`). */
+export type Sql = postgres.Sql;
+
+/** Anything a store function can run queries on: the pool, a reserved connection or an open transaction. */
+export type Queryable = postgres.ISql;
+
+/** An open transaction. */
+export type Transaction = postgres.TransactionSql;
+
+/** Options of {@link createSql}. */
+export interface SqlOptions {
+  /** Largest number of connections in the pool. */
+  max: number;
+  /** Server-side `statement_timeout` of every connection, in milliseconds (0 disables it). */
+  statementTimeoutMs: number;
+  /** Shown in `pg_stat_activity.application_name`. */
+  applicationName: string;
+}
+
+/** Seconds an idle pooled connection lives; long enough to reuse under load, short enough to shrink. */
+const IDLE_TIMEOUT_SECONDS = 30;
+/** Seconds to wait for a new connection before a query fails with UNAVAILABLE. */
+const CONNECT_TIMEOUT_SECONDS = 10;
+
+/**
+ * Opens a pool. Connections are made lazily, so this never fails; a query fails when Postgres is
+ * unreachable, and the pool reconnects by itself when it comes back.
+ */
+export function createSql(url: string, options: SqlOptions): Sql {
+  return postgres(url, {
+    max: options.max,
+    idle_timeout: IDLE_TIMEOUT_SECONDS,
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    onnotice: () => {},
+    connection: {
+      application_name: options.applicationName,
+      statement_timeout: options.statementTimeoutMs,
+    },
+  });
+}
+
+/** SQLSTATE codes this code base reacts to. */
+export const PgCode = {
+  uniqueViolation: "23505",
+  foreignKeyViolation: "23503",
+  checkViolation: "23514",
+  invalidTextRepresentation: "22P02",
+} as const;
+
+/** The SQLSTATE of a Postgres error, or undefined for anything else. */
+export function pgErrorCode(error: unknown): string | undefined {
+  return error instanceof postgres.PostgresError ? error.code : undefined;
+}

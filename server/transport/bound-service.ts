@@ -1,0 +1,90 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+
+/**
+ * Runs before every call of a bound service, on every protocol (gRPC, gRPC-Web, Connect, REST, SSE).
+ * It authenticates the caller and puts what the handler needs into `ctx.values`; it throws a
+ * `ConnectError` to refuse the call.
+ */
+export type CallGuard = (ctx: HandlerContext) => Promise<void>;
+
+/** Reports an error that is not a `ConnectError`: a bug or an outage, never shown to the caller. */
+export type InternalErrorReporter = (error: unknown, ctx: HandlerContext) => void;
+
+/**
+ * A service implementation wrapped so that the guard runs first and every error leaving it is a
+ * `ConnectError` whose message is safe to show. The Connect router and the REST transcoder both
+ * serve `impl`, so both protocols share one pipeline.
+ */
+export interface BoundService {
+  /** The service descriptor from gen/. */
+  readonly service: DescService;
+  /** The wrapped implementation, keyed by method `localName`. */
+  readonly impl: Record<string, BoundMethod>;
+}
+
+/** A wrapped unary or server-streaming method. */
+export type BoundMethod = (request: unknown, ctx: HandlerContext) => unknown;
+
+/** Options of {@link bindService}. */
+export interface BindOptions {
+  /** Runs before each call; omit for services that answer without authentication. */
+  guard?: CallGuard;
+  /** Receives unexpected errors before they are replaced by a generic INTERNAL error. */
+  onInternalError: InternalErrorReporter;
+}
+
+/**
+ * Turns any thrown value into a `ConnectError` a client may see. `ConnectError`s pass unchanged;
+ * anything else is reported and replaced, so stack traces, SQL and driver messages never leak.
+ */
+export function toPublicError(error: unknown, ctx: HandlerContext, report: InternalErrorReporter): ConnectError {
+  if (error instanceof ConnectError) return error;
+  if (ctx.signal.aborted && isAbortError(error)) return new ConnectError("the request was cancelled", Code.Canceled);
+  report(error, ctx);
+  return new ConnectError("internal error", Code.Internal);
+}
+
+function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError");
+}
+
+/**
+ * Wraps every method of `impl` with the guard and the error policy. Only unary and server-streaming
+ * methods are supported: the REST mapping has no form for client or bidi streams.
+ */
+export function bindService<S extends DescService>(service: S, impl: ServiceImpl<S>, options: BindOptions): BoundService {
+  const wrapped: Record<string, BoundMethod> = {};
+  const methods = impl as unknown as Record<string, BoundMethod>;
+  for (const method of service.methods) {
+    const fn = methods[method.localName];
+    if (!fn) throw new Error(`${service.typeName} has no implementation of ${method.name}`);
+    wrapped[method.localName] = wrapMethod(method, fn.bind(impl), options);
+  }
+  return { service, impl: wrapped };
+}
+
+function wrapMethod(method: DescMethod, fn: BoundMethod, { guard, onInternalError }: BindOptions): BoundMethod {
+  switch (method.methodKind) {
+    case "unary":
+      return async (request, ctx) => {
+        try {
+          if (guard) await guard(ctx);
+          return await fn(request, ctx);
+        } catch (error) {
+          throw toPublicError(error, ctx, onInternalError);
+        }
+      };
+    case "server_streaming":
+      return async function* (request, ctx) {
+        try {
+          if (guard) await guard(ctx);
+          yield* fn(request, ctx) as AsyncIterable<unknown>;
+        } catch (error) {
+          throw toPublicError(error, ctx, onInternalError);
+        }
+      };
+    default:
+      throw new Error(`${method.parent.typeName}.${method.name}: ${method.methodKind} methods are not supported`);
+  }
+}

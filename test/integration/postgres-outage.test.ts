@@ -1,0 +1,74 @@
+/**
+ * Stop Postgres under a running server: /ok?check_db=1 answers 503 and gRPC health reports
+ * NOT_SERVING, the process stays up, and both recover by themselves when Postgres returns.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { type App, startApp } from "../../server/app.js";
+import { createLogger } from "../../server/logger.js";
+import { type EmbeddedPostgresServer, startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
+
+let dir: string;
+let pg: EmbeddedPostgresServer;
+let app: App;
+let port: number;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "agentplane-outage-"));
+  pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), log: () => {}, durable: false });
+  port = Number(new URL(pg.url).port);
+  app = await startApp(
+    {
+      port: 0,
+      host: "127.0.0.1",
+      databaseUrl: pg.url,
+      dataDir: join(dir, "data"),
+      role: "all",
+      auth: "apikey",
+      bootstrapApiKey: "ap_pt_outage_test_key_0123456789",
+      plan: "enterprise",
+      adminEmail: "admin@example.com",
+      dbPoolMax: 4,
+      statementTimeoutMs: 60_000,
+      shutdownGraceMs: 1_000,
+      logLevel: "error",
+    },
+    createLogger("error"),
+  );
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await pg?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("reports the outage and recovers without a restart", async () => {
+  const base = `http://127.0.0.1:${app.address.port}`;
+  const health = createClient(Health, createGrpcTransport({ baseUrl: base }));
+  const status = async () => (await health.check({})).status;
+  const ok = () => fetch(`${base}/ok?check_db=1`);
+
+  expect((await ok()).status).toBe(200);
+  expect(await status()).toBe(HealthCheckResponse_ServingStatus.SERVING);
+
+  await pg.stop();
+  const down = await ok();
+  expect(down.status).toBe(503);
+  expect(await down.json()).toEqual({ detail: "postgres is unreachable" });
+  await expect.poll(status, { timeout: 15_000 }).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+  expect((await fetch(`${base}/ok`)).status).toBe(503);
+  // The process is still serving what needs no database.
+  expect((await fetch(`${base}/info`)).status).toBe(200);
+
+  pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port, log: () => {}, durable: false });
+  await expect.poll(async () => (await ok()).status, { timeout: 20_000, interval: 250 }).toBe(200);
+  await expect.poll(status, { timeout: 15_000 }).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  const me = await fetch(`${base}/api/v1/whoami`, { headers: { "x-api-key": "ap_pt_outage_test_key_0123456789" } });
+  expect(me.status).toBe(200);
+});

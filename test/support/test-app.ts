@@ -1,0 +1,79 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient, type AgentplaneClient, type ClientProtocol } from "../../sdk/index.js";
+import { type App, startApp } from "../../server/app.js";
+import type { Config } from "../../server/config.js";
+import { createLogger } from "../../server/logger.js";
+import { createTestDatabase } from "./database.js";
+
+/** A server started in-process for a test file, on its own database and port 0. */
+export interface TestApp {
+  /** `http://127.0.0.1:<port>`. */
+  readonly baseUrl: string;
+  /** The admin key bootstrap created (personal key of the default organization's admin). */
+  readonly adminKey: string;
+  /** The running app. */
+  readonly app: App;
+  /** The database URL. */
+  readonly databaseUrl: string;
+  /** An SDK client; defaults to the admin key. */
+  client(options?: { apiKey?: string; tenantId?: string; protocol?: ClientProtocol }): AgentplaneClient;
+  /** `fetch` against the server with `x-api-key` (admin by default) and JSON handling. */
+  fetch(path: string, init?: RequestInit & { apiKey?: string | null; tenantId?: string }): Promise<Response>;
+  /** Stops the server and drops its database. */
+  stop(): Promise<void>;
+}
+
+/** Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). */
+export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), "agentplane-app-"));
+  const adminKey = `ap_pt_test_${randomBytes(24).toString("base64url")}`;
+  const config: Config = {
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl: db.url,
+    dataDir,
+    role: "all",
+    auth: "apikey",
+    bootstrapApiKey: adminKey,
+    plan: "enterprise",
+    adminEmail: "admin@example.com",
+    dbPoolMax: 5,
+    statementTimeoutMs: 60_000,
+    shutdownGraceMs: 2_000,
+    logLevel: "error",
+    ...overrides,
+  };
+  const app = await startApp(config, createLogger(config.logLevel));
+  const baseUrl = `http://127.0.0.1:${app.address.port}`;
+  return {
+    baseUrl,
+    adminKey,
+    app,
+    databaseUrl: db.url,
+    client: (options = {}) =>
+      createClient({
+        baseUrl,
+        apiKey: options.apiKey ?? adminKey,
+        ...(options.tenantId ? { tenantId: options.tenantId } : {}),
+        ...(options.protocol ? { protocol: options.protocol } : {}),
+      }),
+    fetch: (path, init = {}) => {
+      const { apiKey, tenantId, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      const key = apiKey === undefined ? adminKey : apiKey;
+      if (key !== null) headers.set("x-api-key", key);
+      if (tenantId) headers.set("x-tenant-id", tenantId);
+      if (rest.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+      return fetch(`${baseUrl}${path}`, { ...rest, headers });
+    },
+    stop: async () => {
+      await app.stop();
+      await db.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
