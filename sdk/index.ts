@@ -8,7 +8,12 @@
  * ```
  */
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, createClient as createServiceClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import {
+  type Client,
+  createClient as createServiceClient,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";

@@ -1,6 +1,6 @@
 import { mkdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
@@ -44,10 +44,13 @@ const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
 export async function startApp(config: Config, log: Logger): Promise<App> {
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => log.error("shutdown step failed", { error }));
+    for (const cleanup of cleanups.reverse())
+      await cleanup().catch((error) => log.error("shutdown step failed", { error }));
   };
   try {
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
+    // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
+    await mkdir(config.dataDir, { recursive: true, mode: 0o711 });
     let databaseUrl = config.databaseUrl;
     if (databaseUrl === undefined) {
       const embedded = await startEmbeddedPostgres({
@@ -93,8 +96,10 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     });
 
     const version = await readVersion();
-    const onInternalError = (error: unknown, ctx: { service: { typeName: string }; method: { name: string } }) =>
-      log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
+    const onInternalError = (
+      error: unknown,
+      ctx: { service: { typeName: string }; method: { name: string } },
+    ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
     const guard = createAuthenticator({ sql, mode: config.auth, log });
     const services: BoundService[] = [
       bindService(
@@ -121,9 +126,12 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     cleanups.push(async () => monitor.stop());
 
     const shutdown = new AbortController();
-    const server = createOnePortServer(createHttpHandler({ services, health, shutdownSignal: shutdown.signal }), {
-      shutdown,
-    });
+    const server = createOnePortServer(
+      createHttpHandler({ services, health, shutdownSignal: shutdown.signal }),
+      {
+        shutdown,
+      },
+    );
     const address = await server.listen(config.port, config.host);
     cleanups.push(() => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
@@ -144,6 +152,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
 }
 
 async function readVersion(): Promise<string> {
-  const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
   return pkg.version;
 }

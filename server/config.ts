@@ -116,11 +116,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const bootstrapApiKey = text("AGENTPLANE_API_KEY");
-  if (bootstrapApiKey !== undefined && !new RegExp(`^[\\x21-\\x7e]{${MIN_API_KEY_LENGTH},256}$`).test(bootstrapApiKey)) {
-    problems.push(`AGENTPLANE_API_KEY must be ${MIN_API_KEY_LENGTH} to 256 printable characters without spaces`);
+  if (
+    bootstrapApiKey !== undefined &&
+    !new RegExp(`^[\\x21-\\x7e]{${MIN_API_KEY_LENGTH},256}$`).test(bootstrapApiKey)
+  ) {
+    problems.push(
+      `AGENTPLANE_API_KEY must be ${MIN_API_KEY_LENGTH} to 256 printable characters without spaces`,
+    );
   }
   const adminEmail = text("AGENTPLANE_ADMIN_EMAIL") ?? "admin@localhost";
-  if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail)) problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
+  if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail))
+    problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
 
   const config: Config = Object.freeze({
     port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
@@ -133,7 +139,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     plan: oneOf("AGENTPLANE_PLAN", PLANS, "enterprise"),
     adminEmail,
     dbPoolMax: integer("AGENTPLANE_DB_POOL_MAX", DEFAULT_POOL_MAX, 2, 1000),
-    statementTimeoutMs: integer("AGENTPLANE_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS, 0, 2 ** 31 - 1),
+    statementTimeoutMs: integer(
+      "AGENTPLANE_STATEMENT_TIMEOUT_MS",
+      DEFAULT_STATEMENT_TIMEOUT_MS,
+      0,
+      2 ** 31 - 1,
+    ),
     shutdownGraceMs: integer("AGENTPLANE_SHUTDOWN_GRACE_MS", DEFAULT_SHUTDOWN_GRACE_MS, 0, 10 * 60 * 1000),
     logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
   });

@@ -18,10 +18,15 @@ export interface Logger {
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 /** Creates a logger that drops lines below `level`. */
-export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Logger {
   const log = (at: LogLevel, message: string, fields?: LogFields) => {
     if (ORDER[at] < ORDER[level]) return;
-    write(`${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) })}\n`);
+    write(
+      `${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) })}\n`,
+    );
   };
   return {
     debug: (m, f) => log("debug", m, f),
@@ -35,7 +40,8 @@ function serializeFields(fields: LogFields | undefined): LogFields | undefined {
   if (!fields) return undefined;
   const out: LogFields = {};
   for (const [key, value] of Object.entries(fields)) {
-    out[key] = value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
+    out[key] =
+      value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
   }
   return out;
 }

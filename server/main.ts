@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
+import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 
 /**
@@ -18,19 +18,13 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
-  const app = await startApp(config, log);
-  process.stdout.write(
-    `agentplane ${config.role} listening on http://${formatHost(app.address.address)}:${app.address.port}\n`,
-  );
+  // Signal handlers go in before anything starts: a SIGTERM that arrives while starting, or right
+  // after "listening" is printed, must still shut down gracefully rather than kill the process.
+  let app: Awaited<ReturnType<typeof startApp>> | undefined;
+  let stopRequested = false;
   let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
-      log.warn("second signal: exiting without waiting", { signal });
-      process.exit(1);
-    }
-    log.info("shutting down", { signal });
-    app.stop().then(
+  const stop = () => {
+    app?.stop().then(
       () => process.exit(0),
       (error: unknown) => {
         log.error("shutdown failed", { error });
@@ -38,8 +32,26 @@ async function main(): Promise<void> {
       },
     );
   };
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      log.warn("second signal: exiting without waiting", { signal });
+      process.exit(1);
+    }
+    log.info("shutting down", { signal });
+    stopRequested = true;
+    stop();
+  };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  app = await startApp(config, log);
+  if (stopRequested) {
+    stop();
+    return;
+  }
+  process.stdout.write(
+    `agentplane ${config.role} listening on http://${formatHost(app.address.address)}:${app.address.port}\n`,
+  );
 }
 
 function formatHost(host: string): string {
@@ -47,6 +59,8 @@ function formatHost(host: string): string {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`agentplane failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `agentplane failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -109,7 +109,10 @@ function workspaceIdsColumn(q: Queryable) {
  * The key with this hash, with its organization and user, when it is neither revoked nor expired.
  * Returns undefined for unknown, revoked and expired keys alike, so callers cannot tell them apart.
  */
-export async function findUsableKeyByHash(q: Queryable, keyHash: Buffer): Promise<AuthenticatedKey | undefined> {
+export async function findUsableKeyByHash(
+  q: Queryable,
+  keyHash: Buffer,
+): Promise<AuthenticatedKey | undefined> {
   const [row] = await q<
     (ApiKeyRow & {
       org_display_name: string;
@@ -148,7 +151,11 @@ export async function keyHashExists(q: Queryable, keyHash: Buffer): Promise<bool
 }
 
 /** One key of an organization by id, revoked or not. */
-export async function getApiKey(q: Queryable, organizationId: string, id: string): Promise<ApiKeyRecord | undefined> {
+export async function getApiKey(
+  q: Queryable,
+  organizationId: string,
+  id: string,
+): Promise<ApiKeyRecord | undefined> {
   const [row] = await q<ApiKeyRow[]>`
     select k.id, k.organization_id, k.kind, k.user_id, k.short_key, k.description, k.role, k.organization_role,
            k.all_workspaces, ${workspaceIdsColumn(q)}, k.default_workspace_id, k.expires_at, k.revoked_at,
@@ -179,7 +186,11 @@ export async function listApiKeys(
 }
 
 /** Revokes a key of an organization; returns the revoked record, or undefined when there is none. */
-export async function revokeApiKey(q: Queryable, organizationId: string, id: string): Promise<ApiKeyRecord | undefined> {
+export async function revokeApiKey(
+  q: Queryable,
+  organizationId: string,
+  id: string,
+): Promise<ApiKeyRecord | undefined> {
   await q`
     update api_keys set revoked_at = coalesce(revoked_at, now())
     where organization_id = ${organizationId} and id = ${id}`;

@@ -29,7 +29,8 @@ export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
     const match = /^(\d{4})-[a-z0-9-]+\.sql$/.exec(name);
     if (!match) throw new Error(`migration file ${name} must be named NNNN-purpose.sql`);
     const version = Number(match[1]);
-    if (migrations.some((m) => m.version === version)) throw new Error(`two migrations are numbered ${version}`);
+    if (migrations.some((m) => m.version === version))
+      throw new Error(`two migrations are numbered ${version}`);
     migrations.push({ version, name, script: await readFile(`${dir}/${name}`, "utf8") });
   }
   return migrations;
@@ -51,7 +52,9 @@ export async function migrate(sql: Sql, migrations?: Migration[]): Promise<strin
         name text not null,
         applied_at timestamptz not null default now()
       )`;
-      const done = new Set((await conn`select version from agentplane_migrations`).map((r) => r.version as number));
+      const done = new Set(
+        (await conn`select version from agentplane_migrations`).map((r) => r.version as number),
+      );
       for (const m of all) {
         if (done.has(m.version)) continue;
         await conn.unsafe("begin");

@@ -97,7 +97,11 @@ export async function listGrantedWorkspaces(
 }
 
 /** Live workspaces of an organization among `ids`; used to check ids a caller sends. */
-export async function findLiveWorkspaceIds(q: Queryable, organizationId: string, ids: string[]): Promise<string[]> {
+export async function findLiveWorkspaceIds(
+  q: Queryable,
+  organizationId: string,
+  ids: string[],
+): Promise<string[]> {
   const rows = await q<{ id: string }[]>`
     select id from workspaces
     where organization_id = ${organizationId} and deleted_at is null and id = any(${ids}::uuid[])`;
@@ -112,7 +116,11 @@ export async function countLiveWorkspaces(q: Queryable, organizationId: string):
 }
 
 /** Marks a live workspace deleted; false when there was none with that id in the organization. */
-export async function markWorkspaceDeleted(q: Queryable, organizationId: string, id: string): Promise<boolean> {
+export async function markWorkspaceDeleted(
+  q: Queryable,
+  organizationId: string,
+  id: string,
+): Promise<boolean> {
   const rows = await q`
     update workspaces set deleted_at = now()
     where organization_id = ${organizationId} and id = ${id} and deleted_at is null

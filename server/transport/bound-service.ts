@@ -38,9 +38,14 @@ export interface BindOptions {
  * Turns any thrown value into a `ConnectError` a client may see. `ConnectError`s pass unchanged;
  * anything else is reported and replaced, so stack traces, SQL and driver messages never leak.
  */
-export function toPublicError(error: unknown, ctx: HandlerContext, report: InternalErrorReporter): ConnectError {
+export function toPublicError(
+  error: unknown,
+  ctx: HandlerContext,
+  report: InternalErrorReporter,
+): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (ctx.signal.aborted && isAbortError(error)) return new ConnectError("the request was cancelled", Code.Canceled);
+  if (ctx.signal.aborted && isAbortError(error))
+    return new ConnectError("the request was cancelled", Code.Canceled);
   report(error, ctx);
   return new ConnectError("internal error", Code.Internal);
 }
@@ -53,7 +58,11 @@ function isAbortError(error: unknown): boolean {
  * Wraps every method of `impl` with the guard and the error policy. Only unary and server-streaming
  * methods are supported: the REST mapping has no form for client or bidi streams.
  */
-export function bindService<S extends DescService>(service: S, impl: ServiceImpl<S>, options: BindOptions): BoundService {
+export function bindService<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+  options: BindOptions,
+): BoundService {
   const wrapped: Record<string, BoundMethod> = {};
   const methods = impl as unknown as Record<string, BoundMethod>;
   for (const method of service.methods) {
@@ -64,7 +73,11 @@ export function bindService<S extends DescService>(service: S, impl: ServiceImpl
   return { service, impl: wrapped };
 }
 
-function wrapMethod(method: DescMethod, fn: BoundMethod, { guard, onInternalError }: BindOptions): BoundMethod {
+function wrapMethod(
+  method: DescMethod,
+  fn: BoundMethod,
+  { guard, onInternalError }: BindOptions,
+): BoundMethod {
   switch (method.methodKind) {
     case "unary":
       return async (request, ctx) => {
@@ -85,6 +98,8 @@ function wrapMethod(method: DescMethod, fn: BoundMethod, { guard, onInternalErro
         }
       };
     default:
-      throw new Error(`${method.parent.typeName}.${method.name}: ${method.methodKind} methods are not supported`);
+      throw new Error(
+        `${method.parent.typeName}.${method.name}: ${method.methodKind} methods are not supported`,
+      );
   }
 }

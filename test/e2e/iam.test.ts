@@ -27,7 +27,10 @@ async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
 }
 
 async function createServiceKey(body: Record<string, unknown>): Promise<{ key: string; id: string }> {
-  const res = await t.fetch("/api/v1/api-key", { method: "POST", body: JSON.stringify({ kind: "service", ...body }) });
+  const res = await t.fetch("/api/v1/api-key", {
+    method: "POST",
+    body: JSON.stringify({ kind: "service", ...body }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as { key: string; id: string };
 }
@@ -47,7 +50,10 @@ describe("authentication", () => {
   });
 
   it("accepts the key as a bearer token too", async () => {
-    const res = await t.fetch("/api/v1/whoami", { apiKey: null, headers: { authorization: `Bearer ${t.adminKey}` } });
+    const res = await t.fetch("/api/v1/whoami", {
+      apiKey: null,
+      headers: { authorization: `Bearer ${t.adminKey}` },
+    });
     expect(res.status).toBe(200);
   });
 
@@ -87,7 +93,12 @@ describe("workspaces", () => {
     });
     expect(res.status).toBe(200);
     const created = (await res.json()) as Record<string, unknown>;
-    expect(created).toMatchObject({ display_name: "Research", tenant_handle: "research", is_personal: false, role: "admin" });
+    expect(created).toMatchObject({
+      display_name: "Research",
+      tenant_handle: "research",
+      is_personal: false,
+      role: "admin",
+    });
     expect(created.created_at).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     const list = (await (await t.fetch("/api/v1/workspaces")).json()) as { id: string }[];
@@ -107,10 +118,17 @@ describe("workspaces", () => {
     const cases: [string, number, string][] = [
       [JSON.stringify({ display_name: "" }), 422, "display_name must be 1 to 200 characters"],
       [JSON.stringify({ display_name: "x", tenant_handle: "Not OK" }), 422, "tenant_handle must be"],
-      [JSON.stringify({ display_name: "x", tenant_handle: "research" }), 409, 'tenant_handle "research" already exists'],
+      [
+        JSON.stringify({ display_name: "x", tenant_handle: "research" }),
+        409,
+        'tenant_handle "research" already exists',
+      ],
       ["{not json", 400, ""],
     ];
-    await t.client().workspaces.createWorkspace({ displayName: "R", tenantHandle: "research" }).catch(() => undefined);
+    await t
+      .client()
+      .workspaces.createWorkspace({ displayName: "R", tenantHandle: "research" })
+      .catch(() => undefined);
     for (const [body, status, detail] of cases) {
       const res = await t.fetch("/api/v1/workspaces", { method: "POST", body });
       expect(res.status, body).toBe(status);
@@ -120,7 +138,9 @@ describe("workspaces", () => {
     expect(notUuid.status).toBe(422);
     const missing = await t.fetch("/api/v1/workspaces/00000000-0000-4000-8000-000000000000");
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ detail: "workspace 00000000-0000-4000-8000-000000000000 not found" });
+    expect(await missing.json()).toEqual({
+      detail: "workspace 00000000-0000-4000-8000-000000000000 not found",
+    });
   });
 
   it("deletes a workspace in the background and refuses to delete the last one", async () => {
@@ -129,10 +149,13 @@ describe("workspaces", () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({});
     expect((await t.fetch(`/api/v1/workspaces/${ws.id}`)).status).toBe(404);
-    await expect.poll(async () => (await db`select 1 from workspaces where id = ${ws.id}`).length, { timeout: 10_000 }).toBe(0);
+    await expect
+      .poll(async () => (await db`select 1 from workspaces where id = ${ws.id}`).length, { timeout: 10_000 })
+      .toBe(0);
 
     const all = await t.client().workspaces.listWorkspaces({});
-    for (const w of all.workspaces.slice(1)) await t.client().workspaces.deleteWorkspace({ workspaceId: w.id });
+    for (const w of all.workspaces.slice(1))
+      await t.client().workspaces.deleteWorkspace({ workspaceId: w.id });
     const last = all.workspaces[0]!;
     const refused = await t.fetch(`/api/v1/workspaces/${last.id}`, { method: "DELETE" });
     expect(refused.status).toBe(409);
@@ -153,7 +176,11 @@ describe("API keys", () => {
     const rows = await db`select * from api_keys where id = ${created.id}`;
     expect(JSON.stringify(rows)).not.toContain(created.key);
 
-    const listed = (await (await t.fetch("/api/v1/api-key")).json()) as { id: string; key: string; short_key: string }[];
+    const listed = (await (await t.fetch("/api/v1/api-key")).json()) as {
+      id: string;
+      key: string;
+      short_key: string;
+    }[];
     const mine = listed.find((k) => k.id === created.id);
     expect(mine?.key).toBe("");
     expect(mine?.short_key).toBe(created.shortKey);
@@ -172,12 +199,16 @@ describe("API keys", () => {
 
   it("stops accepting an expired key", async () => {
     const soon = new Date(Date.now() + 60_000);
-    const created = await t.client().apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(soon) });
+    const created = await t
+      .client()
+      .apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(soon) });
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(200);
     await db`update api_keys set expires_at = now() - interval '1 second' where id = ${created.id}`;
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(401);
     const past = await rejection(
-      t.client().apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(new Date(Date.now() - 1000)) }),
+      t
+        .client()
+        .apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(new Date(Date.now() - 1000)) }),
     );
     expect(past.code).toBe(Code.InvalidArgument);
     expect(past.rawMessage).toBe("expires_at must be in the future");
@@ -187,7 +218,10 @@ describe("API keys", () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ kind: "robot" }, 'kind must be "personal" or "service", not "robot"'],
       [{ kind: "service", role: "owner" }, 'role must be one of admin, editor, viewer, not "owner"'],
-      [{ kind: "service", organization_role: "root" }, "organization_role must be one of admin, operator, user, viewer"],
+      [
+        { kind: "service", organization_role: "root" },
+        "organization_role must be one of admin, operator, user, viewer",
+      ],
       [{ kind: "service", workspace_ids: ["nope"] }, 'workspace_ids: "nope" is not a UUID'],
       [
         { kind: "service", workspace_ids: ["00000000-0000-4000-8000-000000000000"] },
@@ -240,7 +274,9 @@ describe("workspace selection and permissions", () => {
 
   it("a service key scoped to one workspace uses it by default and reaches no other", async () => {
     const { key } = await createServiceKey({ workspace_ids: [a] });
-    const current = (await (await t.fetch("/api/v1/workspaces/current", { apiKey: key })).json()) as { id: string };
+    const current = (await (await t.fetch("/api/v1/workspaces/current", { apiKey: key })).json()) as {
+      id: string;
+    };
     expect(current.id).toBe(a);
     const other = await t.fetch("/api/v1/workspaces/current", { apiKey: key, tenantId: b });
     expect(other.status).toBe(403);
@@ -259,7 +295,9 @@ describe("workspace selection and permissions", () => {
       body: JSON.stringify({ display_name: "nope" }),
     });
     expect(denied.status).toBe(403);
-    expect(await denied.json()).toEqual({ detail: "permission denied: this call needs the workspaces:manage permission" });
+    expect(await denied.json()).toEqual({
+      detail: "permission denied: this call needs the workspaces:manage permission",
+    });
     const noKeys = await t.fetch("/api/v1/api-key", {
       method: "POST",
       apiKey: viewer.key,
@@ -282,7 +320,9 @@ describe("workspace selection and permissions", () => {
     expect(made.status).toBe(200);
     const madeWs = (await made.json()) as { id: string; role: string };
     // The creating key is widened to the workspace it made.
-    const visible = (await (await t.fetch("/api/v1/workspaces", { apiKey: operator.key })).json()) as { id: string }[];
+    const visible = (await (await t.fetch("/api/v1/workspaces", { apiKey: operator.key })).json()) as {
+      id: string;
+    }[];
     expect(visible.map((w) => w.id)).toContain(madeWs.id);
   });
 });

@@ -69,7 +69,10 @@ describe("buf curl against the server", () => {
         `${t.baseUrl}/agentplane.iam.v1.WorkspaceService/ListWorkspaces`,
       );
       const parsed = JSON.parse(out) as { workspaces: { id: string }[] };
-      expect(parsed.workspaces.map((w) => w.id), protocol).toEqual(rest.map((w) => w.id));
+      expect(
+        parsed.workspaces.map((w) => w.id),
+        protocol,
+      ).toEqual(rest.map((w) => w.id));
     }
   });
 

@@ -53,7 +53,11 @@ const CASES: IsolationCase[] = [
   },
   {
     name: "ApiKeyService.CreateApiKey scoped to A",
-    rest: (f) => ({ method: "POST", path: "/api/v1/api-key", body: { kind: "service", workspace_ids: [f.workspaceA] } }),
+    rest: (f) => ({
+      method: "POST",
+      path: "/api/v1/api-key",
+      body: { kind: "service", workspace_ids: [f.workspaceA] },
+    }),
     connect: (c, f) => c.apiKeys.createApiKey({ kind: "service", workspaceIds: [f.workspaceA] }),
     status: 403,
     code: Code.PermissionDenied,

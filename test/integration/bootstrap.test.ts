@@ -23,7 +23,12 @@ afterAll(async () => {
 
 describe("bootstrapIam", () => {
   it("creates the organization once, prints a generated key once and saves it 0600", async () => {
-    const config = { plan: "plus" as const, adminEmail: "root@example.com", bootstrapApiKey: undefined, dataDir };
+    const config = {
+      plan: "plus" as const,
+      adminEmail: "root@example.com",
+      bootstrapApiKey: undefined,
+      dataDir,
+    };
     const printed: string[] = [];
     const first = await bootstrapIam(db.sql, config, log, (line) => printed.push(line));
     expect(first.createdOrganization).toBe(true);
@@ -64,7 +69,12 @@ describe("bootstrapIam", () => {
   it("bootstraps exactly once when processes start together", async () => {
     const other = await createTestDatabase();
     try {
-      const config = { plan: "enterprise" as const, adminEmail: "a@example.com", bootstrapApiKey: "ap_pt_concurrent_start_key_01234", dataDir };
+      const config = {
+        plan: "enterprise" as const,
+        adminEmail: "a@example.com",
+        bootstrapApiKey: "ap_pt_concurrent_start_key_01234",
+        dataDir,
+      };
       const results = await Promise.all([1, 2, 3].map(() => bootstrapIam(other.sql, config, log, () => {})));
       expect(results.filter((r) => r.createdOrganization)).toHaveLength(1);
       const orgs = await other.sql`select count(*)::int as n from organizations`;

@@ -15,7 +15,7 @@ const API_KEY = "ap_pt_multi_process_test_key_0123";
 interface Proc {
   child: ChildProcess;
   baseUrl: string;
-  exited: Promise<number | null>;
+  exited: Promise<string>;
 }
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -42,12 +42,17 @@ async function startProcess(role: "api" | "worker"): Promise<Proc> {
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // "exit 0" on a clean exit; otherwise the code or signal and the end of stderr, for the failure message.
+  const exited = new Promise<string>((resolve) =>
+    child.on("exit", (code, signal) =>
+      resolve(code === 0 ? "exit 0" : `exit ${code ?? signal}: ${stderr.slice(-2000)}`),
+    ),
+  );
   const baseUrl = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout?.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(out);
+      const match = /listening on (http:\/\/\S+)\n/.exec(out);
       if (match?.[1]) resolve(match[1]);
     });
     exited.then((code) => reject(new Error(`${role} exited with ${code} before listening: ${stderr}`)));
@@ -57,7 +62,7 @@ async function startProcess(role: "api" | "worker"): Promise<Proc> {
   return proc;
 }
 
-async function terminate(proc: Proc): Promise<number | null> {
+async function terminate(proc: Proc): Promise<string> {
   proc.child.kill("SIGTERM");
   return proc.exited;
 }
@@ -108,13 +113,15 @@ describe("api and worker processes", () => {
     const worker = await startProcess("worker");
     expect((await fetch(`${worker.baseUrl}/ok`)).status).toBe(200);
     // The worker serves no API: only system, health and reflection.
-    expect((await fetch(`${worker.baseUrl}/api/v1/whoami`, { headers: { "x-api-key": API_KEY } })).status).toBe(404);
+    expect(
+      (await fetch(`${worker.baseUrl}/api/v1/whoami`, { headers: { "x-api-key": API_KEY } })).status,
+    ).toBe(404);
 
     const [id] = await createWorkspaces(api, 1);
     await deleteWorkspace(api, id!);
     await expect.poll(() => remaining([id!]), { timeout: 15_000 }).toBe(0);
-    expect(await terminate(api)).toBe(0);
-    expect(await terminate(worker)).toBe(0);
+    expect(await terminate(api)).toBe("exit 0");
+    expect(await terminate(worker)).toBe("exit 0");
   });
 
   it("SIGTERM to both loses no job", async () => {
@@ -124,7 +131,7 @@ describe("api and worker processes", () => {
     await Promise.all(ids.map((id) => deleteWorkspace(api, id)));
     // Stop both while purges are queued or running.
     const codes = await Promise.all([terminate(api), terminate(worker)]);
-    expect(codes).toEqual([0, 0]);
+    expect(codes).toEqual(["exit 0", "exit 0"]);
 
     const next = await startProcess("worker");
     await expect.poll(() => remaining(ids), { timeout: 30_000 }).toBe(0);
@@ -132,6 +139,6 @@ describe("api and worker processes", () => {
       select state, count(*)::int as n from pgboss.job where name = 'workspace.purge' group by state`;
     const failed = states.find((s) => s.state === "failed");
     expect(failed).toBeUndefined();
-    expect(await terminate(next)).toBe(0);
+    expect(await terminate(next)).toBe("exit 0");
   });
 });

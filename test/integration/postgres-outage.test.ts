@@ -2,7 +2,7 @@
  * Stop Postgres under a running server: /ok?check_db=1 answers 503 and gRPC health reports
  * NOT_SERVING, the process stays up, and both recover by themselves when Postgres returns.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -20,6 +20,8 @@ let port: number;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "agentplane-outage-"));
+  // As root, embedded Postgres runs as the `postgres` user, which must be able to enter the directory.
+  await chmod(dir, 0o711);
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), log: () => {}, durable: false });
   port = Number(new URL(pg.url).port);
   app = await startApp(
@@ -69,6 +71,8 @@ it("reports the outage and recovers without a restart", async () => {
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port, log: () => {}, durable: false });
   await expect.poll(async () => (await ok()).status, { timeout: 20_000, interval: 250 }).toBe(200);
   await expect.poll(status, { timeout: 15_000 }).toBe(HealthCheckResponse_ServingStatus.SERVING);
-  const me = await fetch(`${base}/api/v1/whoami`, { headers: { "x-api-key": "ap_pt_outage_test_key_0123456789" } });
+  const me = await fetch(`${base}/api/v1/whoami`, {
+    headers: { "x-api-key": "ap_pt_outage_test_key_0123456789" },
+  });
   expect(me.status).toBe(200);
 });

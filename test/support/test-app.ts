@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient, type AgentplaneClient, type ClientProtocol } from "../../sdk/index.js";
+import { type AgentplaneClient, type ClientProtocol, createClient } from "../../sdk/index.js";
 import { type App, startApp } from "../../server/app.js";
 import type { Config } from "../../server/config.js";
 import { createLogger } from "../../server/logger.js";
@@ -67,7 +67,8 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
       const key = apiKey === undefined ? adminKey : apiKey;
       if (key !== null) headers.set("x-api-key", key);
       if (tenantId) headers.set("x-tenant-id", tenantId);
-      if (rest.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+      if (rest.body !== undefined && !headers.has("content-type"))
+        headers.set("content-type", "application/json");
       return fetch(`${baseUrl}${path}`, { ...rest, headers });
     },
     stop: async () => {

@@ -1,6 +1,9 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { ApiKeyService, CreateApiKeyRequest } from "../../../gen/agentplane/iam/v1/api_key_service_pb.js";
+import type {
+  ApiKeyService,
+  CreateApiKeyRequest,
+} from "../../../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { isUuid, uuidv7 } from "../../ids.js";
 import {
   type ApiKeyKind,
@@ -31,7 +34,10 @@ export function createApiKeyService({ sql }: { sql: Sql }): ServiceImpl<typeof A
       const kind = parseKind(request.kind);
       const description = request.description.trim();
       if (description.length > MAX_DESCRIPTION) {
-        throw new ConnectError(`description must be at most ${MAX_DESCRIPTION} characters`, Code.InvalidArgument);
+        throw new ConnectError(
+          `description must be at most ${MAX_DESCRIPTION} characters`,
+          Code.InvalidArgument,
+        );
       }
       const expiresAt = request.expiresAt ? timestampDate(request.expiresAt) : null;
       if (expiresAt && expiresAt.getTime() <= Date.now()) {
@@ -67,7 +73,8 @@ export function createApiKeyService({ sql }: { sql: Sql }): ServiceImpl<typeof A
 
     async revokeApiKey(request, ctx) {
       const principal = principalOf(ctx);
-      if (!isUuid(request.apiKeyId)) throw new ConnectError("api_key_id must be a UUID", Code.InvalidArgument);
+      if (!isUuid(request.apiKeyId))
+        throw new ConnectError("api_key_id must be a UUID", Code.InvalidArgument);
       const key = await getApiKey(sql, principal.organization.id, request.apiKeyId);
       const own = key?.kind === "personal" && key.userId === principal.user?.id;
       // Keys the caller may not manage read as missing, so their ids cannot be probed.
@@ -96,7 +103,11 @@ type KindFields = Pick<
   "kind" | "userId" | "role" | "organizationRole" | "allWorkspaces" | "workspaceIds" | "defaultWorkspaceId"
 >;
 
-async function personalKeyFields(sql: Sql, principal: Principal, request: CreateApiKeyRequest): Promise<KindFields> {
+async function personalKeyFields(
+  sql: Sql,
+  principal: Principal,
+  request: CreateApiKeyRequest,
+): Promise<KindFields> {
   if (!principal.user) {
     throw new ConnectError(
       "a personal key belongs to a user, and this caller is a service key: create a service key instead",
@@ -135,7 +146,11 @@ async function serviceKeyFields(
 ): Promise<KindFields> {
   authorizeOrganization(ctx, "service-keys:manage");
   const role = parseRole(request.role || "editor", WORKSPACE_ROLES, "role");
-  const organizationRole = parseRole(request.organizationRole || "viewer", ORGANIZATION_ROLES, "organization_role");
+  const organizationRole = parseRole(
+    request.organizationRole || "viewer",
+    ORGANIZATION_ROLES,
+    "organization_role",
+  );
   const requested = [...new Set(request.workspaceIds.map((id) => requireUuid(id, "workspace_ids")))];
   if (requested.length > MAX_SCOPED_WORKSPACES) {
     throw new ConnectError(
@@ -152,9 +167,14 @@ async function serviceKeyFields(
   if (request.defaultWorkspaceId) {
     const id = requireUuid(request.defaultWorkspaceId, "default_workspace_id");
     const inScope =
-      requested.length > 0 ? live.has(id) : (await findLiveWorkspaceIds(sql, principal.organization.id, [id])).length > 0;
+      requested.length > 0
+        ? live.has(id)
+        : (await findLiveWorkspaceIds(sql, principal.organization.id, [id])).length > 0;
     if (!inScope) {
-      throw new ConnectError("default_workspace_id must be one of the key's workspaces", Code.InvalidArgument);
+      throw new ConnectError(
+        "default_workspace_id must be one of the key's workspaces",
+        Code.InvalidArgument,
+      );
     }
     defaultWorkspaceId = id;
   }
@@ -169,9 +189,16 @@ async function serviceKeyFields(
   };
 }
 
-function parseRole<T extends WorkspaceRole | OrganizationRole>(value: string, allowed: readonly T[], field: string): T {
+function parseRole<T extends WorkspaceRole | OrganizationRole>(
+  value: string,
+  allowed: readonly T[],
+  field: string,
+): T {
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new ConnectError(`${field} must be one of ${allowed.join(", ")}, not "${value}"`, Code.InvalidArgument);
+  throw new ConnectError(
+    `${field} must be one of ${allowed.join(", ")}, not "${value}"`,
+    Code.InvalidArgument,
+  );
 }
 
 function requireUuid(value: string, field: string): string {

@@ -6,10 +6,19 @@ import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../s
 import type { Sql } from "../../store/db.js";
 import { findFirstAdmin } from "../../store/member-store.js";
 import { findFirstOrganization } from "../../store/organization-store.js";
-import { listGrantedWorkspaces, type WorkspaceGrant, type WorkspaceRecord } from "../../store/workspace-store.js";
+import {
+  listGrantedWorkspaces,
+  type WorkspaceGrant,
+  type WorkspaceRecord,
+} from "../../store/workspace-store.js";
 import type { CallGuard } from "../../transport/bound-service.js";
 import { hashApiKey } from "./api-key-secret.js";
 import { type Principal, principalKey } from "./principal.js";
+
+/** last_used_at is kept to the minute (the store only writes once a minute anyway). */
+const TOUCH_INTERVAL_MS = 60_000;
+/** Bounds the memo of touched keys; clearing it only costs one extra UPDATE per key. */
+const MAX_TOUCHED_KEYS = 10_000;
 
 /** Who a credential belongs to, before a workspace is chosen. */
 type Identity = Omit<Principal, "workspace"> & { defaultWorkspaceId: string | null };
@@ -26,13 +35,23 @@ export interface AuthenticatorOptions {
  * `x-tenant-id` into a {@link Principal}. Unknown, revoked and expired keys all answer the same 401.
  */
 export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): CallGuard {
+  /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
+  const touched = new Map<string, number>();
   const authenticate = mode === "none" ? () => localAdmin(sql) : (ctx: HandlerContext) => byApiKey(ctx);
 
   async function byApiKey(ctx: HandlerContext): Promise<Identity> {
     const key = readApiKey(ctx.requestHeader);
     const found = await findUsableKeyByHash(sql, hashApiKey(key));
-    if (!found) throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
-    touchApiKey(sql, found.id).catch((error: unknown) => log.warn("could not record API key use", { error }));
+    if (!found)
+      throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
+    const now = Date.now();
+    if (now - (touched.get(found.id) ?? 0) >= TOUCH_INTERVAL_MS) {
+      if (touched.size >= MAX_TOUCHED_KEYS) touched.clear();
+      touched.set(found.id, now);
+      touchApiKey(sql, found.id).catch((error: unknown) =>
+        log.warn("could not record API key use", { error }),
+      );
+    }
     return principalOfKey(found);
   }
 
@@ -71,7 +90,10 @@ function principalOfKey(key: AuthenticatedKey): Identity {
   if (key.kind === "personal") {
     if (!key.user || !key.userId || !key.user.organizationRole) {
       // The key's user left the organization: personal keys stop working with their user's membership.
-      throw new ConnectError("invalid API key: its user is no longer a member of the organization", Code.Unauthenticated);
+      throw new ConnectError(
+        "invalid API key: its user is no longer a member of the organization",
+        Code.Unauthenticated,
+      );
     }
     const organizationRole = key.user.organizationRole;
     return {
@@ -89,10 +111,18 @@ function principalOfKey(key: AuthenticatedKey): Identity {
   const organizationRole = key.organizationRole ?? "viewer";
   const role = key.role ?? "viewer";
   let grant: WorkspaceGrant;
-  if (organizationRole === "admin") grant = { kind: "organization", organizationId: key.organizationId, role: "admin" };
+  if (organizationRole === "admin")
+    grant = { kind: "organization", organizationId: key.organizationId, role: "admin" };
   else if (key.allWorkspaces) grant = { kind: "organization", organizationId: key.organizationId, role };
   else grant = { kind: "api-key", organizationId: key.organizationId, apiKeyId: key.id, role };
-  return { organization, user: null, apiKey, organizationRole, grant, defaultWorkspaceId: key.defaultWorkspaceId };
+  return {
+    organization,
+    user: null,
+    apiKey,
+    organizationRole,
+    grant,
+    defaultWorkspaceId: key.defaultWorkspaceId,
+  };
 }
 
 /** With AGENTPLANE_AUTH=none every request acts as the first organization's first admin. */
@@ -121,7 +151,8 @@ async function selectWorkspace(
   requested: string | undefined,
 ): Promise<WorkspaceRecord> {
   if (requested !== undefined) {
-    if (!isUuid(requested)) throw new ConnectError("x-tenant-id must be a workspace UUID", Code.InvalidArgument);
+    if (!isUuid(requested))
+      throw new ConnectError("x-tenant-id must be a workspace UUID", Code.InvalidArgument);
     const [ws] = await listGrantedWorkspaces(sql, base.grant, requested);
     if (!ws) {
       throw new ConnectError(
@@ -142,7 +173,10 @@ async function selectWorkspace(
   }
   const first = reachable[0];
   if (!first) {
-    throw new ConnectError("permission denied: this API key has no access to any workspace", Code.PermissionDenied);
+    throw new ConnectError(
+      "permission denied: this API key has no access to any workspace",
+      Code.PermissionDenied,
+    );
   }
   return first;
 }

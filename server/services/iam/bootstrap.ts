@@ -5,7 +5,12 @@ import { uuidv7 } from "../../ids.js";
 import type { Logger } from "../../logger.js";
 import { insertApiKey, keyHashExists } from "../../store/api-key-store.js";
 import type { Sql, Transaction } from "../../store/db.js";
-import { findFirstAdmin, insertUser, upsertOrganizationMember, upsertWorkspaceMember } from "../../store/member-store.js";
+import {
+  findFirstAdmin,
+  insertUser,
+  upsertOrganizationMember,
+  upsertWorkspaceMember,
+} from "../../store/member-store.js";
 import { findFirstOrganization, insertOrganization } from "../../store/organization-store.js";
 import { insertWorkspace } from "../../store/workspace-store.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
@@ -73,7 +78,11 @@ async function createDefaultOrganization(
   const organizationId = uuidv7();
   const workspaceId = uuidv7();
   const userId = uuidv7();
-  await insertOrganization(tx, { id: organizationId, displayName: "Default organization", plan: config.plan });
+  await insertOrganization(tx, {
+    id: organizationId,
+    displayName: "Default organization",
+    plan: config.plan,
+  });
   await insertWorkspace(tx, {
     id: workspaceId,
     organizationId,

@@ -39,7 +39,12 @@ const ORGANIZATION_GRANTS: Record<OrganizationRole, readonly OrganizationPermiss
   viewer: ["organization:read"],
 };
 
-const READ: readonly WorkspacePermission[] = ["workspaces:read", "projects:read", "runs:read", "bulk-exports:read"];
+const READ: readonly WorkspacePermission[] = [
+  "workspaces:read",
+  "projects:read",
+  "runs:read",
+  "bulk-exports:read",
+];
 
 /**
  * Workspace role → permissions. Viewers read; editors also write traces and projects; admins also

@@ -36,7 +36,8 @@ export const principalKey = createContextKey<Principal | undefined>(undefined);
 /** The principal of an authenticated call; a handler of a public service has none. */
 export function principalOf(ctx: HandlerContext): Principal {
   const principal = ctx.values.get(principalKey);
-  if (!principal) throw new ConnectError("this call needs an API key in the x-api-key header", Code.Unauthenticated);
+  if (!principal)
+    throw new ConnectError("this call needs an API key in the x-api-key header", Code.Unauthenticated);
   return principal;
 }
 
@@ -48,7 +49,10 @@ export function permissionsOf(principal: Principal, workspace?: WorkspaceRecord)
 }
 
 function denied(permission: Permission): ConnectError {
-  return new ConnectError(`permission denied: this call needs the ${permission} permission`, Code.PermissionDenied);
+  return new ConnectError(
+    `permission denied: this call needs the ${permission} permission`,
+    Code.PermissionDenied,
+  );
 }
 
 /** The principal, when it holds an organization permission; PERMISSION_DENIED otherwise. */

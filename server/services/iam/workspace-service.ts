@@ -1,9 +1,9 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { WorkspaceService } from "../../../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { isUuid, uuidv7 } from "../../ids.js";
+import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
 import type { WorkspacePurgePayload } from "../../jobs/workspace-purge-job.js";
-import type { JobDefinition } from "../../jobs/job-definition.js";
 import { addApiKeyWorkspace } from "../../store/api-key-store.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
 import { upsertWorkspaceMember } from "../../store/member-store.js";
@@ -31,13 +31,20 @@ export interface WorkspaceServiceDeps {
 }
 
 /** WorkspaceService: create, list, get and delete workspaces of the caller's organization. */
-export function createWorkspaceService({ sql, queue, purgeJob }: WorkspaceServiceDeps): ServiceImpl<typeof WorkspaceService> {
+export function createWorkspaceService({
+  sql,
+  queue,
+  purgeJob,
+}: WorkspaceServiceDeps): ServiceImpl<typeof WorkspaceService> {
   return {
     async createWorkspace(request, ctx) {
       const principal = authorizeOrganization(ctx, "workspaces:manage");
       const displayName = request.displayName.trim();
       if (displayName.length === 0 || displayName.length > MAX_DISPLAY_NAME) {
-        throw new ConnectError(`display_name must be 1 to ${MAX_DISPLAY_NAME} characters`, Code.InvalidArgument);
+        throw new ConnectError(
+          `display_name must be 1 to ${MAX_DISPLAY_NAME} characters`,
+          Code.InvalidArgument,
+        );
       }
       const explicitHandle = request.tenantHandle.trim();
       if (explicitHandle && !HANDLE_PATTERN.test(explicitHandle)) {
@@ -58,14 +65,18 @@ export function createWorkspaceService({ sql, queue, purgeJob }: WorkspaceServic
             isPersonal: false,
           });
           // A creator who does not already reach every workspace becomes the new one's admin.
-          if (principal.grant.kind === "user") await upsertWorkspaceMember(tx, id, principal.grant.userId, "admin");
+          if (principal.grant.kind === "user")
+            await upsertWorkspaceMember(tx, id, principal.grant.userId, "admin");
           if (principal.grant.kind === "api-key") {
             await addApiKeyWorkspace(tx, principal.grant.apiKeyId, id);
           }
         });
       } catch (error) {
         if (pgErrorCode(error) === PgCode.uniqueViolation) {
-          throw new ConnectError(`a workspace with tenant_handle "${tenantHandle}" already exists`, Code.AlreadyExists);
+          throw new ConnectError(
+            `a workspace with tenant_handle "${tenantHandle}" already exists`,
+            Code.AlreadyExists,
+          );
         }
         throw error;
       }

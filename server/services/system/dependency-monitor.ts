@@ -84,7 +84,10 @@ async function passes(check: () => Promise<void>, name: string, log: Logger): Pr
     await Promise.race([
       check(),
       new Promise<never>((_, reject) => {
-        timeout = setTimeout(() => reject(new Error(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+        timeout = setTimeout(
+          () => reject(new Error(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`)),
+          CHECK_TIMEOUT_MS,
+        );
       }),
     ]);
     return true;

@@ -12,7 +12,12 @@ export interface SystemServiceDeps {
 }
 
 /** SystemService: liveness/readiness (`/ok`) and server information (`/info`). */
-export function createSystemService({ monitor, version, role, auth }: SystemServiceDeps): ServiceImpl<typeof SystemService> {
+export function createSystemService({
+  monitor,
+  version,
+  role,
+  auth,
+}: SystemServiceDeps): ServiceImpl<typeof SystemService> {
   return {
     async ok(request) {
       const status = request.checkDb ? await monitor.probe() : monitor.status();

@@ -1,0 +1,202 @@
+import type { OutgoingHttpHeaders } from "node:http";
+import {
+  create,
+  type DescMessage,
+  isMessage,
+  type JsonObject,
+  type JsonValue,
+  type JsonWriteOptions,
+  type Message,
+  type Registry,
+  toJson,
+} from "@bufbuild/protobuf";
+import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import {
+  type BoundMethod,
+  type BoundService,
+  type InternalErrorReporter,
+  toPublicError,
+} from "../bound-service.js";
+import { writeConnectError, writeRestError } from "./http-status.js";
+import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
+import { createRequestDecoder, type RequestDecoder } from "./request-decoder.js";
+import { createRouteTable, type Route } from "./route-table.js";
+import { createSseFramer, defaultHeartbeatMs, type SseFramer, writeSse } from "./sse-writer.js";
+
+/** Options of {@link createRestHandler}. */
+export interface RestHandlerOptions {
+  /** The services to serve; every method with a google.api.http option gets its routes. */
+  readonly services: readonly BoundService[];
+  /** Resolves `google.protobuf.Any` and extensions in JSON. */
+  readonly registry: Registry;
+  /** Idle time between SSE heartbeat comments; defaults to {@link defaultHeartbeatMs}. */
+  readonly heartbeatMs?: number;
+  /** Aborts every call in flight and ends SSE streams cleanly when the server shuts down. */
+  readonly shutdownSignal?: AbortSignal;
+  /**
+   * Receives errors the REST layer itself did not expect (for example a response that cannot be
+   * written as JSON); the client sees a generic internal error. Defaults to `console.error`.
+   */
+  readonly onInternalError?: InternalErrorReporter;
+}
+
+/**
+ * Serves one request if a REST route's path matches it. Resolves true when it answered, false
+ * when no route path matches (the caller answers 404).
+ */
+export type RestHandler = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
+
+/** Everything one route needs per request, computed at start-up. */
+interface Endpoint {
+  readonly route: Route;
+  readonly call: BoundMethod;
+  readonly decode: RequestDecoder;
+  /** The unary response (or the stream message) as the JSON REST answers with. */
+  readonly encode: (message: unknown) => JsonValue;
+  readonly frame: SseFramer;
+}
+
+/**
+ * Response headers a handler may not pass through: HTTP/1 framing and connection management
+ * (forbidden on HTTP/2), and the content type and length the REST layer sets itself.
+ */
+const reservedHeaders = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-connection",
+  "content-length",
+  "content-type",
+]);
+
+/**
+ * The REST transcoder: maps HTTP requests to the RPCs of `services` through their google.api.http
+ * options and calls the bound implementations directly (no serialisation round trip), so the
+ * guard and the error policy of {@link BoundService} apply exactly as on Connect and gRPC.
+ *
+ * JSON uses proto field names and emits every field, defaults included. Unary RPCs answer 200;
+ * server-streaming RPCs answer Server-Sent Events. Errors answer `{"detail": ...}` with the status
+ * from http-status.ts; a path that matches with another HTTP method answers 405 with `Allow`.
+ * Throws at start-up when a google.api.http option is invalid (see {@link createRouteTable}).
+ */
+export function createRestHandler(options: RestHandlerOptions): RestHandler {
+  const { registry, shutdownSignal } = options;
+  const heartbeatMs = options.heartbeatMs ?? defaultHeartbeatMs;
+  const report = options.onInternalError ?? ((error: unknown) => console.error("REST transcoder:", error));
+  const impls = new Map(options.services.map((s) => [s.service.typeName, s.impl]));
+  const table = createRouteTable(options.services.map((s) => s.service));
+  const writeOptions: Partial<JsonWriteOptions> = {
+    registry,
+    useProtoFieldName: true,
+    alwaysEmitImplicit: true,
+  };
+
+  const endpoints = new Map<Route, Endpoint>();
+  for (const route of table.routes) {
+    const { method } = route;
+    const call = impls.get(route.service.typeName)?.[method.localName];
+    if (!call) throw new Error(`${route.service.typeName} has no bound implementation of ${method.name}`);
+    const narrow = route.responseBody?.name;
+    const encode = (message: unknown): JsonValue => {
+      const json = toJson(method.output, normalize(method.output, message), writeOptions) as JsonObject;
+      return narrow === undefined ? json : (json[narrow] ?? null);
+    };
+    const frame = createSseFramer(method.output, encode);
+    const normalizedFrame: SseFramer = (message, sequence) =>
+      frame(normalize(method.output, message), sequence);
+    endpoints.set(route, {
+      route,
+      call,
+      decode: createRequestDecoder(route, registry),
+      encode,
+      frame: normalizedFrame,
+    });
+  }
+
+  const serve = async (
+    endpoint: Endpoint,
+    captures: string[],
+    query: string,
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+  ): Promise<void> => {
+    const { route } = endpoint;
+    const disconnect = new AbortController();
+    res.once("close", () => disconnect.abort());
+    const ctx = createHandlerContext({
+      service: route.service,
+      method: route.method,
+      protocolName: "rest",
+      requestMethod: req.method ?? route.httpMethod,
+      url: `http://${req.headers.host ?? req.headers[":authority"] ?? "localhost"}${req.url ?? "/"}`,
+      requestHeader: requestHeaders(req),
+      requestSignal: disconnect.signal,
+      shutdownSignal,
+    });
+    try {
+      const request = await endpoint.decode(req, captures, query);
+      if (route.method.methodKind === "server_streaming") {
+        await writeSse(res, endpoint.call(request, ctx) as AsyncIterable<unknown>, endpoint.frame, {
+          heartbeatMs,
+          stop: ctx.signal,
+          headers: () => handlerHeaders(ctx),
+          toError: (error) => toPublicError(error, ctx, report),
+        });
+        return;
+      }
+      const body = JSON.stringify(endpoint.encode(await endpoint.call(request, ctx)));
+      if (res.destroyed) return;
+      res.writeHead(200, {
+        ...handlerHeaders(ctx),
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      });
+      res.end(body);
+    } catch (error) {
+      writeConnectError(res, toPublicError(error, ctx, report));
+    } finally {
+      ctx.abort();
+    }
+  };
+
+  return async (req, res) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const found = table.lookup(req.method ?? "GET", path);
+    if (found === undefined) return false;
+    if (found.kind === "method-not-allowed") {
+      const allow = found.allowed.join(", ");
+      writeRestError(res, 405, `method not allowed; this path accepts ${allow}`, { allow });
+      return true;
+    }
+    await serve(endpoints.get(found.route)!, found.captures, q < 0 ? "" : url.slice(q + 1), req, res);
+    return true;
+  };
+}
+
+/** A handler returns an init object or a message; protobuf-es's JSON needs a message. */
+function normalize(schema: DescMessage, value: unknown): Message {
+  return isMessage(value, schema) ? value : create(schema, value as never);
+}
+
+/** The request headers for the handler context; HTTP/2 pseudo-headers (`:path`...) are left out. */
+function requestHeaders(req: NodeServerRequest): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(":")) continue;
+    if (Array.isArray(value)) for (const v of value) pairs.push([name, v]);
+    else pairs.push([name, value]);
+  }
+  return pairs;
+}
+
+/** The headers the handler set on `ctx.responseHeader` that may pass through to the response. */
+function handlerHeaders(ctx: HandlerContext): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  ctx.responseHeader.forEach((value, name) => {
+    if (!reservedHeaders.has(name)) headers[name] = value;
+  });
+  return headers;
+}
