@@ -1,19 +1,14 @@
 import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
-import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
-import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import type { Config } from "./config.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
-import { createApiKeyService } from "./services/iam/api-key-service.js";
+import { createApiServices } from "./service-registry.js";
 import { createAuthenticator } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
-import { createIdentityService } from "./services/iam/identity-service.js";
-import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { createSql } from "./store/db.js";
@@ -109,14 +104,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       ),
     ];
     if (config.role !== "worker") {
-      services.push(
-        bindService(IdentityService, createIdentityService(), { guard, onInternalError }),
-        bindService(WorkspaceService, createWorkspaceService({ sql, queue, purgeJob: jobs.workspacePurge }), {
-          guard,
-          onInternalError,
-        }),
-        bindService(ApiKeyService, createApiKeyService({ sql }), { guard, onInternalError }),
-      );
+      services.push(...createApiServices({ config, sql, queue, jobs, log }, { guard, onInternalError }));
     }
     const health = createHealthRegistry(
       services.map((s) => s.service.typeName),

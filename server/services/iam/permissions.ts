@@ -18,8 +18,16 @@ export type WorkspacePermission =
   | "workspaces:read"
   | "projects:read"
   | "projects:create"
+  | "projects:update"
+  | "projects:delete"
   | "runs:read"
   | "runs:create"
+  | "assistants:read"
+  | "assistants:write"
+  | "threads:read"
+  | "threads:write"
+  | "store:read"
+  | "store:write"
   | "bulk-exports:read"
   | "bulk-exports:manage";
 
@@ -39,20 +47,35 @@ const ORGANIZATION_GRANTS: Record<OrganizationRole, readonly OrganizationPermiss
   viewer: ["organization:read"],
 };
 
+/** What every workspace role may do: read. */
 const READ: readonly WorkspacePermission[] = [
   "workspaces:read",
   "projects:read",
   "runs:read",
+  "assistants:read",
+  "threads:read",
+  "store:read",
   "bulk-exports:read",
 ];
 
+/** What editors and admins may do besides reading. */
+const WRITE: readonly WorkspacePermission[] = [
+  "projects:create",
+  "projects:update",
+  "projects:delete",
+  "runs:create",
+  "assistants:write",
+  "threads:write",
+  "store:write",
+];
+
 /**
- * Workspace role → permissions. Viewers read; editors also write traces and projects; admins also
+ * Workspace role → permissions. Viewers read; editors also write (traces, projects, assistants, threads, store); admins also
  * manage bulk exports (which write to the customer's bucket).
  */
 const WORKSPACE_GRANTS: Record<WorkspaceRole, readonly WorkspacePermission[]> = {
-  admin: [...READ, "projects:create", "runs:create", "bulk-exports:manage"],
-  editor: [...READ, "projects:create", "runs:create"],
+  admin: [...READ, ...WRITE, "bulk-exports:manage"],
+  editor: [...READ, ...WRITE],
   viewer: READ,
 };
 
