@@ -241,6 +241,8 @@ async function serve(): Promise<void> {
       statementTimeoutMs: STATEMENT_TIMEOUT_MS,
       shutdownGraceMs: SHUTDOWN_GRACE_MS,
       logLevel: "error",
+      graphConfigPath: undefined,
+      usageReporting: true,
     },
     createLogger("error"),
   );

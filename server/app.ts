@@ -6,7 +6,7 @@ import type { Config } from "./config.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
-import { createApiServices } from "./service-registry.js";
+import { createApiServices, createRestAdapters } from "./service-registry.js";
 import { createAuthenticator } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
@@ -95,7 +95,9 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       error: unknown,
       ctx: { service: { typeName: string }; method: { name: string } },
     ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
-    const guard = createAuthenticator({ sql, mode: config.auth, log });
+    const auth = createAuthenticator({ sql, mode: config.auth, log });
+    const { guard } = auth;
+    const deps = { config, sql, queue, jobs, log };
     const services: BoundService[] = [
       bindService(
         SystemService,
@@ -104,7 +106,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       ),
     ];
     if (config.role !== "worker") {
-      services.push(...createApiServices({ config, sql, queue, jobs, log }, { guard, onInternalError }));
+      services.push(...createApiServices(deps, { guard, onInternalError }));
     }
     const health = createHealthRegistry(
       services.map((s) => s.service.typeName),

@@ -41,6 +41,13 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Log verbosity (`AGENTPLANE_LOG_LEVEL`). */
   readonly logLevel: LogLevel;
+  /**
+   * The graphs file (`AGENTPLANE_CONFIG`); undefined looks for agentplane.json, then langgraph.json in
+   * the working directory, then serves the bundled example graph.
+   */
+  readonly graphConfigPath: string | undefined;
+  /** Whether traces are counted into granular usage (`AGENTPLANE_USAGE_REPORTING`). */
+  readonly usageReporting: boolean;
 }
 
 /** Thrown by {@link loadConfig} with every problem found, one per line. */
@@ -147,6 +154,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ),
     shutdownGraceMs: integer("AGENTPLANE_SHUTDOWN_GRACE_MS", DEFAULT_SHUTDOWN_GRACE_MS, 0, 10 * 60 * 1000),
     logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
+    graphConfigPath: text("AGENTPLANE_CONFIG") && resolve(text("AGENTPLANE_CONFIG") as string),
+    usageReporting: oneOf("AGENTPLANE_USAGE_REPORTING", ["true", "false"], "true") === "true",
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

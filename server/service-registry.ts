@@ -6,10 +6,12 @@ import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
+import type { Authenticator } from "./services/iam/authenticator.js";
 import { createIdentityService } from "./services/iam/identity-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import type { Sql } from "./store/db.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
+import type { HttpAdapter } from "./transport/http-handler.js";
 
 /** What the API services are built from. */
 export interface ServiceDeps {
@@ -38,4 +40,12 @@ export function createApiServices(
     ),
     bindService(ApiKeyService, createApiKeyService({ sql }), bind),
   ];
+}
+
+/**
+ * The REST-only routes of the API (for what is not an RPC: multipart uploads, file downloads, web
+ * pages), tried in order before the REST transcoder. The one list a new adapter is added to.
+ */
+export function createRestAdapters(_deps: ServiceDeps, _auth: Authenticator): HttpAdapter[] {
+  return [];
 }

@@ -18,6 +18,12 @@ import { createRestHandler } from "./rest/rest-handler.js";
  */
 const WRITE_MAX_BYTES = 32 * 1024 * 1024;
 
+/**
+ * A REST-only route handler; resolves true when it answered the request. It must answer errors as
+ * `{"detail": ...}` itself (see `writeRestError` in rest/http-status.ts).
+ */
+export type HttpAdapter = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
+
 /** Options of {@link createHttpHandler}. */
 export interface HttpHandlerOptions {
   /** The API's services, served over gRPC, gRPC-Web, Connect and their REST bindings. */
@@ -33,6 +39,12 @@ export interface HttpHandlerOptions {
   heartbeatMs?: number;
   /** Aborts when the server gives up waiting for streams at shutdown; ends every open stream. */
   shutdownSignal: AbortSignal;
+  /**
+   * REST-only routes that are not RPCs (multipart trace ingest, CSV downloads, web pages): each
+   * answers a request it recognises and resolves true, or resolves false without touching it. They
+   * are tried in order before the REST transcoder.
+   */
+  adapters?: readonly HttpAdapter[];
   /** Receives failures of the REST layer itself (bugs); default: `console.error`, as connect-node does. */
   onInternalError?: (error: unknown) => void;
 }
@@ -49,8 +61,14 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   const registry = createServiceRegistry(services.map((bound) => bound.service));
   const rest = createRestHandler({ services, registry, heartbeatMs, shutdownSignal, onInternalError });
 
+  const adapters = options.adapters ?? [];
+  const route = async (req: NodeServerRequest, res: NodeServerResponse): Promise<boolean> => {
+    for (const adapter of adapters) if (await adapter(req, res)) return true;
+    return rest(req, res);
+  };
+
   const fallback = (req: NodeServerRequest, res: NodeServerResponse): void => {
-    rest(req, res).then(
+    route(req, res).then(
       (handled) => {
         if (!handled) sendJson(res, 404, { detail: `no route for ${req.method} ${pathOf(req)}` });
       },

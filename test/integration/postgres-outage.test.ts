@@ -39,6 +39,8 @@ beforeAll(async () => {
       statementTimeoutMs: 60_000,
       shutdownGraceMs: 1_000,
       logLevel: "error",
+      graphConfigPath: undefined,
+      usageReporting: true,
     },
     createLogger("error"),
   );

@@ -45,6 +45,8 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
     statementTimeoutMs: 60_000,
     shutdownGraceMs: 2_000,
     logLevel: "error",
+    graphConfigPath: undefined,
+    usageReporting: true,
     ...overrides,
   };
   const app = await startApp(config, createLogger(config.logLevel));

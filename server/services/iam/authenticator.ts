@@ -1,4 +1,4 @@
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { AuthMode } from "../../config.js";
 import { isUuid } from "../../ids.js";
 import type { Logger } from "../../logger.js";
@@ -30,17 +30,25 @@ export interface AuthenticatorOptions {
   log: Logger;
 }
 
+/** Authentication for RPCs (the guard) and for REST-only adapters (`authenticate`). */
+export interface Authenticator {
+  /** The guard of every authenticated service: leaves the {@link Principal} in `ctx.values`. */
+  readonly guard: CallGuard;
+  /** The principal of a request's headers; throws `ConnectError` UNAUTHENTICATED like the guard. */
+  authenticate(headers: Headers): Promise<Principal>;
+}
+
 /**
- * The guard of every authenticated service: turns `x-api-key` (or `Authorization: Bearer`) and
- * `x-tenant-id` into a {@link Principal}. Unknown, revoked and expired keys all answer the same 401.
+ * Turns `x-api-key` (or `Authorization: Bearer`) and `x-tenant-id` into a {@link Principal}.
+ * Unknown, revoked and expired keys all answer the same 401.
  */
-export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): CallGuard {
+export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): Authenticator {
   /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
   const touched = new Map<string, number>();
-  const authenticate = mode === "none" ? () => localAdmin(sql) : (ctx: HandlerContext) => byApiKey(ctx);
+  const identify = mode === "none" ? () => localAdmin(sql) : (headers: Headers) => byApiKey(headers);
 
-  async function byApiKey(ctx: HandlerContext): Promise<Identity> {
-    const key = readApiKey(ctx.requestHeader);
+  async function byApiKey(headers: Headers): Promise<Identity> {
+    const key = readApiKey(headers);
     const found = await findUsableKeyByHash(sql, hashApiKey(key));
     if (!found)
       throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
@@ -55,18 +63,24 @@ export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): C
     return principalOfKey(found);
   }
 
-  return async (ctx) => {
-    const base = await authenticate(ctx);
-    const requested = ctx.requestHeader.get("x-tenant-id")?.trim() || undefined;
+  async function authenticate(headers: Headers): Promise<Principal> {
+    const base = await identify(headers);
+    const requested = headers.get("x-tenant-id")?.trim() || undefined;
     let selected: Promise<WorkspaceRecord> | undefined;
-    const principal: Principal = {
+    return {
       ...base,
       workspace: () => {
         selected ??= selectWorkspace(sql, base, requested);
         return selected;
       },
     };
-    ctx.values.set(principalKey, principal);
+  }
+
+  return {
+    authenticate,
+    guard: async (ctx) => {
+      ctx.values.set(principalKey, await authenticate(ctx.requestHeader));
+    },
   };
 }
 
