@@ -15,17 +15,29 @@ import {
   type Transport,
 } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
+import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
+import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
+import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
+import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 
 export { Code, ConnectError } from "@connectrpc/connect";
+export * from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+export * from "../gen/agentplane/agents/v1/store_service_pb.js";
+export * from "../gen/agentplane/agents/v1/thread_service_pb.js";
 export * from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 export * from "../gen/agentplane/iam/v1/iam_pb.js";
 export * from "../gen/agentplane/iam/v1/identity_service_pb.js";
 export * from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 export * from "../gen/agentplane/system/v1/system_service_pb.js";
+export * from "../gen/agentplane/tracing/v1/project_service_pb.js";
+export * from "../gen/agentplane/tracing/v1/run_service_pb.js";
+export * from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 
 /** Wire protocols the client can speak. */
 export type ClientProtocol = "connect" | "connect-binary" | "grpc-web";
@@ -56,6 +68,18 @@ export interface AgentplaneClient {
   readonly workspaces: Client<typeof WorkspaceService>;
   /** API keys. */
   readonly apiKeys: Client<typeof ApiKeyService>;
+  /** Assistants of the Agent Server (the LangGraph assistants API). */
+  readonly assistants: Client<typeof AssistantService>;
+  /** Threads of the Agent Server: their state, history and checkpoints. */
+  readonly threads: Client<typeof ThreadService>;
+  /** The Agent Server's cross-thread key-value store. */
+  readonly store: Client<typeof StoreService>;
+  /** Tracing projects. */
+  readonly projects: Client<typeof ProjectService>;
+  /** Trace runs: read, query with filters, validate filters. */
+  readonly runs: Client<typeof RunService>;
+  /** Granular usage: traces per time bucket by workspace, project, user or API key. */
+  readonly usage: Client<typeof UsageService>;
   /** The transport, to build clients of services this object does not list. */
   readonly transport: Transport;
 }
@@ -69,6 +93,12 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     identity: client(IdentityService),
     workspaces: client(WorkspaceService),
     apiKeys: client(ApiKeyService),
+    assistants: client(AssistantService),
+    threads: client(ThreadService),
+    store: client(StoreService),
+    projects: client(ProjectService),
+    runs: client(RunService),
+    usage: client(UsageService),
     transport,
   };
 }

@@ -5,7 +5,10 @@ import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js"
 import type { Config } from "./config.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
+import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
+import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
+import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
 import { createAuthenticator } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
@@ -14,6 +17,7 @@ import { createSystemService } from "./services/system/system-service.js";
 import { createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { migrate } from "./store/migrate.js";
+import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
@@ -43,6 +47,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       await cleanup().catch((error) => log.error("shutdown step failed", { error }));
   };
   try {
+    // Graphs load first: a broken graph stops start-up before anything else is started.
+    const graphs = await loadGraphRegistry({ configPath: config.graphConfigPath, cwd: process.cwd(), log });
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });
@@ -66,7 +72,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
 
-    const jobs = createJobRegistry({ sql });
+    const jobs = createJobRegistry({ sql, queue: () => queue, settings: graphs.settings });
     const queue = createQueue({
       sql,
       jobs: allJobs(jobs),
@@ -74,6 +80,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       log: (level, message, fields) => log[level](message, fields),
     });
     await queue.start();
+    if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
+    if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
     cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
 
     const monitor = createDependencyMonitor({
@@ -97,11 +105,18 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
     const auth = createAuthenticator({ sql, mode: config.auth, log });
     const { guard } = auth;
-    const deps = { config, sql, queue, jobs, log };
+    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
+    const deps = { config, sql, queue, jobs, log, graphs, ingest, version };
     const services: BoundService[] = [
       bindService(
         SystemService,
-        createSystemService({ monitor, version, role: config.role, auth: config.auth }),
+        createSystemService({
+          monitor,
+          version,
+          role: config.role,
+          auth: config.auth,
+          usageReporting: config.usageReporting,
+        }),
         { onInternalError },
       ),
     ];
@@ -117,7 +132,12 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
 
     const shutdown = new AbortController();
     const server = createOnePortServer(
-      createHttpHandler({ services, health, shutdownSignal: shutdown.signal }),
+      createHttpHandler({
+        services,
+        health,
+        shutdownSignal: shutdown.signal,
+        adapters: config.role === "worker" ? [] : createRestAdapters(deps, auth),
+      }),
       {
         shutdown,
       },

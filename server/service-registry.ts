@@ -1,17 +1,36 @@
+import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
+import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
+import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
+import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
+import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 import type { Config } from "./config.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
+import type { GraphRegistry } from "./runtime/graph-registry.js";
+import { createAssistantService } from "./services/agents/assistant-service.js";
+import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
+import { createSystemAssistants } from "./services/agents/system-assistants.js";
+import { createThreadGraphs } from "./services/agents/thread-graph.js";
+import { createThreadService, type ThreadServiceDeps } from "./services/agents/thread-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
 import type { Authenticator } from "./services/iam/authenticator.js";
 import { createIdentityService } from "./services/iam/identity-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
+import { createProjectService } from "./services/tracing/project-service.js";
+import { createRunService } from "./services/tracing/run-service.js";
+import { createUsageService } from "./services/tracing/usage-service.js";
 import type { Sql } from "./store/db.js";
+import type { IngestService } from "./tracing/ingest-service.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
 import type { HttpAdapter } from "./transport/http-handler.js";
+import { createIngestAdapter } from "./transport/ingest/ingest-adapter.js";
+import { createUsageExportAdapter } from "./transport/usage-export-adapter.js";
+import { createUsagePageAdapter } from "./transport/usage-page-adapter.js";
 
 /** What the API services are built from. */
 export interface ServiceDeps {
@@ -20,6 +39,12 @@ export interface ServiceDeps {
   readonly queue: Queue;
   readonly jobs: JobRegistry;
   readonly log: Logger;
+  /** The graphs this process serves (from the graph config file, or the bundled example). */
+  readonly graphs: GraphRegistry;
+  /** Trace ingest (the REST ingest routes and in-process callers share it). */
+  readonly ingest: IngestService;
+  /** agentplane's version (package.json). */
+  readonly version: string;
 }
 
 /**
@@ -30,7 +55,9 @@ export function createApiServices(
   deps: ServiceDeps,
   bind: Required<Pick<BindOptions, "guard">> & BindOptions,
 ): BoundService[] {
-  const { sql, queue, jobs } = deps;
+  const { sql, queue, jobs, graphs } = deps;
+  // One per process, shared by every service that resolves graph ids to system assistants.
+  const systemAssistants = createSystemAssistants({ sql, graphs });
   return [
     bindService(IdentityService, createIdentityService(), bind),
     bindService(
@@ -39,6 +66,20 @@ export function createApiServices(
       bind,
     ),
     bindService(ApiKeyService, createApiKeyService({ sql }), bind),
+    bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
+    bindService(UsageService, createUsageService({ sql }), bind),
+    bindService(RunService, createRunService({ sql }), bind),
+    bindService(ProjectService, createProjectService({ sql }), bind),
+    bindService(StoreService, createStoreService({ sql, ...storeTtlOption(graphs) }), bind),
+    bindService(
+      ThreadService,
+      createThreadService({
+        sql,
+        threadGraphs: createThreadGraphs({ sql, graphs }),
+        ...defaultThreadTtlOption(graphs),
+      }),
+      bind,
+    ),
   ];
 }
 
@@ -46,6 +87,24 @@ export function createApiServices(
  * The REST-only routes of the API (for what is not an RPC: multipart uploads, file downloads, web
  * pages), tried in order before the REST transcoder. The one list a new adapter is added to.
  */
-export function createRestAdapters(_deps: ServiceDeps, _auth: Authenticator): HttpAdapter[] {
-  return [];
+export function createRestAdapters(deps: ServiceDeps, auth: Authenticator): HttpAdapter[] {
+  return [
+    createUsageExportAdapter({ sql: deps.sql, auth }),
+    createUsagePageAdapter(),
+    createIngestAdapter({ ingest: deps.ingest, auth, log: deps.log, version: deps.version }),
+  ];
+}
+
+/** The graphs file's `store.ttl`, when it has one, as the store service's option. */
+function storeTtlOption(graphs: GraphRegistry): Pick<StoreServiceDeps, "ttl"> {
+  const ttl = graphs.settings.store.ttl;
+  return ttl ? { ttl } : {};
+}
+
+/** The graphs file's `checkpointer.ttl`, when it sets a `default_ttl`, as threads' default TTL. */
+function defaultThreadTtlOption(graphs: GraphRegistry): Pick<ThreadServiceDeps, "defaultTtl"> {
+  const ttl = graphs.settings.checkpointer.ttl;
+  return ttl?.defaultTtlMinutes === undefined
+    ? {}
+    : { defaultTtl: { strategy: ttl.strategy, minutes: ttl.defaultTtlMinutes } };
 }

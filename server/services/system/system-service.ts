@@ -9,6 +9,8 @@ export interface SystemServiceDeps {
   version: string;
   role: ProcessRole;
   auth: AuthMode;
+  /** Whether traces are counted into granular usage (AGENTPLANE_USAGE_REPORTING). */
+  usageReporting: boolean;
 }
 
 /** SystemService: liveness/readiness (`/ok`) and server information (`/info`). */
@@ -17,6 +19,7 @@ export function createSystemService({
   version,
   role,
   auth,
+  usageReporting,
 }: SystemServiceDeps): ServiceImpl<typeof SystemService> {
   return {
     async ok(request) {
@@ -26,14 +29,16 @@ export function createSystemService({
       return { ok: true };
     },
     getInfo() {
+      // Worker processes serve no product API, only system endpoints.
+      const api = role !== "worker";
       return {
         version,
         role,
         flags: {
-          assistants: false,
+          assistants: api,
           crons: false,
-          tracing: false,
-          usageReporting: false,
+          tracing: api,
+          usageReporting: api && usageReporting,
           bulkExport: false,
           auth: auth === "apikey",
         },

@@ -1,0 +1,342 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { AssistantService } from "../../../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { isUuid, uuidv7 } from "../../ids.js";
+import { drawGraph, graphSchemas, subgraphSchemas } from "../../runtime/graph-introspection.js";
+import type { CompiledGraph, GraphRegistry } from "../../runtime/graph-registry.js";
+import {
+  ASSISTANT_SORT_COLUMNS,
+  type AssistantFields,
+  type AssistantFilter,
+  type AssistantRecord,
+  type AssistantSortColumn,
+  countAssistants,
+  deleteAssistant,
+  findAssistant,
+  insertAssistant,
+  insertAssistantVersion,
+  listAssistantVersions,
+  lockAssistant,
+  searchAssistants,
+  setCurrentAssistantVersion,
+  threadIdsOfAssistant,
+} from "../../store/assistant-store.js";
+import { deleteThreadCheckpoints } from "../../store/checkpoint-thread-store.js";
+import type { Sql } from "../../store/db.js";
+import { deleteThreads } from "../../store/thread-store.js";
+import type { WorkspacePermission } from "../iam/permissions.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+import { assistantMessage, graphSchemaMessage, parseSelect } from "./assistant-messages.js";
+import type { SystemAssistants } from "./system-assistants.js";
+
+/** Dependencies of {@link createAssistantService}. */
+export interface AssistantServiceDeps {
+  sql: Sql;
+  graphs: GraphRegistry;
+  systemAssistants: SystemAssistants;
+}
+
+/** Default page size of search and versions, as in the LangGraph API. */
+const DEFAULT_LIMIT = 10;
+/** Largest page size of search and versions, as in the LangGraph API. */
+const MAX_LIMIT = 1000;
+/** Longest name accepted: far beyond any UI, short enough to keep rows and indexes small. */
+const MAX_NAME_LENGTH = 1000;
+/** Longest description accepted. */
+const MAX_DESCRIPTION_LENGTH = 10_000;
+/** Deepest `xray` expansion accepted: graphs nest a few levels; this bounds the work. */
+const MAX_XRAY_DEPTH = 100;
+
+/** AssistantService: the LangGraph assistants API on the workspace's assistants. */
+export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<typeof AssistantService> {
+  const { sql, graphs, systemAssistants } = deps;
+
+  /** Authorizes, makes sure the system assistants exist, and returns the workspace id. */
+  const workspaceOf = async (ctx: HandlerContext, permission: WorkspacePermission): Promise<string> => {
+    const { workspace } = await authorizeWorkspace(ctx, permission);
+    await systemAssistants.ensure(workspace.id);
+    return workspace.id;
+  };
+
+  /** A UUID, or the system assistant of the graph with that id. */
+  const resolveId = (raw: string): string => {
+    if (isUuid(raw)) return raw.toLowerCase();
+    const id = systemAssistants.idOfGraph(raw);
+    if (id) return id;
+    throw new ConnectError(
+      raw === ""
+        ? "assistant_id is required: a UUID or a graph id"
+        : `assistant "${raw}" not found: it is neither a UUID nor a graph id of this server (graphs: ${graphs.ids().join(", ")})`,
+      raw === "" ? Code.InvalidArgument : Code.NotFound,
+    );
+  };
+
+  const requireGraph = (graphId: string): string => {
+    if (graphs.get(graphId)) return graphId;
+    throw new ConnectError(
+      graphId === ""
+        ? `graph_id is required; this server's graphs: ${graphs.ids().join(", ")}`
+        : `graph_id "${graphId}" is not a graph of this server; its graphs: ${graphs.ids().join(", ")}`,
+      Code.InvalidArgument,
+    );
+  };
+
+  const getExisting = async (workspaceId: string, assistantId: string): Promise<AssistantRecord> => {
+    const found = await findAssistant(sql, workspaceId, assistantId);
+    if (!found) throw notFound(assistantId);
+    return found;
+  };
+
+  /** The compiled graph of an assistant, for drawing and schemas (no checkpointer needed). */
+  const graphOf = async (assistant: AssistantRecord): Promise<CompiledGraph> => {
+    const registered = graphs.get(assistant.graphId);
+    if (!registered) {
+      throw new ConnectError(
+        `assistant ${assistant.assistantId} uses graph "${assistant.graphId}", which this server does not load`,
+        Code.FailedPrecondition,
+      );
+    }
+    return registered.load({ config: { ...assistant.config, configurable: { ...assistant.context } } });
+  };
+
+  return {
+    async createAssistant(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:write");
+      const ifExists = request.ifExists ?? "raise";
+      if (ifExists !== "raise" && ifExists !== "do_nothing") {
+        throw new ConnectError(
+          `if_exists must be "raise" or "do_nothing", got "${ifExists}"`,
+          Code.InvalidArgument,
+        );
+      }
+      let assistantId = uuidv7();
+      if (request.assistantId !== undefined) {
+        if (!isUuid(request.assistantId))
+          throw new ConnectError("assistant_id must be a UUID", Code.InvalidArgument);
+        assistantId = request.assistantId.toLowerCase();
+      }
+      const { config, context } = syncConfigAndContext(request.config, request.context);
+      const fields: AssistantFields = {
+        graphId: requireGraph(request.graphId),
+        name: checkName(request.name ?? "Untitled"),
+        description: checkDescription(request.description) ?? null,
+        config,
+        context,
+        metadata: request.metadata ?? {},
+      };
+      const created = await insertAssistant(sql, workspaceId, assistantId, fields);
+      if (created) return assistantMessage(created);
+      if (ifExists === "do_nothing") return assistantMessage(await getExisting(workspaceId, assistantId));
+      throw new ConnectError(`assistant ${assistantId} already exists`, Code.AlreadyExists);
+    },
+
+    async searchAssistants(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      const select = parseSelect(request.select);
+      const limit = checkLimit(request.limit);
+      const offset = checkOffset(request.offset);
+      const sortBy = request.sortBy ?? "created_at";
+      if (!(ASSISTANT_SORT_COLUMNS as readonly string[]).includes(sortBy)) {
+        throw new ConnectError(
+          `sort_by must be one of ${ASSISTANT_SORT_COLUMNS.join(", ")}, got "${sortBy}"`,
+          Code.InvalidArgument,
+        );
+      }
+      const sortOrder = request.sortOrder ?? "desc";
+      if (sortOrder !== "asc" && sortOrder !== "desc") {
+        throw new ConnectError(
+          `sort_order must be "asc" or "desc", got "${sortOrder}"`,
+          Code.InvalidArgument,
+        );
+      }
+      const { assistants, total } = await searchAssistants(sql, workspaceId, filterOf(request), {
+        sortBy: sortBy as AssistantSortColumn,
+        descending: sortOrder === "desc",
+        limit,
+        offset,
+      });
+      ctx.responseHeader.set("X-Pagination-Total", String(total));
+      // The next page's offset, only when there is a next page (a full page and more rows).
+      if (assistants.length === limit && offset + limit < total)
+        ctx.responseHeader.set("X-Pagination-Next", String(offset + limit));
+      return { assistants: assistants.map((a) => assistantMessage(a, select)), total };
+    },
+
+    async countAssistants(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      return { count: await countAssistants(sql, workspaceId, filterOf(request)) };
+    },
+
+    async getAssistant(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      return assistantMessage(await getExisting(workspaceId, resolveId(request.assistantId)));
+    },
+
+    async updateAssistant(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:write");
+      const assistantId = resolveId(request.assistantId);
+      const graphId = request.graphId === undefined ? undefined : requireGraph(request.graphId);
+      const name = request.name === undefined ? undefined : checkName(request.name);
+      const description = checkDescription(request.description);
+      const replacesConfig = request.config !== undefined || request.context !== undefined;
+      const synced = replacesConfig ? syncConfigAndContext(request.config, request.context) : undefined;
+      const updated = await sql.begin(async (tx) => {
+        const current = await lockAssistant(tx, workspaceId, assistantId);
+        if (!current) throw notFound(assistantId);
+        return insertAssistantVersion(tx, workspaceId, assistantId, {
+          graphId: graphId ?? current.graphId,
+          name: name ?? current.name,
+          description: description === undefined ? current.description : description,
+          config: synced?.config ?? current.config,
+          context: synced?.context ?? current.context,
+          metadata: { ...current.metadata, ...(request.metadata ?? {}) },
+        });
+      });
+      return assistantMessage(updated);
+    },
+
+    async deleteAssistant(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:write");
+      const assistantId = resolveId(request.assistantId);
+      await sql.begin(async (tx) => {
+        if (!(await deleteAssistant(tx, workspaceId, assistantId))) throw notFound(assistantId);
+        if (!request.deleteThreads) return;
+        // The same steps as ThreadService's delete, inside this transaction.
+        const threadIds = await threadIdsOfAssistant(tx, workspaceId, assistantId);
+        await deleteThreadCheckpoints(tx, workspaceId, threadIds);
+        await deleteThreads(tx, workspaceId, threadIds);
+      });
+      return { assistantIds: [assistantId] };
+    },
+
+    async listAssistantVersions(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      const assistantId = resolveId(request.assistantId);
+      const limit = checkLimit(request.limit);
+      const offset = checkOffset(request.offset);
+      const versions = await listAssistantVersions(sql, workspaceId, assistantId, {
+        ...(request.metadata ? { metadata: request.metadata } : {}),
+        limit,
+        offset,
+      });
+      if (versions.length === 0) await getExisting(workspaceId, assistantId);
+      return { versions: versions.map((v) => assistantMessage(v)) };
+    },
+
+    async setLatestAssistantVersion(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:write");
+      const assistantId = resolveId(request.assistantId);
+      if (request.version < 1)
+        throw new ConnectError(`version must be 1 or more, got ${request.version}`, Code.InvalidArgument);
+      const updated = await setCurrentAssistantVersion(sql, workspaceId, assistantId, request.version);
+      if (updated) return assistantMessage(updated);
+      await getExisting(workspaceId, assistantId);
+      throw new ConnectError(`assistant ${assistantId} has no version ${request.version}`, Code.NotFound);
+    },
+
+    async getAssistantGraph(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      const xray = parseXray(request.xray);
+      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      return { graph: await drawGraph(await graphOf(assistant), xray) };
+    },
+
+    async getAssistantSchemas(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      return graphSchemaMessage(graphSchemas(await graphOf(assistant)), assistant.graphId);
+    },
+
+    async getAssistantSubgraphs(request, ctx) {
+      const workspaceId = await workspaceOf(ctx, "assistants:read");
+      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      const found = await subgraphSchemas(await graphOf(assistant), request.namespace, request.recurse);
+      return {
+        subgraphs: Object.fromEntries(
+          Object.entries(found).map(([ns, schemas]) => [ns, graphSchemaMessage(schemas)]),
+        ),
+      };
+    },
+  };
+}
+
+function notFound(assistantId: string): ConnectError {
+  return new ConnectError(`assistant ${assistantId} not found`, Code.NotFound);
+}
+
+function filterOf(request: { metadata?: JsonObject; graphId?: string; name?: string }): AssistantFilter {
+  return {
+    ...(request.metadata && Object.keys(request.metadata).length > 0 ? { metadata: request.metadata } : {}),
+    ...(request.graphId ? { graphId: request.graphId } : {}),
+    ...(request.name ? { name: request.name } : {}),
+  };
+}
+
+/**
+ * Config and context kept in sync: `config.configurable` and `context` hold the same object. One
+ * given fills the other; both given must agree (the LangGraph server refuses both too).
+ */
+function syncConfigAndContext(
+  config: JsonObject | undefined,
+  context: JsonObject | undefined,
+): { config: JsonObject; context: JsonObject } {
+  const configurable = config?.configurable;
+  if (
+    configurable !== undefined &&
+    (typeof configurable !== "object" || configurable === null || Array.isArray(configurable))
+  )
+    throw new ConnectError("config.configurable must be a JSON object", Code.InvalidArgument);
+  const fromConfig = configurable as JsonObject | undefined;
+  if (fromConfig && context && Object.keys(context).length > 0 && Object.keys(fromConfig).length > 0) {
+    if (JSON.stringify(fromConfig) !== JSON.stringify(context)) {
+      throw new ConnectError(
+        "give either config.configurable or context, not both: they are the same settings (prefer context)",
+        Code.InvalidArgument,
+      );
+    }
+  }
+  const shared = context && Object.keys(context).length > 0 ? context : (fromConfig ?? context ?? {});
+  const synced: JsonObject = { ...(config ?? {}) };
+  if (fromConfig || Object.keys(shared).length > 0) synced.configurable = shared;
+  return { config: synced, context: shared };
+}
+
+function checkName(name: string): string {
+  if (name.length > MAX_NAME_LENGTH)
+    throw new ConnectError(`name must be at most ${MAX_NAME_LENGTH} characters`, Code.InvalidArgument);
+  return name;
+}
+
+function checkDescription(description: string | undefined): string | undefined {
+  if (description !== undefined && description.length > MAX_DESCRIPTION_LENGTH) {
+    throw new ConnectError(
+      `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`,
+      Code.InvalidArgument,
+    );
+  }
+  return description;
+}
+
+function checkLimit(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_LIMIT;
+  if (limit < 1 || limit > MAX_LIMIT)
+    throw new ConnectError(`limit must be from 1 to ${MAX_LIMIT}, got ${limit}`, Code.InvalidArgument);
+  return limit;
+}
+
+function checkOffset(offset: number | undefined): number {
+  if (offset === undefined) return 0;
+  if (offset < 0) throw new ConnectError(`offset must be 0 or more, got ${offset}`, Code.InvalidArgument);
+  return offset;
+}
+
+/** `xray`: absent/"false" → false, "true" → true, a whole number → that depth (0 → false). */
+function parseXray(raw: string | undefined): boolean | number {
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  if (/^\d+$/.test(raw) && Number(raw) <= MAX_XRAY_DEPTH) return Number(raw) === 0 ? false : Number(raw);
+  throw new ConnectError(
+    `xray must be true, false or a depth from 0 to ${MAX_XRAY_DEPTH}, got "${raw}"`,
+    Code.InvalidArgument,
+  );
+}

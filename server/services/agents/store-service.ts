@@ -1,0 +1,143 @@
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { ListValueSchema, timestampFromDate, type Value } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { Item } from "@langchain/langgraph-checkpoint";
+import type { ItemSchema, StoreService } from "../../../gen/agentplane/agents/v1/store_service_pb.js";
+import { PostgresStore, type PostgresStoreOptions } from "../../runtime/postgres-store.js";
+import {
+  StoreInputError,
+  validateInteger,
+  validateNamespace,
+  validateTtl,
+} from "../../runtime/store-validation.js";
+import { pgErrorCode, type Sql } from "../../store/db.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+
+/** Dependencies of {@link createStoreService}. */
+export interface StoreServiceDeps {
+  sql: Sql;
+  /** The graphs file's `store.ttl` (default TTL, refresh on read); default: no TTL, refresh on read. */
+  ttl?: PostgresStoreOptions | undefined;
+}
+
+/** Largest page the API serves, as for every search endpoint of the LangGraph API. */
+const MAX_LIMIT = 1000;
+/** Default page sizes of the LangGraph API (and of BaseStore). */
+const DEFAULT_SEARCH_LIMIT = 10;
+const DEFAULT_NAMESPACE_LIMIT = 100;
+/** Offsets travel as SQL integers. */
+const MAX_OFFSET = 2 ** 31 - 1;
+/** SQLSTATE of "unsupported Unicode escape sequence": jsonb cannot hold \u0000. */
+const UNSUPPORTED_UNICODE_ESCAPE = "22P05";
+
+const NO_SEMANTIC_SEARCH = "semantic search is not configured on this server";
+
+/**
+ * StoreService: the Agent Server's key-value store over REST (`/store/...`) and Connect. Each call
+ * works on a {@link PostgresStore} bound to the caller's workspace, the same store graphs get, so
+ * the API and graphs see the same items with the same validation and TTL rules.
+ */
+export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): ServiceImpl<typeof StoreService> {
+  // A bad default TTL is a configuration error: fail at start-up, not as a 422 on every put.
+  if (ttl.defaultTtlMinutes !== undefined) validateTtl(ttl.defaultTtlMinutes, "store.ttl.default_ttl");
+  const storeOf = (workspaceId: string) => new PostgresStore(sql, workspaceId, ttl);
+  return {
+    async putItem(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "store:write");
+      await asInvalidArgument(async () => {
+        requireNoIndex(request.index);
+        if (request.value === undefined) throw new StoreInputError("value is required: send a JSON object");
+        const { namespace, key, value } = request;
+        await storeOf(workspace.id).batch([{ namespace, key, value, ttl: request.ttl }]);
+      });
+      return {};
+    },
+
+    async getItem(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const [item] = await asInvalidArgument(() =>
+        storeOf(workspace.id).batch([
+          { namespace: request.namespace.split("."), key: request.key, refreshTtl: request.refreshTtl },
+        ]),
+      );
+      return item ? { item: itemMessage(item) } : {};
+    },
+
+    async deleteItem(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "store:write");
+      await asInvalidArgument(() =>
+        storeOf(workspace.id).batch([{ namespace: request.namespace, key: request.key, value: null }]),
+      );
+      return {};
+    },
+
+    async searchItems(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const [items] = await asInvalidArgument(() => {
+        if (request.query !== undefined && request.query !== "")
+          throw new StoreInputError(`${NO_SEMANTIC_SEARCH}: send no query, and use filter to match values`);
+        const namespacePrefix = validateNamespace(request.namespacePrefix, "namespace_prefix", "pattern");
+        const limit = validateInteger(request.limit ?? DEFAULT_SEARCH_LIMIT, "limit", 1, MAX_LIMIT);
+        const offset = validateInteger(request.offset, "offset", 0, MAX_OFFSET);
+        return storeOf(workspace.id).batch([
+          { namespacePrefix, filter: request.filter, limit, offset, refreshTtl: request.refreshTtl },
+        ]);
+      });
+      return { items: (items ?? []).map(itemMessage) };
+    },
+
+    async listNamespaces(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const [namespaces] = await asInvalidArgument(() => {
+        const prefix = validateNamespace(request.prefix, "prefix", "pattern");
+        const suffix = validateNamespace(request.suffix, "suffix", "pattern");
+        const maxDepth =
+          request.maxDepth === undefined
+            ? undefined
+            : validateInteger(request.maxDepth, "max_depth", 1, MAX_OFFSET);
+        const limit = validateInteger(request.limit ?? DEFAULT_NAMESPACE_LIMIT, "limit", 1, MAX_LIMIT);
+        const offset = validateInteger(request.offset, "offset", 0, MAX_OFFSET);
+        const matchConditions = [
+          ...(prefix.length > 0 ? [{ matchType: "prefix" as const, path: prefix }] : []),
+          ...(suffix.length > 0 ? [{ matchType: "suffix" as const, path: suffix }] : []),
+        ];
+        return storeOf(workspace.id).batch([{ matchConditions, maxDepth, limit, offset }]);
+      });
+      return { namespaces: (namespaces ?? []).map((ns) => fromJson(ListValueSchema, ns)) };
+    },
+  };
+}
+
+/** Runs `work`, turning the store's input errors into INVALID_ARGUMENT with the same message. */
+async function asInvalidArgument<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof StoreInputError) throw new ConnectError(error.message, Code.InvalidArgument);
+    if (pgErrorCode(error) === UNSUPPORTED_UNICODE_ESCAPE) {
+      throw new ConnectError(
+        "a JSON string in the request contains the NUL character (\\u0000), which cannot be stored",
+        Code.InvalidArgument,
+      );
+    }
+    throw error;
+  }
+}
+
+/** `index` may be absent, null or false: anything else asks for semantic indexing. */
+function requireNoIndex(index: Value | undefined): void {
+  const kind = index?.kind;
+  if (kind === undefined || kind.case === undefined || kind.case === "nullValue") return;
+  if (kind.case === "boolValue" && !kind.value) return;
+  throw new StoreInputError(`${NO_SEMANTIC_SEARCH}: index must be false or null`);
+}
+
+function itemMessage(item: Item): MessageInitShape<typeof ItemSchema> {
+  return {
+    namespace: item.namespace,
+    key: item.key,
+    value: item.value,
+    createdAt: timestampFromDate(item.createdAt),
+    updatedAt: timestampFromDate(item.updatedAt),
+  };
+}

@@ -1,0 +1,28 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { Sql } from "../../store/db.js";
+import { findThread, type ThreadRecord } from "../../store/thread-store.js";
+import type { WorkspacePermission } from "../iam/permissions.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+import { requireUuid } from "./thread-requests.js";
+
+/** NOT_FOUND for a thread of the workspace. */
+export function threadNotFound(threadId: string): ConnectError {
+  return new ConnectError(`thread ${threadId} not found`, Code.NotFound);
+}
+
+/**
+ * The authorized workspace and the thread `rawId` of it; NOT_FOUND when the workspace has no such
+ * thread (another workspace's thread is not found either: every lookup is scoped by workspace).
+ */
+export async function loadThread(
+  sql: Sql,
+  ctx: HandlerContext,
+  permission: WorkspacePermission,
+  rawId: string,
+): Promise<{ workspaceId: string; thread: ThreadRecord }> {
+  const { workspace } = await authorizeWorkspace(ctx, permission);
+  const threadId = requireUuid(rawId, "thread_id");
+  const thread = await findThread(sql, workspace.id, threadId);
+  if (!thread) throw threadNotFound(threadId);
+  return { workspaceId: workspace.id, thread };
+}

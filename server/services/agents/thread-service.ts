@@ -1,0 +1,226 @@
+import { type JsonObject, toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ThreadService } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { uuidv7 } from "../../ids.js";
+import { isStrippedMetadataKey } from "../../runtime/checkpoint-metadata.js";
+import {
+  copyThreadCheckpoints,
+  deleteThreadCheckpoints,
+  pruneThreadCheckpoints,
+} from "../../runtime/postgres-checkpointer.js";
+import type { Sql } from "../../store/db.js";
+import {
+  copyThreadRow,
+  countThreads,
+  deleteThreads,
+  existingThreadIds,
+  findThread,
+  insertThread,
+  patchLatestCheckpointMetadata,
+  searchThreads,
+  type ThreadFilter,
+  type ThreadTtl,
+  updateThread,
+} from "../../store/thread-store.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+import { loadThread, threadNotFound } from "./thread-access.js";
+import { graphCall, type ThreadGraphs } from "./thread-graph.js";
+import {
+  DEFAULT_SEARCH_LIMIT,
+  invalid,
+  MAX_PRUNE_IDS,
+  oneOf,
+  parseInclude,
+  parseLimit,
+  parseOffset,
+  parseSort,
+  parseStatus,
+  parseTtl,
+  requireObject,
+  requireUuid,
+} from "./thread-requests.js";
+import { createThreadStateHandlers } from "./thread-state-handlers.js";
+import { parseExtract, parseSelect, threadView } from "./thread-view.js";
+
+/** Dependencies of {@link createThreadService}. */
+export interface ThreadServiceDeps {
+  sql: Sql;
+  /**
+   * The TTL of threads created without one: the graphs file's `checkpointer.ttl` (strategy and
+   * `default_ttl`); undefined keeps them forever.
+   */
+  defaultTtl?: ThreadTtl;
+  /** The graphs of threads, with the workspace's checkpointer and store attached. */
+  threadGraphs: ThreadGraphs;
+}
+
+function filterOf(request: { metadata?: JsonObject; values?: JsonObject; status?: string }): ThreadFilter {
+  const status = parseStatus(request.status);
+  return {
+    ...(request.metadata ? { metadata: request.metadata } : {}),
+    ...(request.values ? { values: request.values } : {}),
+    ...(status ? { status } : {}),
+  };
+}
+
+/** Deletes threads with their checkpoints, in one transaction; returns the ids that existed. */
+function removeThreads(sql: Sql, workspaceId: string, threadIds: string[]): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    await deleteThreadCheckpoints(tx, workspaceId, threadIds);
+    return deleteThreads(tx, workspaceId, threadIds);
+  });
+}
+
+/** ThreadService: threads, their state and their history. */
+export function createThreadService({
+  sql,
+  threadGraphs,
+  defaultTtl,
+}: ThreadServiceDeps): ServiceImpl<typeof ThreadService> {
+  return {
+    async createThread(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const threadId = request.threadId === undefined ? uuidv7() : requireUuid(request.threadId, "thread_id");
+      const ifExists = oneOf(request.ifExists, ["raise", "do_nothing"] as const, "if_exists", "raise");
+      const metadata = request.metadata ?? {};
+      const ttl = parseTtl(request.ttl) ?? defaultTtl ?? null;
+      const supersteps = request.supersteps.map((step, i) => ({
+        updates: step.updates.map((update, j) => {
+          if (update.command !== undefined && update.command.kind.case !== "nullValue")
+            throw invalid(`supersteps[${i}].updates[${j}].command is not supported on create: send values`);
+          if (update.asNode === undefined)
+            throw invalid(`supersteps[${i}].updates[${j}].as_node is required`);
+          return {
+            values: update.values ? toJson(ValueSchema, update.values) : null,
+            asNode: update.asNode,
+          };
+        }),
+      }));
+      let graph: Awaited<ReturnType<ThreadGraphs["byId"]>> | undefined;
+      if (supersteps.length > 0) {
+        const graphId = metadata.graph_id;
+        if (typeof graphId !== "string")
+          throw invalid("supersteps need metadata.graph_id: the graph that applies them");
+        graph = await threadGraphs.byId(workspace.id, graphId);
+      }
+      const created = await insertThread(sql, workspace.id, { threadId, metadata, ttl });
+      if (!created) {
+        const existing =
+          ifExists === "do_nothing" ? await findThread(sql, workspace.id, threadId) : undefined;
+        if (!existing) throw new ConnectError(`thread ${threadId} already exists`, Code.AlreadyExists);
+        return threadView(existing);
+      }
+      if (!graph) return threadView(created);
+      const stateGraph = graph;
+      try {
+        await graphCall("supersteps", () =>
+          stateGraph.bulkUpdateState(
+            { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+            supersteps,
+          ),
+        );
+        await threadGraphs.refresh(workspace.id, created, stateGraph);
+      } catch (error) {
+        // Nothing half-made stays behind: the thread exists only with its whole initial state.
+        await removeThreads(sql, workspace.id, [threadId]);
+        throw error;
+      }
+      const thread = await findThread(sql, workspace.id, threadId);
+      if (!thread) throw threadNotFound(threadId);
+      return threadView(thread);
+    },
+
+    async searchThreads(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const limit = parseLimit(request.limit, DEFAULT_SEARCH_LIMIT);
+      const offset = parseOffset(request.offset);
+      const sort = parseSort(request.sortBy, request.sortOrder);
+      const select = parseSelect(request.select);
+      const extract = parseExtract(request.extract);
+      const ids = request.ids.map((id, i) => requireUuid(id, `ids[${i}]`));
+      const filter: ThreadFilter = { ...filterOf(request), ...(ids.length > 0 ? { ids } : {}) };
+      const { threads, total } = await searchThreads(sql, workspace.id, filter, { ...sort, limit, offset });
+      ctx.responseHeader.set("X-Pagination-Total", String(total));
+      if (offset + threads.length < total)
+        ctx.responseHeader.set("X-Pagination-Next", String(offset + limit));
+      return {
+        threads: threads.map((t) =>
+          threadView(t, { ...(select ? { select } : {}), ...(extract ? { extract } : {}) }),
+        ),
+      };
+    },
+
+    async countThreads(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      return { count: await countThreads(sql, workspace.id, filterOf(request)) };
+    },
+
+    async pruneThreads(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const strategy = oneOf(request.strategy, ["delete", "keep_latest"] as const, "strategy", "delete");
+      if (request.threadIds.length === 0 || request.threadIds.length > MAX_PRUNE_IDS)
+        throw invalid(`thread_ids must list 1 to ${MAX_PRUNE_IDS} thread ids`);
+      const ids = [...new Set(request.threadIds.map((id, i) => requireUuid(id, `thread_ids[${i}]`)))];
+      const existing = await existingThreadIds(sql, workspace.id, ids);
+      if (existing.length === 0) return { prunedCount: 0 };
+      if (strategy === "delete")
+        return { prunedCount: (await removeThreads(sql, workspace.id, existing)).length };
+      await pruneThreadCheckpoints(sql, workspace.id, existing, "keep_latest");
+      return { prunedCount: existing.length };
+    },
+
+    async getThread(request, ctx) {
+      const include = parseInclude(request.include);
+      const { thread } = await loadThread(sql, ctx, "threads:read", request.threadId);
+      return threadView(thread, { includeTtl: include.has("ttl") });
+    },
+
+    async updateThread(request, ctx) {
+      const ttl = parseTtl(request.ttl);
+      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const updated = await updateThread(sql, workspaceId, thread.threadId, {
+        metadata: request.metadata ?? {},
+        ...(ttl ? { ttl } : {}),
+      });
+      if (!updated) throw threadNotFound(thread.threadId);
+      return threadView(updated);
+    },
+
+    async deleteThread(request, ctx) {
+      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      await removeThreads(sql, workspaceId, [thread.threadId]);
+      return {};
+    },
+
+    async copyThread(request, ctx) {
+      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const copyId = uuidv7();
+      const copy = await sql.begin(async (tx) => {
+        const row = await copyThreadRow(tx, workspaceId, thread.threadId, copyId);
+        if (row) await copyThreadCheckpoints(tx, workspaceId, thread.threadId, copyId);
+        return row;
+      });
+      if (!copy) throw threadNotFound(thread.threadId);
+      return threadView(copy);
+    },
+
+    async patchThreadState(request, ctx) {
+      // The checkpointer's rule applies to patched metadata too: no auth users, headers or request ids.
+      const metadata = Object.fromEntries(
+        Object.entries(requireObject(request.metadata, "metadata")).filter(
+          ([key]) => !isStrippedMetadataKey(key),
+        ),
+      );
+      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      if (!(await patchLatestCheckpointMetadata(sql, workspaceId, thread.threadId, metadata)))
+        throw new ConnectError(
+          `thread ${thread.threadId} has no checkpoint to patch yet`,
+          Code.FailedPrecondition,
+        );
+      return {};
+    },
+
+    ...createThreadStateHandlers({ sql, threadGraphs }),
+  };
+}

@@ -1,0 +1,264 @@
+import type postgres from "postgres";
+import type { Queryable } from "./db.js";
+
+/** JSON object columns (config, context, metadata). */
+export type JsonObject = Record<string, unknown>;
+
+/** An assistant at its current version, or one version of it (then `updatedAt` is undefined). */
+export interface AssistantRecord {
+  assistantId: string;
+  graphId: string;
+  name: string;
+  description: string | null;
+  config: JsonObject;
+  context: JsonObject;
+  metadata: JsonObject;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date | undefined;
+}
+
+/** The fields a version sets. */
+export interface AssistantFields {
+  graphId: string;
+  name: string;
+  description: string | null;
+  config: JsonObject;
+  context: JsonObject;
+  metadata: JsonObject;
+}
+
+/** Filters of search and count; every one optional. */
+export interface AssistantFilter {
+  /** JSON containment on metadata. */
+  metadata?: JsonObject;
+  graphId?: string;
+  /** Case-insensitive substring of the name. */
+  name?: string;
+}
+
+/** Columns search may sort by. The allowlist identifiers come from: never a client string. */
+export const ASSISTANT_SORT_COLUMNS = [
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "name",
+  "graph_id",
+] as const;
+
+/** One of {@link ASSISTANT_SORT_COLUMNS}. */
+export type AssistantSortColumn = (typeof ASSISTANT_SORT_COLUMNS)[number];
+
+interface AssistantRow {
+  assistant_id: string;
+  graph_id: string;
+  name: string;
+  description: string | null;
+  config: JsonObject;
+  context: JsonObject;
+  metadata: JsonObject;
+  version: number;
+  created_at: Date;
+  updated_at?: Date;
+}
+
+function toRecord(row: AssistantRow): AssistantRecord {
+  return {
+    assistantId: row.assistant_id,
+    graphId: row.graph_id,
+    name: row.name,
+    description: row.description,
+    config: row.config,
+    context: row.context,
+    metadata: row.metadata,
+    version: row.version,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** A JSON parameter: porsager serialises it once (a string cast to jsonb would be stored twice encoded). */
+const j = (q: Queryable, value: JsonObject) => q.json(value as postgres.JSONValue);
+
+/**
+ * Inserts an assistant at version 1, with its version row, in one statement. Returns undefined
+ * when the workspace already has an assistant with that id (nothing is written then).
+ */
+export async function insertAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  f: AssistantFields,
+): Promise<AssistantRecord | undefined> {
+  const rows = await q<AssistantRow[]>`
+    with created as (
+      insert into assistants (workspace_id, assistant_id, graph_id, name, description, config, context, metadata, version)
+      values (${workspaceId}, ${assistantId}, ${f.graphId}, ${f.name}, ${f.description},
+              ${j(q, f.config)}, ${j(q, f.context)}, ${j(q, f.metadata)}, 1)
+      on conflict (workspace_id, assistant_id) do nothing
+      returning *
+    ), versioned as (
+      insert into assistant_versions (workspace_id, assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+      select workspace_id, assistant_id, version, graph_id, name, description, config, context, metadata, created_at
+      from created
+    )
+    select * from created`;
+  return rows[0] && toRecord(rows[0]);
+}
+
+/** The assistant at its current version, if the workspace has it. */
+export async function findAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+): Promise<AssistantRecord | undefined> {
+  const [row] = await q<AssistantRow[]>`
+    select * from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}`;
+  return row && toRecord(row);
+}
+
+/**
+ * Writes a new version (one past the highest existing version) and makes it current. The caller
+ * computes the fields from {@link lockAssistant}'s record inside the same transaction.
+ */
+export async function insertAssistantVersion(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  f: AssistantFields,
+): Promise<AssistantRecord> {
+  const [row] = await q<AssistantRow[]>`
+    with next as (
+      select coalesce(max(version), 0) + 1 as version from assistant_versions
+      where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    ), versioned as (
+      insert into assistant_versions (workspace_id, assistant_id, version, graph_id, name, description, config, context, metadata)
+      select ${workspaceId}, ${assistantId}, next.version, ${f.graphId}, ${f.name}, ${f.description},
+             ${j(q, f.config)}, ${j(q, f.context)}, ${j(q, f.metadata)}
+      from next
+    )
+    update assistants a
+    set graph_id = ${f.graphId}, name = ${f.name}, description = ${f.description},
+        config = ${j(q, f.config)}, context = ${j(q, f.context)},
+        metadata = ${j(q, f.metadata)}, version = next.version, updated_at = now()
+    from next
+    where a.workspace_id = ${workspaceId} and a.assistant_id = ${assistantId}
+    returning a.*`;
+  if (!row) throw new Error(`assistant ${assistantId} vanished while it was locked`);
+  return toRecord(row);
+}
+
+/** The assistant, locked for update until the transaction ends. */
+export async function lockAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+): Promise<AssistantRecord | undefined> {
+  const [row] = await q<AssistantRow[]>`
+    select * from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    for update`;
+  return row && toRecord(row);
+}
+
+/**
+ * Makes an existing version current: the assistant takes that version's fields. Returns undefined
+ * when the assistant or the version does not exist.
+ */
+export async function setCurrentAssistantVersion(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  version: number,
+): Promise<AssistantRecord | undefined> {
+  const [row] = await q<AssistantRow[]>`
+    update assistants a
+    set graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
+        context = v.context, metadata = v.metadata, version = v.version, updated_at = now()
+    from assistant_versions v
+    where a.workspace_id = ${workspaceId} and a.assistant_id = ${assistantId}
+      and v.workspace_id = a.workspace_id and v.assistant_id = a.assistant_id and v.version = ${version}
+    returning a.*`;
+  return row && toRecord(row);
+}
+
+/** Deletes an assistant and its versions; false when the workspace has no such assistant. */
+export async function deleteAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+): Promise<boolean> {
+  const rows = await q`
+    delete from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    returning assistant_id`;
+  return rows.length > 0;
+}
+
+/**
+ * Ids of the workspace's threads whose `metadata.assistant_id` is `assistantId` (for DeleteAssistant
+ * with `delete_threads`), locked until the transaction ends so none is changed while being deleted.
+ */
+export async function threadIdsOfAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+): Promise<string[]> {
+  const rows = await q<{ thread_id: string }[]>`
+    select thread_id::text from threads
+    where workspace_id = ${workspaceId} and metadata @> ${j(q, { assistant_id: assistantId })}
+    for update`;
+  return rows.map((r) => r.thread_id);
+}
+
+function where(q: Queryable, workspaceId: string, f: AssistantFilter) {
+  return q`
+    workspace_id = ${workspaceId}
+    ${f.metadata ? q`and metadata @> ${j(q, f.metadata)}` : q``}
+    ${f.graphId !== undefined ? q`and graph_id = ${f.graphId}` : q``}
+    ${f.name !== undefined ? q`and strpos(lower(name), lower(${f.name})) > 0` : q``}`;
+}
+
+/** A page of the workspace's assistants matching `filter`, sorted, with the total match count. */
+export async function searchAssistants(
+  q: Queryable,
+  workspaceId: string,
+  filter: AssistantFilter,
+  page: { sortBy: AssistantSortColumn; descending: boolean; limit: number; offset: number },
+): Promise<{ assistants: AssistantRecord[]; total: number }> {
+  const rows = await q<AssistantRow[]>`
+    select * from assistants where ${where(q, workspaceId, filter)}
+    order by ${q(page.sortBy)} ${page.descending ? q`desc` : q`asc`}, assistant_id ${page.descending ? q`desc` : q`asc`}
+    limit ${page.limit} offset ${page.offset}`;
+  const total =
+    rows.length > 0 && rows.length < page.limit
+      ? page.offset + rows.length
+      : await countAssistants(q, workspaceId, filter);
+  return { assistants: rows.map(toRecord), total };
+}
+
+/** Number of the workspace's assistants matching `filter`. */
+export async function countAssistants(
+  q: Queryable,
+  workspaceId: string,
+  filter: AssistantFilter,
+): Promise<number> {
+  const [row] = await q<{ n: number }[]>`
+    select count(*)::int as n from assistants where ${where(q, workspaceId, filter)}`;
+  return row?.n ?? 0;
+}
+
+/** Versions of an assistant, newest first, optionally only those whose metadata contains `metadata`. */
+export async function listAssistantVersions(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  options: { metadata?: JsonObject; limit: number; offset: number },
+): Promise<AssistantRecord[]> {
+  const rows = await q<AssistantRow[]>`
+    select assistant_id, version, graph_id, name, description, config, context, metadata, created_at
+    from assistant_versions
+    where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+      ${options.metadata ? q`and metadata @> ${j(q, options.metadata)}` : q``}
+    order by version desc
+    limit ${options.limit} offset ${options.offset}`;
+  return rows.map(toRecord);
+}

@@ -1,0 +1,285 @@
+import type { NormalizedFeedback, NormalizedRun } from "../tracing/run-normalizer.js";
+import type { Queryable } from "./db.js";
+
+/** A run ready to be written: normalised, with its project resolved to an id. */
+export type RunRow = Omit<NormalizedRun, "project" | "positioned"> & { projectId: string };
+
+/** Who sent a batch: recorded on the runs it creates. */
+export interface RunSender {
+  userId: string | null;
+  apiKeyId: string | null;
+}
+
+/** A run a write touched. */
+export interface WrittenRun {
+  id: string;
+  sessionId: string;
+  isRoot: boolean;
+  receivedAt: Date;
+  /** True when this write created the row (not a re-send or a merge into a stored run). */
+  inserted: boolean;
+}
+
+/** An attachment of a run: multipart `attachment.<run_id>.<name>`. */
+export interface RunAttachment {
+  runId: string;
+  name: string;
+  contentType: string;
+  data: Uint8Array;
+}
+
+interface WrittenRow {
+  id: string;
+  session_id: string;
+  is_root: boolean;
+  received_at: Date;
+  inserted: boolean;
+}
+
+/** The columns of `runs` a write fills, as `jsonb_to_recordset` reads them from the batch JSON. */
+function recordset(q: Queryable, rows: readonly RunRow[]) {
+  const records = rows.map((r) => ({
+    id: r.id,
+    session_id: r.projectId,
+    trace_id: r.traceId,
+    parent_run_id: r.parentRunId,
+    parent_run_ids: r.parentRunIds,
+    reference_example_id: r.referenceExampleId,
+    name: r.name ?? "",
+    // A patch that creates its run before the post arrives: the SDK's default type, until the post says.
+    run_type: r.runType ?? "chain",
+    start_time: r.startTime,
+    end_time: r.endTime,
+    is_root: r.isRoot,
+    dotted_order: r.dottedOrder,
+    trace_tier: r.traceTier,
+    inputs: r.inputs,
+    outputs: r.outputs,
+    error: r.error,
+    extra: r.extra,
+    events: r.events,
+    serialized: r.serialized,
+    tags: r.tags,
+    total_tokens: r.totalTokens,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_cost: r.totalCost,
+    prompt_cost: r.promptCost,
+    completion_cost: r.completionCost,
+    first_token_time: r.firstTokenTime,
+  }));
+  // One JSON parameter for the whole batch: one round trip and one parse, whatever the batch size.
+  return q`jsonb_to_recordset(${q.json(records as never)}::jsonb) as excluded (
+    id uuid, session_id uuid, trace_id uuid, parent_run_id uuid, parent_run_ids uuid[],
+    reference_example_id uuid, name text, run_type text, start_time timestamptz, end_time timestamptz,
+    is_root boolean, dotted_order text, trace_tier text, inputs jsonb, outputs jsonb, error text,
+    extra jsonb, events jsonb, serialized jsonb, tags text[], total_tokens bigint, prompt_tokens bigint,
+    completion_tokens bigint, total_cost numeric, prompt_cost numeric, completion_cost numeric,
+    first_token_time timestamptz)`;
+}
+
+function insertRuns(q: Queryable, workspaceId: string, sender: RunSender, rows: readonly RunRow[]) {
+  return q`
+    insert into runs (
+      id, workspace_id, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
+      run_type, start_time, end_time, status, is_root, dotted_order, trace_tier, inputs, outputs, error,
+      extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
+      prompt_cost, completion_cost, first_token_time, user_id, api_key_id)
+    select
+      id, ${workspaceId}::uuid, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
+      run_type, start_time, end_time, 'pending', is_root, dotted_order, trace_tier, inputs, outputs, error,
+      extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
+      prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid
+    from ${recordset(q, rows)}
+    order by id`;
+}
+
+/**
+ * Stores posted runs (creates). A post is authoritative for what a run is (project, name, type,
+ * position, start, inputs) and fills what a patch did not already set (end_time, outputs, error,
+ * events, tokens, tags); `extra` is merged with the stored keys winning. So a re-sent post changes
+ * nothing and a post after its patch keeps the patch's end data. Rows must have distinct ids.
+ */
+export async function upsertPostedRuns(
+  q: Queryable,
+  workspaceId: string,
+  sender: RunSender,
+  rows: readonly RunRow[],
+): Promise<WrittenRun[]> {
+  if (rows.length === 0) return [];
+  const written = await q<WrittenRow[]>`
+    ${insertRuns(q, workspaceId, sender, rows)}
+    on conflict (workspace_id, id) do update set
+      session_id = excluded.session_id,
+      trace_id = excluded.trace_id,
+      parent_run_id = excluded.parent_run_id,
+      parent_run_ids = excluded.parent_run_ids,
+      is_root = excluded.is_root,
+      dotted_order = excluded.dotted_order,
+      name = excluded.name,
+      run_type = excluded.run_type,
+      start_time = excluded.start_time,
+      inputs = coalesce(excluded.inputs, runs.inputs),
+      serialized = coalesce(excluded.serialized, runs.serialized),
+      reference_example_id = coalesce(excluded.reference_example_id, runs.reference_example_id),
+      trace_tier = coalesce(runs.trace_tier, excluded.trace_tier),
+      end_time = coalesce(runs.end_time, excluded.end_time),
+      outputs = coalesce(runs.outputs, excluded.outputs),
+      error = coalesce(runs.error, excluded.error),
+      events = coalesce(runs.events, excluded.events),
+      extra = tracing_merge_extra(excluded.extra, runs.extra),
+      tags = case when cardinality(runs.tags) > 0 then runs.tags else excluded.tags end,
+      total_tokens = coalesce(runs.total_tokens, excluded.total_tokens),
+      prompt_tokens = coalesce(runs.prompt_tokens, excluded.prompt_tokens),
+      completion_tokens = coalesce(runs.completion_tokens, excluded.completion_tokens),
+      total_cost = coalesce(runs.total_cost, excluded.total_cost),
+      prompt_cost = coalesce(runs.prompt_cost, excluded.prompt_cost),
+      completion_cost = coalesce(runs.completion_cost, excluded.completion_cost),
+      first_token_time = coalesce(runs.first_token_time, excluded.first_token_time),
+      updated_at = now()
+    returning id, session_id, is_root, received_at, (xmax = 0) as inserted`;
+  return written.map(toWritten);
+}
+
+/**
+ * The merge of a patch (update) into a stored run: the patch overrides end_time, outputs, error,
+ * events, tokens, trace_tier and non-empty tags, and its `extra` keys win; what a run is (project,
+ * name, type, position, start, inputs) stays as stored.
+ */
+function patchAssignments(q: Queryable) {
+  return q`
+    end_time = coalesce(excluded.end_time, runs.end_time),
+    outputs = coalesce(excluded.outputs, runs.outputs),
+    error = coalesce(excluded.error, runs.error),
+    events = coalesce(excluded.events, runs.events),
+    inputs = coalesce(runs.inputs, excluded.inputs),
+    serialized = coalesce(runs.serialized, excluded.serialized),
+    reference_example_id = coalesce(runs.reference_example_id, excluded.reference_example_id),
+    trace_tier = coalesce(excluded.trace_tier, runs.trace_tier),
+    extra = tracing_merge_extra(runs.extra, excluded.extra),
+    tags = case when cardinality(excluded.tags) > 0 then excluded.tags else runs.tags end,
+    total_tokens = coalesce(excluded.total_tokens, runs.total_tokens),
+    prompt_tokens = coalesce(excluded.prompt_tokens, runs.prompt_tokens),
+    completion_tokens = coalesce(excluded.completion_tokens, runs.completion_tokens),
+    total_cost = coalesce(excluded.total_cost, runs.total_cost),
+    prompt_cost = coalesce(excluded.prompt_cost, runs.prompt_cost),
+    completion_cost = coalesce(excluded.completion_cost, runs.completion_cost),
+    first_token_time = coalesce(excluded.first_token_time, runs.first_token_time),
+    updated_at = now()`;
+}
+
+/**
+ * Stores patches that carry their dotted_order: merged into the stored run, or creating it when
+ * the patch arrives before its post (the post then fills in what the patch lacked).
+ */
+export async function upsertPatchedRuns(
+  q: Queryable,
+  workspaceId: string,
+  sender: RunSender,
+  rows: readonly RunRow[],
+): Promise<WrittenRun[]> {
+  if (rows.length === 0) return [];
+  const written = await q<WrittenRow[]>`
+    ${insertRuns(q, workspaceId, sender, rows)}
+    on conflict (workspace_id, id) do update set ${patchAssignments(q)}
+    returning id, session_id, is_root, received_at, (xmax = 0) as inserted`;
+  return written.map(toWritten);
+}
+
+/** Merges patches into stored runs only; returns the ids of the runs that exist. */
+export async function updatePatchedRuns(
+  q: Queryable,
+  workspaceId: string,
+  rows: readonly RunRow[],
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const updated = await q<{ id: string }[]>`
+    update runs set ${patchAssignments(q)}
+    from ${recordset(q, rows)}
+    where runs.workspace_id = ${workspaceId} and runs.id = excluded.id
+    returning runs.id`;
+  return updated.map((r) => r.id);
+}
+
+/** Stores feedback items; a re-sent item (same id) changes nothing. */
+export async function insertFeedback(
+  q: Queryable,
+  workspaceId: string,
+  items: readonly NormalizedFeedback[],
+): Promise<void> {
+  if (items.length === 0) return;
+  const records = items.map((f) => ({
+    id: f.id,
+    run_id: f.runId,
+    trace_id: f.traceId,
+    key: f.key,
+    score: f.score,
+    value: f.value,
+    comment: f.comment,
+  }));
+  await q`
+    insert into run_feedback (workspace_id, id, run_id, trace_id, key, score, value, comment)
+    select ${workspaceId}::uuid, id, run_id, trace_id, key, score, value, comment
+    from jsonb_to_recordset(${q.json(records as never)}::jsonb) as f (
+      id uuid, run_id uuid, trace_id uuid, key text, score double precision, value jsonb, comment text)
+    on conflict (workspace_id, id) do nothing`;
+}
+
+/**
+ * Recomputes `feedback_stats` of the given runs from their feedback (see the migration for the
+ * shape). Runs without feedback are left as they are.
+ */
+export async function refreshFeedbackStats(
+  q: Queryable,
+  workspaceId: string,
+  runIds: readonly string[],
+): Promise<void> {
+  if (runIds.length === 0) return;
+  await q`
+    with feedback as (
+      select run_id, key, score, value from run_feedback
+      where workspace_id = ${workspaceId} and run_id = any(${runIds}::uuid[])
+    ), per_value as (
+      select run_id, key, value #>> '{}' as label, count(*)::int as n
+      from feedback where value is not null and value <> 'null'::jsonb
+      group by run_id, key, label
+    ), per_key as (
+      select run_id, key, count(*)::int as n, avg(score) as avg from feedback group by run_id, key
+    ), stats as (
+      select k.run_id, jsonb_object_agg(k.key, jsonb_build_object(
+        'n', k.n,
+        'avg', k.avg,
+        'values', coalesce(
+          (select jsonb_object_agg(v.label, v.n) from per_value v where v.run_id = k.run_id and v.key = k.key),
+          '{}'::jsonb))) as stats
+      from per_key k group by k.run_id
+    )
+    update runs set feedback_stats = stats.stats
+    from stats where runs.workspace_id = ${workspaceId} and runs.id = stats.run_id`;
+}
+
+/** Stores attachments; a re-sent attachment replaces the stored one of the same run and name. */
+export async function upsertAttachments(
+  q: Queryable,
+  workspaceId: string,
+  attachments: readonly RunAttachment[],
+): Promise<void> {
+  for (const a of attachments) {
+    await q`
+      insert into run_attachments (workspace_id, run_id, name, content_type, size_bytes, data)
+      values (${workspaceId}, ${a.runId}, ${a.name}, ${a.contentType}, ${a.data.byteLength}, ${Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength)})
+      on conflict (workspace_id, run_id, name) do update set
+        content_type = excluded.content_type, size_bytes = excluded.size_bytes, data = excluded.data,
+        created_at = now()`;
+  }
+}
+
+function toWritten(row: WrittenRow): WrittenRun {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    isRoot: row.is_root,
+    receivedAt: row.received_at,
+    inserted: row.inserted,
+  };
+}

@@ -1,0 +1,304 @@
+import type { Queryable } from "./db.js";
+
+/** A JSON value as stored in a jsonb column. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+
+/** A JSON object as stored in a jsonb column. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** Thread status values, as the checks of migration 0005 allow. */
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+
+/** What the TTL sweeper does to an expired thread. */
+export type ThreadTtlStrategy = "delete" | "keep_latest";
+
+/** A thread's TTL: the strategy and its period; the expiry is `expiresAt`. */
+export interface ThreadTtl {
+  strategy: ThreadTtlStrategy;
+  minutes: number;
+}
+
+/** A thread row. */
+export interface ThreadRecord {
+  threadId: string;
+  metadata: JsonObject;
+  config: JsonObject;
+  status: ThreadStatus;
+  /** Latest state values; null before the first state. */
+  values: JsonValue | null;
+  /** Pending interrupts: task id → Interrupt[]. */
+  interrupts: JsonObject;
+  error: JsonValue | null;
+  createdAt: Date;
+  updatedAt: Date;
+  stateUpdatedAt: Date;
+  ttl: (ThreadTtl & { expiresAt: Date }) | null;
+}
+
+interface ThreadRow {
+  thread_id: string;
+  metadata: JsonObject;
+  config: JsonObject;
+  status: ThreadStatus;
+  values: JsonValue | null;
+  interrupts: JsonObject;
+  error: JsonValue | null;
+  created_at: Date;
+  updated_at: Date;
+  state_updated_at: Date;
+  ttl_strategy: ThreadTtlStrategy | null;
+  ttl_minutes: number | null;
+  expires_at: Date | null;
+}
+
+function toRecord(row: ThreadRow): ThreadRecord {
+  return {
+    threadId: row.thread_id,
+    metadata: row.metadata,
+    config: row.config,
+    status: row.status,
+    values: row.values,
+    interrupts: row.interrupts,
+    error: row.error,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    stateUpdatedAt: row.state_updated_at,
+    ttl:
+      row.ttl_strategy && row.ttl_minutes !== null && row.expires_at
+        ? { strategy: row.ttl_strategy, minutes: row.ttl_minutes, expiresAt: row.expires_at }
+        : null,
+  };
+}
+
+/** Columns search can sort by (an allowlist: they reach SQL as identifiers). */
+export const THREAD_SORT_COLUMNS = [
+  "thread_id",
+  "status",
+  "created_at",
+  "updated_at",
+  "state_updated_at",
+] as const;
+
+/** A column of {@link THREAD_SORT_COLUMNS}. */
+export type ThreadSortColumn = (typeof THREAD_SORT_COLUMNS)[number];
+
+/** Filters of search and count; every present filter must match. */
+export interface ThreadFilter {
+  /** Only these ids. */
+  ids?: string[];
+  /** Metadata contains this object. */
+  metadata?: JsonObject;
+  /** Latest values contain this object. */
+  values?: JsonObject;
+  status?: ThreadStatus;
+}
+
+/**
+ * Inserts a thread; undefined when one with the id already exists in the workspace. The TTL's
+ * expiry starts now.
+ */
+export async function insertThread(
+  q: Queryable,
+  workspaceId: string,
+  thread: { threadId: string; metadata: JsonObject; ttl: ThreadTtl | null },
+): Promise<ThreadRecord | undefined> {
+  const ttl = thread.ttl;
+  const [row] = await q<ThreadRow[]>`
+    insert into threads (workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes, expires_at)
+    values (${workspaceId}, ${thread.threadId}, ${q.json(thread.metadata)}, ${ttl?.strategy ?? null},
+            ${ttl?.minutes ?? null},
+            case when ${ttl?.minutes ?? null}::float8 is null then null
+                 else now() + make_interval(secs => ${ttl?.minutes ?? null}::float8 * 60) end)
+    on conflict (workspace_id, thread_id) do nothing
+    returning *`;
+  return row && toRecord(row);
+}
+
+/** One thread of the workspace. */
+export async function findThread(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<ThreadRecord | undefined> {
+  const [row] = await q<ThreadRow[]>`
+    select * from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+  return row && toRecord(row);
+}
+
+/**
+ * Merges `metadata` into a thread's metadata and, when `ttl` is not undefined, replaces its TTL
+ * (null removes it). A thread with a TTL gets a fresh expiry: the period counts from the last change.
+ */
+export async function updateThread(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  change: { metadata: JsonObject; ttl?: ThreadTtl | null },
+): Promise<ThreadRecord | undefined> {
+  const setTtl = change.ttl !== undefined;
+  const strategy = change.ttl?.strategy ?? null;
+  const minutes = change.ttl?.minutes ?? null;
+  const [row] = await q<ThreadRow[]>`
+    update threads set
+      metadata = metadata || ${q.json(change.metadata)},
+      ttl_strategy = case when ${setTtl} then ${strategy} else ttl_strategy end,
+      ttl_minutes = case when ${setTtl} then ${minutes}::float8 else ttl_minutes end,
+      expires_at = case when (case when ${setTtl} then ${minutes}::float8 else ttl_minutes end) is null then null
+        else now() + make_interval(secs => (case when ${setTtl} then ${minutes}::float8 else ttl_minutes end) * 60) end,
+      updated_at = now()
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+    returning *`;
+  return row && toRecord(row);
+}
+
+/**
+ * Records a thread's new state: the cached values, the pending interrupts and the status derived
+ * from them; refreshes the TTL's expiry.
+ */
+export async function saveThreadState(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  state: { values: JsonValue; interrupts: JsonObject; status: ThreadStatus },
+): Promise<void> {
+  await q`
+    update threads set
+      "values" = ${q.json(state.values)}, interrupts = ${q.json(state.interrupts)}, status = ${state.status},
+      error = case when ${state.status} = 'error' then error end,
+      state_updated_at = now(), updated_at = now(),
+      expires_at = case when ttl_minutes is null then null
+        else now() + make_interval(secs => ttl_minutes * 60) end
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+}
+
+/** Deletes threads of the workspace; returns the ids that existed. */
+export async function deleteThreads(
+  q: Queryable,
+  workspaceId: string,
+  threadIds: string[],
+): Promise<string[]> {
+  const rows = await q<{ thread_id: string }[]>`
+    delete from threads where workspace_id = ${workspaceId} and thread_id = any(${threadIds}::uuid[])
+    returning thread_id`;
+  return rows.map((r) => r.thread_id);
+}
+
+/** The ids among `threadIds` that exist in the workspace. */
+export async function existingThreadIds(
+  q: Queryable,
+  workspaceId: string,
+  threadIds: string[],
+): Promise<string[]> {
+  const rows = await q<{ thread_id: string }[]>`
+    select thread_id from threads where workspace_id = ${workspaceId} and thread_id = any(${threadIds}::uuid[])`;
+  return rows.map((r) => r.thread_id);
+}
+
+function whereFilter(q: Queryable, workspaceId: string, filter: ThreadFilter) {
+  return q`
+    workspace_id = ${workspaceId}
+    ${filter.ids ? q`and thread_id = any(${filter.ids}::uuid[])` : q``}
+    ${filter.metadata ? q`and metadata @> ${q.json(filter.metadata)}` : q``}
+    ${filter.values ? q`and "values" @> ${q.json(filter.values)}` : q``}
+    ${filter.status ? q`and status = ${filter.status}` : q``}`;
+}
+
+/**
+ * A page of the workspace's threads matching `filter`, in the given order (thread id breaks ties),
+ * with the number of matches.
+ */
+export async function searchThreads(
+  q: Queryable,
+  workspaceId: string,
+  filter: ThreadFilter,
+  page: { sortBy: ThreadSortColumn; descending: boolean; limit: number; offset: number },
+): Promise<{ threads: ThreadRecord[]; total: number }> {
+  const direction = page.descending ? q`desc` : q`asc`;
+  const rows = await q<(ThreadRow & { total: number })[]>`
+    select *, count(*) over ()::int as total from threads
+    where ${whereFilter(q, workspaceId, filter)}
+    order by ${q(page.sortBy)} ${direction}, thread_id ${direction}
+    limit ${page.limit} offset ${page.offset}`;
+  let total = rows[0]?.total;
+  if (total === undefined) total = page.offset > 0 ? await countThreads(q, workspaceId, filter) : 0;
+  return { threads: rows.map(toRecord), total };
+}
+
+/** Number of the workspace's threads matching `filter`. */
+export async function countThreads(q: Queryable, workspaceId: string, filter: ThreadFilter): Promise<number> {
+  const [row] = await q<{ n: number }[]>`
+    select count(*)::int as n from threads where ${whereFilter(q, workspaceId, filter)}`;
+  return row?.n ?? 0;
+}
+
+/**
+ * Merges `metadata` into the metadata of the thread's newest root checkpoint (table `checkpoints`,
+ * migration 0003). False when the thread has no checkpoint.
+ */
+export async function patchLatestCheckpointMetadata(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  metadata: JsonObject,
+): Promise<boolean> {
+  const rows = await q`
+    update checkpoints c set metadata = coalesce(c.metadata, '{}'::jsonb) || ${q.json(metadata)}
+    where c.workspace_id = ${workspaceId} and c.thread_id = ${threadId} and c.checkpoint_ns = ''
+      and c.checkpoint_id = (
+        select max(checkpoint_id) from checkpoints
+        where workspace_id = ${workspaceId} and thread_id = ${threadId} and checkpoint_ns = '')
+    returning c.checkpoint_id`;
+  return rows.length > 0;
+}
+
+/** An expired thread, as the TTL sweeper sees it. */
+export interface ExpiredThread {
+  workspaceId: string;
+  threadId: string;
+  strategy: ThreadTtlStrategy;
+}
+
+/** Up to `limit` threads whose TTL has expired, oldest expiry first, across workspaces. */
+export async function findExpiredThreads(q: Queryable, limit: number): Promise<ExpiredThread[]> {
+  const rows = await q<{ workspace_id: string; thread_id: string; ttl_strategy: ThreadTtlStrategy }[]>`
+    select workspace_id, thread_id, ttl_strategy from threads
+    where expires_at <= now()
+    order by expires_at
+    limit ${limit}`;
+  return rows.map((r) => ({ workspaceId: r.workspace_id, threadId: r.thread_id, strategy: r.ttl_strategy }));
+}
+
+/**
+ * Pushes the expiry of `keep_latest` threads one TTL period past now, once their older
+ * checkpoints are pruned: the thread stays, and whatever it accumulates is pruned a period later.
+ */
+export async function renewThreadExpiry(
+  q: Queryable,
+  workspaceId: string,
+  threadIds: string[],
+): Promise<void> {
+  await q`
+    update threads set expires_at = now() + make_interval(secs => ttl_minutes * 60)
+    where workspace_id = ${workspaceId} and thread_id = any(${threadIds}::uuid[]) and ttl_minutes is not null`;
+}
+
+/**
+ * Inserts thread `toId` as a copy of `fromId`'s row (metadata, config, cached state and TTL
+ * period; a fresh expiry, and `idle` for a busy source since its runs are not copied).
+ */
+export async function copyThreadRow(
+  q: Queryable,
+  workspaceId: string,
+  fromId: string,
+  toId: string,
+): Promise<ThreadRecord | undefined> {
+  const [row] = await q<ThreadRow[]>`
+    insert into threads (workspace_id, thread_id, metadata, config, status, "values", interrupts, error,
+                         ttl_strategy, ttl_minutes, expires_at)
+    select workspace_id, ${toId}, metadata, config, case when status = 'busy' then 'idle' else status end,
+           "values", interrupts, error, ttl_strategy, ttl_minutes,
+           case when ttl_minutes is null then null else now() + make_interval(secs => ttl_minutes * 60) end
+    from threads where workspace_id = ${workspaceId} and thread_id = ${fromId}
+    returning *`;
+  return row && toRecord(row);
+}

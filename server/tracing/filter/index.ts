@@ -1,0 +1,17 @@
+/**
+ * The run filter language (`and(eq(run_type, "llm"), gt(latency, "5s"))`), shared by run queries
+ * (`filter`, `trace_filter`, `tree_filter`) and bulk exports:
+ *
+ * ```ts
+ * const condition = validateFilter(text); // throws FilterError { position, expected, detail }
+ * await sql`select ... from runs as run where run.workspace_id = ${ws} and ${runFilterSql(sql, condition, "run")}`;
+ * ```
+ */
+export type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
+export { checkFilter, validateFilter } from "./filter-checker.js";
+export { describeFilterError, FilterError } from "./filter-error.js";
+export { FILTER_FIELDS, SEARCH_FIELDS } from "./filter-fields.js";
+export { type Token, tokenize } from "./filter-lexer.js";
+export { FILTER_FUNCTIONS, parseFilter } from "./filter-parser.js";
+export type { ConditionValue, EntryCondition, RunCondition } from "./run-condition.js";
+export { runFilterSql, type SqlFragment } from "./run-filter-sql.js";

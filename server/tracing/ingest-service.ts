@@ -1,0 +1,216 @@
+/**
+ * Trace ingest as an in-process service: the REST adapters (multipart, batch, single run) call it,
+ * and so can anything in the server that records traces without HTTP.
+ *
+ * One call is one transaction: every item is validated before anything is written, so a bad run
+ * stores nothing of its batch. Re-sending a batch duplicates nothing (runs are upserted by
+ * (workspace, id)); posts and patches of one run merge into the same row whichever arrives first
+ * (see run-store.ts for the merge rules).
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { PgCode, pgErrorCode, type Queryable, type Sql } from "../store/db.js";
+import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
+import {
+  insertFeedback,
+  type RunAttachment,
+  type RunRow,
+  refreshFeedbackStats,
+  updatePatchedRuns,
+  upsertAttachments,
+  upsertPatchedRuns,
+  upsertPostedRuns,
+  type WrittenRun,
+} from "../store/run-store.js";
+import {
+  type FeedbackInput,
+  type NormalizedRun,
+  normalizeFeedback,
+  normalizeRun,
+  type RunInput,
+} from "./run-normalizer.js";
+import { recordTraceUsage } from "./usage-recorder.js";
+
+/** Who ingests: the workspace the runs belong to and the credentials that sent them. */
+export interface IngestActor {
+  workspaceId: string;
+  /** The user of the personal key that sent the runs; null for service keys and in-process callers. */
+  userId: string | null;
+  /** The key that sent the runs; null when none did. */
+  apiKeyId: string | null;
+}
+
+/** One ingest request: run creates, run updates, feedback and attachments. */
+export interface IngestBatch {
+  post?: readonly RunInput[];
+  patch?: readonly RunInput[];
+  feedback?: readonly FeedbackInput[];
+  attachments?: readonly RunAttachment[];
+}
+
+/** What an ingest stored. */
+export interface IngestResult {
+  /** Distinct runs posted and patched. */
+  runs: number;
+  /** Feedback items received. */
+  feedback: number;
+  /** Traces first seen in this batch (root runs newly stored). */
+  newTraces: number;
+}
+
+/** The ingest API. */
+export interface IngestService {
+  /**
+   * Stores a batch for a workspace, atomically. Throws INVALID_ARGUMENT for a bad item (naming the
+   * run and the rule), NOT_FOUND for a `session_id` the workspace has no project for, or for a
+   * patch without dotted_order of a run that is not stored.
+   */
+  ingestRuns(actor: IngestActor, batch: IngestBatch): Promise<IngestResult>;
+}
+
+/** Dependencies of {@link createIngestService}. */
+export interface IngestServiceDeps {
+  sql: Sql;
+  /** Count new traces in the usage rollups (AGENTPLANE_USAGE_REPORTING). */
+  usageReporting: boolean;
+}
+
+/** SQLSTATEs that mean a value Postgres cannot store (NUL in JSON, numbers or dates out of range). */
+const UNSTORABLE_VALUE_CODES = new Set(["22P05", "22003", "22008", "22007", "54000"]);
+
+/**
+ * SQLSTATEs a retry resolves: a project deleted between resolving it and writing its runs (foreign
+ * key violation), or a deadlock between batches that touch the same runs in another order.
+ */
+const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
+
+/** Creates the {@link IngestService}. */
+export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
+  return {
+    async ingestRuns(actor, batch) {
+      const now = new Date();
+      const posts = mergeById(batch.post ?? []).map((raw) => normalizeRun(raw, "post", now));
+      const patches = mergeById(batch.patch ?? []).map((raw) => normalizeRun(raw, "patch", now));
+      const feedback = (batch.feedback ?? []).map(normalizeFeedback);
+      const attachments = batch.attachments ?? [];
+      try {
+        return await sql.begin(async (tx) => {
+          const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
+          const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
+          const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
+          const written: WrittenRun[] = [
+            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
+            ...(await upsertPatchedRuns(
+              tx,
+              actor.workspaceId,
+              sender,
+              rows(patches.filter((p) => p.positioned)),
+            )),
+          ];
+          const updateOnly = patches.filter((p) => !p.positioned);
+          const updated = new Set(await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly)));
+          const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
+          if (missing.length > 0) {
+            throw new ConnectError(
+              `run ${missing.join(", ")} not found: a patch of a run not stored yet must carry its dotted_order`,
+              Code.NotFound,
+            );
+          }
+          await insertFeedback(tx, actor.workspaceId, feedback);
+          const inserted = written.filter((w) => w.inserted);
+          const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
+          await refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]);
+          await upsertAttachments(tx, actor.workspaceId, attachments);
+          const newTraces = inserted.filter((w) => w.isRoot);
+          if (usageReporting) {
+            for (const root of newTraces) {
+              await recordTraceUsage(tx, {
+                workspaceId: actor.workspaceId,
+                projectId: root.sessionId,
+                userId: actor.userId,
+                apiKeyId: actor.apiKeyId,
+                receivedAt: root.receivedAt,
+              });
+            }
+          }
+          return {
+            runs: posts.length + patches.length,
+            feedback: feedback.length,
+            newTraces: newTraces.length,
+          };
+        });
+      } catch (error) {
+        const code = pgErrorCode(error) ?? "";
+        if (RETRYABLE_CODES.has(code)) {
+          // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
+          throw new ConnectError(
+            "the batch conflicted with a concurrent change (a deleted project or a deadlock); send it again",
+            Code.Unavailable,
+          );
+        }
+        if (UNSTORABLE_VALUE_CODES.has(code)) {
+          throw new ConnectError(
+            "a run holds a value that cannot be stored: a \\u0000 character in JSON, or a number or date out of range",
+            Code.InvalidArgument,
+          );
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+/**
+ * Items of one kind merged by id, in order (later fields win), so a batch that names a run twice
+ * writes it once. Items without an id pass through for the normaliser to reject.
+ */
+function mergeById(items: readonly RunInput[]): RunInput[] {
+  const byId = new Map<string, RunInput>();
+  const out: RunInput[] = [];
+  for (const item of items) {
+    const id = typeof item?.id === "string" ? item.id.toLowerCase() : undefined;
+    if (id === undefined) {
+      out.push(item);
+      continue;
+    }
+    const previous = byId.get(id);
+    byId.set(id, previous ? { ...previous, ...item } : item);
+  }
+  return [...out, ...byId.values()];
+}
+
+/**
+ * The project id of every run: named projects are created on first use; projects named by id must
+ * exist in the workspace (a key never writes into another workspace's project).
+ */
+async function resolveProjects(
+  tx: Queryable,
+  workspaceId: string,
+  runs: readonly NormalizedRun[],
+): Promise<(run: NormalizedRun) => string> {
+  const ids = new Set<string>();
+  const names = new Set<string>();
+  for (const run of runs) {
+    if ("id" in run.project) ids.add(run.project.id);
+    else names.add(run.project.name);
+  }
+  const found = await existingProjectIds(tx, workspaceId, [...ids]);
+  const unknown = [...ids].filter((id) => !found.has(id));
+  if (unknown.length > 0) {
+    throw new ConnectError(
+      `tracing project ${unknown.join(", ")} not found in this workspace: send session_name to create one`,
+      Code.NotFound,
+    );
+  }
+  const byName = await ensureProjectsByName(tx, workspaceId, [...names].sort());
+  return (run) => {
+    if ("id" in run.project) return run.project.id;
+    const id = byName.get(run.project.name);
+    if (id === undefined) throw new Error(`project "${run.project.name}" vanished while ingesting`);
+    return id;
+  };
+}
+
+function toRow(run: NormalizedRun, projectOf: (run: NormalizedRun) => string): RunRow {
+  const { project: _project, positioned: _positioned, ...rest } = run;
+  return { ...rest, projectId: projectOf(run) };
+}

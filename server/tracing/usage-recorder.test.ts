@@ -1,0 +1,103 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { useTestDatabase } from "../../test/support/database.js";
+import { uuidv7 } from "../ids.js";
+import { insertOrganization } from "../store/organization-store.js";
+import { insertWorkspace } from "../store/workspace-store.js";
+import { NO_DIMENSION_ID, recordTraceUsage } from "./usage-recorder.js";
+
+const db = useTestDatabase();
+
+interface RollupRow {
+  dimension: string;
+  granularity: string;
+  bucket_start: Date;
+  dimension_id: string;
+  traces: string;
+}
+
+describe("recordTraceUsage", () => {
+  const workspaceId = uuidv7();
+  const projectId = uuidv7();
+  const userId = uuidv7();
+  const apiKeyId = uuidv7();
+
+  beforeAll(async () => {
+    const orgId = uuidv7();
+    await insertOrganization(db().sql, { id: orgId, displayName: "Org", plan: "plus" });
+    await insertWorkspace(db().sql, {
+      id: workspaceId,
+      organizationId: orgId,
+      displayName: "WS",
+      tenantHandle: "ws",
+      isPersonal: false,
+    });
+  });
+
+  async function rows(): Promise<RollupRow[]> {
+    return db().sql<RollupRow[]>`
+      select dimension, granularity, bucket_start, dimension_id, traces::text from usage_rollups
+      where workspace_id = ${workspaceId} order by granularity, bucket_start, dimension, dimension_id`;
+  }
+
+  it("adds one to the hourly and daily row of every dimension, in the UTC hour and day received", async () => {
+    const trace = {
+      workspaceId,
+      projectId,
+      userId,
+      apiKeyId,
+      receivedAt: new Date("2026-03-01T23:59:59.999Z"),
+    };
+    await db().sql.begin(async (tx) => {
+      await recordTraceUsage(tx, trace);
+      await recordTraceUsage(tx, trace);
+    });
+    await recordTraceUsage(db().sql, { ...trace, receivedAt: new Date("2026-03-02T00:00:00Z") });
+
+    const all = await rows();
+    const expected = (granularity: string, bucket: string, traces: string) =>
+      [
+        ["api_key", apiKeyId],
+        ["project", projectId],
+        ["user", userId],
+        ["workspace", workspaceId],
+      ].map(([dimension, id]) => ({
+        dimension,
+        granularity,
+        bucket_start: new Date(bucket),
+        dimension_id: id,
+        traces,
+      }));
+    expect(all).toEqual([
+      ...expected("day", "2026-03-01T00:00:00Z", "2"),
+      ...expected("day", "2026-03-02T00:00:00Z", "1"),
+      ...expected("hour", "2026-03-01T23:00:00Z", "2"),
+      ...expected("hour", "2026-03-02T00:00:00Z", "1"),
+    ]);
+  });
+
+  it("counts a trace without user or key under the nil UUID", async () => {
+    await db().sql`delete from usage_rollups`;
+    await recordTraceUsage(db().sql, {
+      workspaceId,
+      projectId,
+      userId: null,
+      apiKeyId: null,
+      receivedAt: new Date("2026-04-10T12:30:00Z"),
+    });
+    const all = await rows();
+    expect(all.filter((r) => r.dimension === "user" || r.dimension === "api_key")).toHaveLength(4);
+    expect(
+      all.filter((r) => r.dimension === "user" || r.dimension === "api_key").map((r) => r.dimension_id),
+    ).toEqual([NO_DIMENSION_ID, NO_DIMENSION_ID, NO_DIMENSION_ID, NO_DIMENSION_ID]);
+  });
+
+  it("rolls back with the transaction that failed to insert the trace", async () => {
+    await db().sql`delete from usage_rollups`;
+    const failed = db().sql.begin(async (tx) => {
+      await recordTraceUsage(tx, { workspaceId, projectId, userId, apiKeyId, receivedAt: new Date() });
+      throw new Error("ingest failed");
+    });
+    await expect(failed).rejects.toThrow("ingest failed");
+    expect(await rows()).toEqual([]);
+  });
+});

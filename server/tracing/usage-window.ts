@@ -1,0 +1,139 @@
+/**
+ * Time bucketing of granular usage. Buckets are UTC and calendar-aligned on their unit: an hour, a
+ * day (00:00 UTC), an ISO week (Monday 00:00 UTC), a calendar month, a calendar year. The stride
+ * reported to clients is the unit's nominal size ({hours: 1}, {days: 1}, {days: 7}, {days: 30},
+ * {days: 365}); a monthly or yearly bucket still covers its whole calendar month or year, so its end
+ * is the next aligned boundary, never start + 30 (or 365) days.
+ */
+
+/** A bucket unit; also the `date_trunc` field name Postgres aligns it with. */
+export type UsageUnit = "hour" | "day" | "week" | "month" | "year";
+
+/** Bucket size as the API reports it: exactly one field is non-zero. */
+export interface UsageStride {
+  days: number;
+  hours: number;
+}
+
+/** Aggregations a caller may ask for instead of the one derived from the range. */
+export const AGGREGATIONS: Readonly<Record<string, UsageUnit>> = {
+  daily: "day",
+  weekly: "week",
+  monthly: "month",
+};
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** Range lengths, in days, up to which each unit is chosen (the seed's stride table). */
+const DAILY_UP_TO_DAYS = 31;
+const WEEKLY_UP_TO_DAYS = 93;
+const MONTHLY_UP_TO_DAYS = 366;
+
+/** Nominal stride of each unit. */
+const STRIDES: Readonly<Record<UsageUnit, UsageStride>> = {
+  hour: { days: 0, hours: 1 },
+  day: { days: 1, hours: 0 },
+  week: { days: 7, hours: 0 },
+  month: { days: 30, hours: 0 },
+  year: { days: 365, hours: 0 },
+};
+
+/**
+ * The unit the seed's stride table derives from a range of (end - start) days, as a real number:
+ * under 1 → hourly, up to 31 → daily, up to 93 → weekly, up to 366 → monthly, beyond → yearly.
+ */
+export function unitForRange(start: Date, end: Date): UsageUnit {
+  const days = (end.getTime() - start.getTime()) / DAY_MS;
+  if (days < 1) return "hour";
+  if (days <= DAILY_UP_TO_DAYS) return "day";
+  if (days <= WEEKLY_UP_TO_DAYS) return "week";
+  if (days <= MONTHLY_UP_TO_DAYS) return "month";
+  return "year";
+}
+
+/** The stride the API reports for a unit. */
+export function strideOf(unit: UsageUnit): UsageStride {
+  return { ...STRIDES[unit] };
+}
+
+/** The start of the bucket of `unit` that holds `at`. */
+export function bucketStartOf(unit: UsageUnit, at: Date): Date {
+  const t = at.getTime();
+  switch (unit) {
+    case "hour":
+      return new Date(Math.floor(t / HOUR_MS) * HOUR_MS);
+    case "day":
+      return new Date(Math.floor(t / DAY_MS) * DAY_MS);
+    case "week": {
+      const day = Math.floor(t / DAY_MS) * DAY_MS;
+      // getUTCDay: Sunday 0 … Saturday 6; ISO weeks start on Monday.
+      const sinceMonday = (new Date(day).getUTCDay() + 6) % 7;
+      return new Date(day - sinceMonday * DAY_MS);
+    }
+    case "month":
+      return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+    case "year":
+      return new Date(Date.UTC(at.getUTCFullYear(), 0, 1));
+  }
+}
+
+/** The end (exclusive) of the bucket starting at `start`: the next aligned boundary. */
+export function bucketEndOf(unit: UsageUnit, start: Date): Date {
+  const t = start.getTime();
+  switch (unit) {
+    case "hour":
+      return new Date(t + HOUR_MS);
+    case "day":
+      return new Date(t + DAY_MS);
+    case "week":
+      return new Date(t + 7 * DAY_MS);
+    case "month":
+      return new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1));
+    case "year":
+      return new Date(Date.UTC(start.getUTCFullYear() + 1, 0, 1));
+  }
+}
+
+/** A half-open time range [from, to); empty when from >= to. */
+export interface TimeRange {
+  from: Date;
+  to: Date;
+}
+
+/**
+ * Which rollup rows cover a requested range: daily rows for the whole UTC days inside it, hourly
+ * rows for the partial days at its edges. The range is first widened to whole UTC hours (the finest
+ * rollup), so a trace counts when the hour it was received in overlaps the range.
+ */
+export interface RollupCover {
+  /** Daily rows with bucket_start in this range. */
+  days: TimeRange;
+  /** Hourly rows with bucket_start in either of these ranges. */
+  hours: [TimeRange, TimeRange];
+}
+
+/** See {@link RollupCover}. */
+export function rollupCover(start: Date, end: Date): RollupCover {
+  const from = Math.floor(start.getTime() / HOUR_MS) * HOUR_MS;
+  const to = Math.ceil(end.getTime() / HOUR_MS) * HOUR_MS;
+  const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
+  const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
+  const at = (t: number) => new Date(t);
+  if (dayFrom >= dayTo) {
+    return {
+      days: { from: at(dayFrom), to: at(dayFrom) },
+      hours: [
+        { from: at(from), to: at(to) },
+        { from: at(to), to: at(to) },
+      ],
+    };
+  }
+  return {
+    days: { from: at(dayFrom), to: at(dayTo) },
+    hours: [
+      { from: at(from), to: at(dayFrom) },
+      { from: at(dayTo), to: at(to) },
+    ],
+  };
+}

@@ -1,0 +1,101 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { isUuid } from "../../ids.js";
+import type { RunAttachment } from "../../store/run-store.js";
+import type { IngestBatch } from "../../tracing/ingest-service.js";
+import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
+import { malformedRequestError } from "../rest/http-status.js";
+import type { MultipartPart } from "./multipart-parser.js";
+
+/** Fields of a run the SDKs send as parts of their own (`post.<id>.<field>`), JSON each. */
+const RUN_FIELDS = new Set(["inputs", "outputs", "events", "extra", "error", "serialized"]);
+
+const PART_NAMES =
+  "post.<run id>[.<field>], patch.<run id>[.<field>], feedback.<id> or attachment.<run id>.<name>";
+
+/**
+ * Assembles the parts of a `POST /runs/multipart` body into an ingest batch: `post.<id>` and
+ * `patch.<id>` hold a run without its large fields, which follow as `post.<id>.inputs` and so on;
+ * `feedback.<id>` is a feedback item; `attachment.<run id>.<name>` raw bytes. Every part needs a
+ * Content-Type and a declared length, and no part may have its own Content-Encoding (compress the
+ * whole request instead), as LangSmith requires.
+ */
+export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
+  const runs = { post: new Map<string, RunDraft>(), patch: new Map<string, RunDraft>() };
+  const feedback: FeedbackInput[] = [];
+  const attachments: RunAttachment[] = [];
+  for (const part of parts) {
+    checkHeaders(part);
+    const [event = "", id = "", ...rest] = part.name.split(".");
+    const field = rest.join(".");
+    if (event === "post" || event === "patch") {
+      const runId = requireUuid(id, part.name);
+      const drafts = runs[event];
+      const draft = drafts.get(runId) ?? { main: {}, fields: {} };
+      drafts.set(runId, draft);
+      if (field === "") {
+        const value = parseJson(part);
+        if (typeof value !== "object" || value === null || Array.isArray(value))
+          throw invalid(`part "${part.name}" must hold a JSON object`);
+        draft.main = value as RunInput;
+      } else if (RUN_FIELDS.has(field)) {
+        draft.fields[field] = parseJson(part);
+      } else {
+        throw invalid(
+          `part "${part.name}": unknown run field "${field}"; fields are ${[...RUN_FIELDS].join(", ")}`,
+        );
+      }
+    } else if (event === "feedback" && field === "") {
+      const value = parseJson(part);
+      if (typeof value !== "object" || value === null || Array.isArray(value))
+        throw invalid(`part "${part.name}" must hold a JSON object`);
+      feedback.push({ id: requireUuid(id, part.name), ...(value as FeedbackInput) });
+    } else if (event === "attachment" && field !== "") {
+      attachments.push({
+        runId: requireUuid(id, part.name),
+        name: field,
+        contentType: part.contentType.replace(/;\s*length=[^;]*/i, "").trim(),
+        data: part.data,
+      });
+    } else {
+      throw invalid(`unknown part "${part.name}": part names are ${PART_NAMES}`);
+    }
+  }
+  const assemble = (drafts: Map<string, RunDraft>): RunInput[] =>
+    [...drafts].map(([id, d]) => ({ ...d.main, ...d.fields, id }));
+  return { post: assemble(runs.post), patch: assemble(runs.patch), feedback, attachments };
+}
+
+interface RunDraft {
+  main: RunInput;
+  fields: Record<string, unknown>;
+}
+
+function checkHeaders(part: MultipartPart): void {
+  if (part.headers.has("content-encoding")) {
+    throw invalid(
+      `part "${part.name}" has its own Content-Encoding, which is not supported: compress the whole request instead`,
+    );
+  }
+  if (part.contentType === "" || part.declaredLength === null) {
+    throw invalid(
+      `part "${part.name}" needs a Content-Type header and a length: a length=<bytes> parameter of its Content-Type or a Content-Length header`,
+    );
+  }
+}
+
+function requireUuid(id: string, name: string): string {
+  if (!isUuid(id)) throw invalid(`part "${name}": "${id}" is not a UUID; part names are ${PART_NAMES}`);
+  return id.toLowerCase();
+}
+
+function parseJson(part: MultipartPart): unknown {
+  try {
+    return JSON.parse(part.data.toString("utf8"));
+  } catch (error) {
+    throw malformedRequestError(`part "${part.name}" is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function invalid(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}

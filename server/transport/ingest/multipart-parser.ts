@@ -1,0 +1,225 @@
+/**
+ * A streaming `multipart/form-data` parser (RFC 7578 / RFC 2046) for trace ingest. It reads the
+ * body chunk by chunk (so a gzip stream can feed it), finds parts by their boundary wherever the
+ * chunks split, and keeps only a boundary's length of look-behind in its scan buffer.
+ *
+ * A part's declared length (`Content-Type: ...; length=N` as the JS SDK sends it, or a
+ * `Content-Length` part header as the Python SDK does) is checked but does not delimit the part:
+ * the JS SDK counts UTF-16 code units, not bytes, so for non-ASCII JSON it declares less than the
+ * part holds. The boundary delimits; a part shorter than it declares is a truncated body.
+ */
+
+/** One part of a multipart body. */
+export interface MultipartPart {
+  /** The `name` of its Content-Disposition. */
+  readonly name: string;
+  /** Its headers, names lowercased. */
+  readonly headers: ReadonlyMap<string, string>;
+  /** Its Content-Type (parameters included); empty when absent. */
+  readonly contentType: string;
+  /** The length it declares (`length=` parameter or Content-Length); null when none. */
+  readonly declaredLength: number | null;
+  /** Its bytes. */
+  readonly data: Buffer;
+}
+
+/** Why a body could not be parsed: `malformed` framing or headers, or `too-large`. */
+export class MultipartError extends Error {
+  override readonly name = "MultipartError";
+  constructor(
+    message: string,
+    readonly kind: "malformed" | "too-large",
+  ) {
+    super(message);
+  }
+}
+
+/** Limits of {@link parseMultipart}. */
+export interface MultipartLimits {
+  /** Largest body, in bytes, counted as the parser reads them. */
+  readonly maxBytes: number;
+  /** Largest header block of one part; parts carry a few short headers. */
+  readonly maxHeaderBytes?: number;
+}
+
+/** Default header block limit: two or three headers of a few hundred bytes each, with room to spare. */
+const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+/** RFC 2046: a boundary is 1 to 70 characters. */
+const MAX_BOUNDARY_LENGTH = 70;
+
+const CRLF = Buffer.from("\r\n");
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+/**
+ * The boundary of a `multipart/form-data` Content-Type; throws a `malformed` {@link MultipartError}
+ * when the type is something else or has no usable boundary.
+ */
+export function boundaryOf(contentType: string | undefined): string {
+  const type = contentType ?? "";
+  if (!/^\s*multipart\/form-data\s*(;|$)/i.test(type)) {
+    throw new MultipartError(
+      `Content-Type must be multipart/form-data with a boundary, got "${type || "(none)"}"`,
+      "malformed",
+    );
+  }
+  const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(type);
+  const boundary = match?.[1] ?? match?.[2];
+  if (!boundary || boundary.length > MAX_BOUNDARY_LENGTH) {
+    throw new MultipartError(
+      `the multipart/form-data Content-Type needs a boundary parameter of 1 to ${MAX_BOUNDARY_LENGTH} characters`,
+      "malformed",
+    );
+  }
+  return boundary;
+}
+
+/** Parses a whole multipart body into its parts, in order. */
+export async function parseMultipart(
+  body: AsyncIterable<Uint8Array>,
+  boundary: string,
+  limits: MultipartLimits,
+): Promise<MultipartPart[]> {
+  const maxHeaderBytes = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  // Every delimiter, the first included, is searched as CRLF "--" boundary: a virtual CRLF before
+  // the body lets a body that starts with the boundary match too.
+  const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const parts: MultipartPart[] = [];
+  // Typed with `as`: advance() changes it, which control-flow narrowing in this scope cannot see.
+  let state = "preamble" as "preamble" | "after-delimiter" | "headers" | "body" | "done";
+  let buffer: Buffer = CRLF;
+  let received = 0;
+  let headers = new Map<string, string>();
+  let chunks: Buffer[] = [];
+
+  const finishPart = (tail: Buffer) => {
+    chunks.push(tail);
+    parts.push(makePart(headers, Buffer.concat(chunks), parts.length));
+    chunks = [];
+  };
+
+  const advance = (): boolean => {
+    switch (state) {
+      case "preamble":
+      case "body": {
+        const at = buffer.indexOf(delimiter);
+        if (at === -1) {
+          // Keep what could be the start of a delimiter split across chunks; the rest is settled.
+          const keep = Math.min(buffer.length, delimiter.length - 1);
+          if (state === "body") chunks.push(buffer.subarray(0, buffer.length - keep));
+          buffer = buffer.subarray(buffer.length - keep);
+          return false;
+        }
+        if (state === "body") finishPart(buffer.subarray(0, at));
+        buffer = buffer.subarray(at + delimiter.length);
+        state = "after-delimiter";
+        return true;
+      }
+      case "after-delimiter": {
+        if (buffer.length < 2) return false;
+        if (buffer[0] === 0x2d && buffer[1] === 0x2d) {
+          state = "done";
+          return false;
+        }
+        // RFC 2046 allows linear whitespace after a delimiter before its CRLF.
+        let i = 0;
+        while (i < buffer.length && (buffer[i] === 0x20 || buffer[i] === 0x09)) i++;
+        if (buffer.length < i + 2) return false;
+        if (buffer[i] !== 0x0d || buffer[i + 1] !== 0x0a) {
+          throw new MultipartError(
+            `malformed multipart body: the boundary of part ${parts.length + 1} is not followed by CRLF`,
+            "malformed",
+          );
+        }
+        buffer = buffer.subarray(i + 2);
+        state = "headers";
+        return true;
+      }
+      case "headers": {
+        // A part without headers: its header block is just the empty line.
+        const end = buffer.subarray(0, 2).equals(CRLF) ? -2 : buffer.indexOf(HEADER_END);
+        if (end === -1) {
+          if (buffer.length > maxHeaderBytes) {
+            throw new MultipartError(
+              `malformed multipart body: the headers of part ${parts.length + 1} exceed ${maxHeaderBytes} bytes`,
+              "malformed",
+            );
+          }
+          return false;
+        }
+        headers =
+          end === -2 ? new Map() : parseHeaders(buffer.subarray(0, end).toString("latin1"), parts.length + 1);
+        buffer = buffer.subarray(end + HEADER_END.length);
+        state = "body";
+        return true;
+      }
+      case "done":
+        return false;
+    }
+  };
+
+  for await (const chunk of body) {
+    received += chunk.byteLength;
+    if (received > limits.maxBytes) {
+      throw new MultipartError(`the request body exceeds the limit of ${limits.maxBytes} bytes`, "too-large");
+    }
+    if (state === "done") continue;
+    buffer = buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([buffer, chunk]);
+    while (advance()) {
+      // advance() consumes as much of the buffer as it can.
+    }
+  }
+  if (state !== "done") {
+    throw new MultipartError(
+      `malformed multipart body: it ended before its closing boundary --${boundary}--`,
+      "malformed",
+    );
+  }
+  return parts;
+}
+
+function parseHeaders(block: string, index: number): Map<string, string> {
+  const headers = new Map<string, string>();
+  for (const line of block.split("\r\n")) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) {
+      throw new MultipartError(
+        `malformed multipart body: part ${index} has a bad header line "${line}"`,
+        "malformed",
+      );
+    }
+    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return headers;
+}
+
+function makePart(headers: Map<string, string>, data: Buffer, index: number): MultipartPart {
+  const disposition = headers.get("content-disposition") ?? "";
+  const nameMatch = /(?:^|;)\s*name=(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(disposition);
+  const name = nameMatch?.[1]?.replace(/\\(.)/g, "$1") ?? nameMatch?.[2];
+  if (!name) {
+    throw new MultipartError(
+      `malformed multipart body: part ${index + 1} has no name in its Content-Disposition header`,
+      "malformed",
+    );
+  }
+  const contentType = headers.get("content-type") ?? "";
+  const lengthParam = /;\s*length=([^;\s]*)/i.exec(contentType)?.[1];
+  const lengthText = lengthParam ?? headers.get("content-length");
+  let declaredLength: number | null = null;
+  if (lengthText !== undefined) {
+    if (!/^\d+$/.test(lengthText)) {
+      throw new MultipartError(
+        `part "${name}" declares a length that is not a number: "${lengthText}"`,
+        "malformed",
+      );
+    }
+    declaredLength = Number(lengthText);
+    if (declaredLength > data.length) {
+      throw new MultipartError(
+        `part "${name}" declares ${declaredLength} bytes but holds ${data.length}: the body is truncated`,
+        "malformed",
+      );
+    }
+  }
+  return { name, headers, contentType, declaredLength, data };
+}

@@ -1,0 +1,98 @@
+/**
+ * `AGENTPLANE_CONFIG=path/to/langgraph.json`: the server process loads a user's graph folder and
+ * serves its graphs' system assistants; a broken graph stops start-up with a clear message.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { systemAssistantId } from "../../server/runtime/system-assistant-id.js";
+import { createTestDatabase } from "../support/database.js";
+import { type GraphFixture, NESTED_GRAPH_MODULE, writeGraphFixture } from "../support/graph-fixture.js";
+
+const API_KEY = "ap_pt_graph_config_process_key_0123";
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let dataDir: string;
+const fixtures: GraphFixture[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = await mkdtemp(join(tmpdir(), "agentplane-graph-process-"));
+});
+afterAll(async () => {
+  for (const f of fixtures) await f.remove();
+  await db?.drop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** Runs `node --import tsx server/main.ts` with AGENTPLANE_CONFIG; `onListening` gets the base URL. */
+function runServer(configFile: string, onListening: (baseUrl: string) => Promise<void>) {
+  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+    env: {
+      ...process.env,
+      AGENTPLANE_CONFIG: configFile,
+      DATABASE_URL: db.url,
+      AGENTPLANE_PORT: "0",
+      AGENTPLANE_API_KEY: API_KEY,
+      AGENTPLANE_DATA_DIR: dataDir,
+      AGENTPLANE_LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let stdout = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /listening on (http:\/\/\S+)\n/.exec(stdout);
+      if (match?.[1])
+        onListening(match[1]).then(
+          () => child.kill("SIGTERM"),
+          (error: unknown) => {
+            child.kill("SIGKILL");
+            reject(error);
+          },
+        );
+    });
+    child.on("exit", (code) => resolve({ code, stderr }));
+  });
+}
+
+it("serves the graphs of the config file AGENTPLANE_CONFIG names", async () => {
+  const fixture = await writeGraphFixture(
+    { "graphs.ts": NESTED_GRAPH_MODULE },
+    { graphs: { weather: "./graphs.ts:graph" } },
+  );
+  fixtures.push(fixture);
+  let names: string[] = [];
+  let id = "";
+  const result = await runServer(fixture.configFile, async (baseUrl) => {
+    const lg = new Client({ apiUrl: baseUrl, apiKey: API_KEY, callerOptions: { maxRetries: 0 } });
+    names = (await lg.assistants.search()).map((a) => a.name);
+    id = (await lg.assistants.get("weather")).assistant_id;
+  });
+  expect(result.code, result.stderr).toBe(0);
+  expect(names).toEqual(["weather"]);
+  expect(id).toBe(systemAssistantId("weather"));
+});
+
+it("refuses to start with a broken graph, naming the graph, the file and the cause", async () => {
+  const fixture = await writeGraphFixture(
+    { "graphs.ts": "export const graph = 42;" },
+    { graphs: { broken: "./graphs.ts:graph" } },
+  );
+  fixtures.push(fixture);
+  const result = await runServer(fixture.configFile, async () => {
+    throw new Error("the server should not have started");
+  });
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain(
+    `agentplane failed to start: graph "broken" (${join(fixture.dir, "graphs.ts")}, export "graph") cannot be loaded: the export is a number`,
+  );
+});

@@ -1,0 +1,104 @@
+/**
+ * The in-process ingest API (what the agent server will call) on a real database: usage counting
+ * once per trace and the reporting switch, concurrent auto-creation of one project, update-only
+ * patches, and feedback that arrives before its run.
+ */
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { beforeAll, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import { createIngestService, type IngestActor } from "../../server/tracing/ingest-service.js";
+import { useTestDatabase } from "../support/database.js";
+
+const db = useTestDatabase();
+let actor: IngestActor;
+
+beforeAll(async () => {
+  const organizationId = uuidv7();
+  const workspaceId = uuidv7();
+  await db()
+    .sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
+  await db().sql`
+    insert into workspaces (id, organization_id, display_name, tenant_handle)
+    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  actor = { workspaceId, userId: null, apiKeyId: null };
+});
+
+function rootRun(project: string) {
+  const id = uuidv7();
+  return { id, name: "root", run_type: "chain", session_name: project, inputs: { a: 1 } };
+}
+
+async function projectTraces(project: string): Promise<number> {
+  const [row] = await db().sql<{ n: number }[]>`
+    select coalesce(sum(u.traces), 0)::int as n from usage_rollups u
+    join tracing_projects p on p.id = u.dimension_id
+    where u.dimension = 'project' and u.granularity = 'day' and p.name = ${project}`;
+  return row?.n ?? 0;
+}
+
+describe("ingestRuns", () => {
+  it("counts a trace once in the usage rollups, however often it is re-sent or patched", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: true });
+    const project = `usage-${randomUUID()}`;
+    const run = rootRun(project);
+    const result = await ingest.ingestRuns(actor, { post: [run] });
+    expect(result).toEqual({ runs: 1, feedback: 0, newTraces: 1 });
+    await ingest.ingestRuns(actor, { post: [run] });
+    await ingest.ingestRuns(actor, { patch: [{ id: run.id, end_time: Date.now(), outputs: { b: 2 } }] });
+    expect(await projectTraces(project)).toBe(1);
+    const [stored] = await db().sql`select status, inputs, outputs from runs where id = ${run.id}`;
+    expect(stored).toEqual({ status: "success", inputs: { a: 1 }, outputs: { b: 2 } });
+  });
+
+  it("records no usage with reporting off", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `no-usage-${randomUUID()}`;
+    expect((await ingest.ingestRuns(actor, { post: [rootRun(project)] })).newTraces).toBe(1);
+    expect(await projectTraces(project)).toBe(0);
+  });
+
+  it("creates one project when concurrent batches name the same new project", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: true });
+    const project = `race-${randomUUID()}`;
+    await Promise.all(
+      Array.from({ length: 4 }, () => ingest.ingestRuns(actor, { post: [rootRun(project)] })),
+    );
+    const projects = await db().sql`select id from tracing_projects where name = ${project}`;
+    expect(projects).toHaveLength(1);
+    expect(await db().sql`select id from runs where session_id = ${projects[0]?.id}`).toHaveLength(4);
+    expect(await projectTraces(project)).toBe(4);
+  });
+
+  it("rejects a patch without dotted_order of a run that is not stored, storing nothing of the batch", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: true });
+    const posted = rootRun(`patch-${randomUUID()}`);
+    const unknown = uuidv7();
+    const error = await ingest
+      .ingestRuns(actor, { post: [posted], patch: [{ id: unknown, end_time: Date.now() }] })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(error?.code).toBe(Code.NotFound);
+    expect(error?.rawMessage).toContain(`run ${unknown} not found`);
+    expect(await db().sql`select id from runs where id = ${posted.id}`).toHaveLength(0);
+  });
+
+  it("fills feedback_stats of a run whose feedback arrived first", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const run = rootRun(`feedback-${randomUUID()}`);
+    const feedback = [
+      { id: randomUUID(), run_id: run.id, key: "quality", score: 1, value: "good" },
+      { id: randomUUID(), run_id: run.id, key: "quality", score: 0, value: "good" },
+      { id: randomUUID(), run_id: run.id, key: "note", comment: "no score" },
+    ];
+    await ingest.ingestRuns(actor, { feedback });
+    await ingest.ingestRuns(actor, { post: [run] });
+    const [stored] = await db().sql`select feedback_stats from runs where id = ${run.id}`;
+    expect(stored?.feedback_stats).toEqual({
+      quality: { n: 2, avg: 0.5, values: { good: 2 } },
+      note: { n: 1, avg: null, values: {} },
+    });
+  });
+});

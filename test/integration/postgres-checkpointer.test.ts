@@ -1,0 +1,305 @@
+import {
+  Annotation,
+  Command,
+  END,
+  interrupt,
+  START,
+  StateGraph,
+  type StateSnapshot,
+} from "@langchain/langgraph";
+import { type CheckpointMetadata, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import { beforeAll, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import {
+  copyThreadCheckpoints,
+  deleteThreadCheckpoints,
+  PostgresCheckpointer,
+  pruneThreadCheckpoints,
+  threadCheckpointStorage,
+} from "../../server/runtime/postgres-checkpointer.js";
+import type { Sql } from "../../server/store/db.js";
+import { insertOrganization } from "../../server/store/organization-store.js";
+import { insertWorkspace } from "../../server/store/workspace-store.js";
+import { useTestDatabase } from "../support/database.js";
+
+const database = useTestDatabase();
+
+const State = Annotation.Root({
+  log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  name: Annotation<string>(),
+});
+
+/** Two nodes: `ask` interrupts for a name, `greet` uses it. */
+function compileGraph(checkpointer: PostgresCheckpointer) {
+  return new StateGraph(State)
+    .addNode("ask", () => ({ log: ["ask"], name: interrupt("what is your name?") as string }))
+    .addNode("greet", (state) => ({ log: [`hello ${state.name}`] }))
+    .addEdge(START, "ask")
+    .addEdge("ask", "greet")
+    .addEdge("greet", END)
+    .compile({ checkpointer });
+}
+
+type Graph = ReturnType<typeof compileGraph>;
+
+async function createWorkspace(sql: Sql): Promise<string> {
+  const organizationId = uuidv7();
+  const workspaceId = uuidv7();
+  await insertOrganization(sql, { id: organizationId, displayName: "org", plan: "enterprise" });
+  await insertWorkspace(sql, {
+    id: workspaceId,
+    organizationId,
+    displayName: "ws",
+    tenantHandle: "ws",
+    isPersonal: false,
+  });
+  return workspaceId;
+}
+
+function threadConfig(threadId: string) {
+  return { configurable: { thread_id: threadId } };
+}
+
+async function history(graph: Graph, threadId: string): Promise<StateSnapshot[]> {
+  const snapshots: StateSnapshot[] = [];
+  for await (const s of graph.getStateHistory(threadConfig(threadId))) snapshots.push(s);
+  return snapshots;
+}
+
+/** Runs a thread to its interrupt, then resumes it to the end. */
+async function runToEnd(graph: Graph, threadId: string): Promise<void> {
+  await graph.invoke({ log: ["start"] }, threadConfig(threadId));
+  await graph.invoke(new Command({ resume: "Ada" }), threadConfig(threadId));
+}
+
+async function countRows(
+  sql: Sql,
+  table: "checkpoints" | "checkpoint_blobs" | "checkpoint_writes",
+  threadId: string,
+) {
+  const [row] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from ${sql(table)} where thread_id = ${threadId}`;
+  return row?.n ?? 0;
+}
+
+/** Channel values of the thread that the newest checkpoint of their namespace does not name. */
+async function blobsNotNamedByLatest(sql: Sql, threadId: string) {
+  const [row] = await sql<{ n: number }[]>`
+    with latest as (
+      select distinct on (checkpoint_ns) checkpoint_ns, channel_versions from checkpoints
+      where thread_id = ${threadId} order by checkpoint_ns, checkpoint_id desc)
+    select count(*)::int as n from checkpoint_blobs b
+    where b.thread_id = ${threadId} and not exists (
+      select 1 from latest l cross join lateral jsonb_each_text(l.channel_versions) v
+      where l.checkpoint_ns = b.checkpoint_ns and v.key = b.channel and v.value = b.version)`;
+  return row?.n ?? 0;
+}
+
+describe("PostgresCheckpointer with a LangGraph StateGraph", () => {
+  let workspaceA = "";
+  let workspaceB = "";
+  let graphA: Graph;
+  let graphB: Graph;
+
+  beforeAll(async () => {
+    workspaceA = await createWorkspace(database().sql);
+    workspaceB = await createWorkspace(database().sql);
+    graphA = compileGraph(new PostgresCheckpointer(database().sql, workspaceA));
+    graphB = compileGraph(new PostgresCheckpointer(database().sql, workspaceB));
+  });
+
+  it("stops at the interrupt, persists it, and resumes from it", async () => {
+    const threadId = uuidv7();
+    const first = await graphA.invoke({ log: ["start"] }, threadConfig(threadId));
+    expect(first.log).toEqual(["start"]);
+
+    // A fresh saver and graph (as in another process) see the interrupted state.
+    const reloaded = compileGraph(new PostgresCheckpointer(database().sql, workspaceA));
+    const interrupted = await reloaded.getState(threadConfig(threadId));
+    expect(interrupted.next).toEqual(["ask"]);
+    expect(interrupted.tasks[0]?.interrupts.map((i) => i.value)).toEqual(["what is your name?"]);
+
+    const done = await reloaded.invoke(new Command({ resume: "Ada" }), threadConfig(threadId));
+    expect(done.log).toEqual(["start", "ask", "hello Ada"]);
+    const final = await graphA.getState(threadConfig(threadId));
+    expect(final.next).toEqual([]);
+    expect(final.values).toEqual({ log: ["start", "ask", "hello Ada"], name: "Ada" });
+  });
+
+  it("lists the history newest first, each step pointing at its parent", async () => {
+    const threadId = uuidv7();
+    await runToEnd(graphA, threadId);
+    const snapshots = await history(graphA, threadId);
+    expect(snapshots.map((s) => [s.metadata?.source, s.metadata?.step])).toEqual([
+      ["loop", 2],
+      ["loop", 1],
+      ["loop", 0],
+      ["input", -1],
+    ]);
+    for (let i = 0; i < snapshots.length - 1; i++) {
+      expect(snapshots[i]?.parentConfig?.configurable?.checkpoint_id).toBe(
+        snapshots[i + 1]?.config.configurable?.checkpoint_id,
+      );
+    }
+    expect(snapshots.at(-1)?.parentConfig).toBeUndefined();
+    // Time travel: the state at the interrupt is still readable by its checkpoint id.
+    const atInterrupt = await graphA.getState(snapshots[2]!.config);
+    expect(atInterrupt.values).toEqual({ log: ["start"] });
+    expect(atInterrupt.next).toEqual(["ask"]);
+  });
+
+  it("records a manual update as a new checkpoint", async () => {
+    const threadId = uuidv7();
+    await runToEnd(graphA, threadId);
+    await graphA.updateState(threadConfig(threadId), { log: ["edited"] }, "greet");
+    const state = await graphA.getState(threadConfig(threadId));
+    expect(state.values.log).toEqual(["start", "ask", "hello Ada", "edited"]);
+    expect(state.metadata?.source).toBe("update");
+    expect(await history(graphA, threadId)).toHaveLength(5);
+  });
+
+  it("keeps workspaces apart, even for the same thread id", async () => {
+    const threadId = uuidv7();
+    await runToEnd(graphA, threadId);
+    const saverB = new PostgresCheckpointer(database().sql, workspaceB);
+    expect(await saverB.getTuple(threadConfig(threadId))).toBeUndefined();
+    const listedByB = [];
+    for await (const t of saverB.list({})) listedByB.push(t.config.configurable?.thread_id);
+    expect(listedByB).not.toContain(threadId);
+
+    // B runs its own thread under the same id; A's is untouched, and B deleting it leaves A's.
+    await graphB.invoke({ log: ["b"] }, threadConfig(threadId));
+    expect((await graphB.getState(threadConfig(threadId))).values.log).toEqual(["b"]);
+    await saverB.deleteThread(threadId);
+    expect(await saverB.getTuple(threadConfig(threadId))).toBeUndefined();
+    expect((await graphA.getState(threadConfig(threadId))).values.log).toEqual(["start", "ask", "hello Ada"]);
+
+    // The thread helpers are scoped too.
+    expect(await pruneThreadCheckpoints(database().sql, workspaceB, [threadId], "keep_latest")).toBe(0);
+    expect(await copyThreadCheckpoints(database().sql, workspaceB, threadId, uuidv7())).toBe(0);
+    expect(await deleteThreadCheckpoints(database().sql, workspaceB, [threadId])).toBe(0);
+    expect(await history(graphA, threadId)).toHaveLength(4);
+  });
+
+  it("copies a thread with its history and pending writes, independent of the original", async () => {
+    const threadId = uuidv7();
+    const copyId = uuidv7();
+    await graphA.invoke({ log: ["start"] }, threadConfig(threadId));
+    // Up to the interrupt: the input checkpoint and the first loop step, whose writes hold the interrupt.
+    expect(await copyThreadCheckpoints(database().sql, workspaceA, threadId, copyId)).toBe(2);
+
+    const copied = await graphA.getState(threadConfig(copyId));
+    expect(copied.next).toEqual(["ask"]);
+    expect(copied.tasks[0]?.interrupts.map((i) => i.value)).toEqual(["what is your name?"]);
+    expect(await history(graphA, copyId)).toHaveLength(2);
+
+    const done = await graphA.invoke(new Command({ resume: "Copy" }), threadConfig(copyId));
+    expect(done.log).toEqual(["start", "ask", "hello Copy"]);
+    expect((await graphA.getState(threadConfig(threadId))).next).toEqual(["ask"]);
+  });
+
+  it("prunes to the latest checkpoint, keeping the state", async () => {
+    const threadId = uuidv7();
+    const untouched = uuidv7();
+    await runToEnd(graphA, threadId);
+    await runToEnd(graphA, untouched);
+    const before = await graphA.getState(threadConfig(threadId));
+    const blobsBefore = await countRows(database().sql, "checkpoint_blobs", threadId);
+    expect(await blobsNotNamedByLatest(database().sql, threadId)).toBeGreaterThan(0);
+
+    expect(
+      await pruneThreadCheckpoints(database().sql, workspaceA, [threadId, uuidv7()], "keep_latest"),
+    ).toBe(1);
+    const snapshots = await history(graphA, threadId);
+    expect(snapshots).toHaveLength(1);
+    expect(snapshots[0]?.values).toEqual(before.values);
+    expect(snapshots[0]?.config.configurable?.checkpoint_id).toBe(before.config.configurable?.checkpoint_id);
+    expect(snapshots[0]?.parentConfig).toBeUndefined();
+    // Only the channel values the kept checkpoint names survive.
+    expect(await countRows(database().sql, "checkpoint_blobs", threadId)).toBeLessThan(blobsBefore);
+    expect(await blobsNotNamedByLatest(database().sql, threadId)).toBe(0);
+    expect(await countRows(database().sql, "checkpoints", threadId)).toBe(1);
+    expect(await history(graphA, untouched)).toHaveLength(4);
+
+    // The pruned thread keeps working from its latest state.
+    await graphA.invoke({ log: ["again"] }, threadConfig(threadId));
+    expect((await graphA.getState(threadConfig(threadId))).values.log).toEqual([
+      "start",
+      "ask",
+      "hello Ada",
+      "again",
+    ]);
+  });
+
+  it("deletes threads with everything they stored", async () => {
+    const threadId = uuidv7();
+    await graphA.invoke({ log: ["start"] }, threadConfig(threadId));
+    expect(await countRows(database().sql, "checkpoint_writes", threadId)).toBeGreaterThan(0);
+    expect(await pruneThreadCheckpoints(database().sql, workspaceA, [threadId], "delete")).toBe(1);
+    for (const table of ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] as const) {
+      expect(await countRows(database().sql, table, threadId)).toBe(0);
+    }
+    expect((await graphA.getState(threadConfig(threadId))).values).toEqual({});
+  });
+
+  it("stores run metadata but strips auth users, headers and request ids", async () => {
+    const threadId = uuidv7();
+    await graphA.invoke(
+      { log: ["start"] },
+      {
+        configurable: { thread_id: threadId, langgraph_auth_user: "alice", "x-api-key": "secret" },
+        metadata: {
+          run_id: "run-1",
+          graph_id: "greeter",
+          langgraph_auth_user_id: "alice",
+          "x-request-id": "req-1",
+          agentplane_request_id: "req-2",
+          nested: { too: "big" },
+        },
+      },
+    );
+    const state = await graphA.getState(threadConfig(threadId));
+    expect(state.metadata).toMatchObject({ run_id: "run-1", graph_id: "greeter", source: "loop" });
+    const keys = Object.keys(state.metadata ?? {});
+    for (const key of ["langgraph_auth_user", "langgraph_auth_user_id", "x-api-key", "x-request-id"]) {
+      expect(keys).not.toContain(key);
+    }
+    expect(keys).not.toContain("agentplane_request_id");
+    expect(keys).not.toContain("nested");
+    // History can be filtered by run metadata (jsonb containment).
+    const byRun = [];
+    for await (const s of graphA.getStateHistory(threadConfig(threadId), { filter: { run_id: "run-1" } })) {
+      byRun.push(s);
+    }
+    expect(byRun.length).toBeGreaterThan(0);
+    const none = graphA.getStateHistory(threadConfig(threadId), { filter: { run_id: "other" } });
+    expect((await none.next()).done).toBe(true);
+  });
+
+  it("stores metadata holding NUL characters, which jsonb cannot, without them", async () => {
+    const saver = new PostgresCheckpointer(database().sql, workspaceA);
+    const config = await saver.put(
+      { configurable: { thread_id: uuidv7() } },
+      emptyCheckpoint(),
+      { source: "update", step: -1, parents: {}, note: "a\u0000b\\u0000" } as CheckpointMetadata,
+      {},
+    );
+    expect((await saver.getTuple(config))?.metadata).toMatchObject({ note: "ab\\u0000" });
+  });
+
+  it("reports what a thread stores", async () => {
+    const threadId = uuidv7();
+    await graphA.invoke({ log: ["start"] }, threadConfig(threadId));
+    const storage = await threadCheckpointStorage(database().sql, workspaceA, threadId);
+    expect(storage.checkpoints.count).toBe(2);
+    expect(storage.pendingWrites.count).toBeGreaterThan(0);
+    expect(Object.keys(storage.channelValues.byChannel)).toContain("log");
+    expect(storage.totalBytes).toBe(
+      storage.checkpoints.bytes + storage.channelValues.bytes + storage.pendingWrites.bytes,
+    );
+    expect(storage.totalBytes).toBeGreaterThan(0);
+    const empty = await threadCheckpointStorage(database().sql, workspaceB, threadId);
+    expect(empty.totalBytes).toBe(0);
+  });
+});
