@@ -3,7 +3,7 @@
  * same flows through our Connect client, bad input, permissions and the TTL sweeper. State comes
  * from a test graph (fixtures/threads-graph) driven by supersteps and state updates, and by
  * invoking it directly with the server's checkpointer to reach an interrupt (runs are not part of
- * this service).
+ * this service). Over 500 lines because every case shares one server and its seeded threads.
  */
 import { fileURLToPath } from "node:url";
 import { fromJson } from "@bufbuild/protobuf";

@@ -18,9 +18,8 @@ import {
   threadCheckpointStorage,
 } from "../../server/runtime/postgres-checkpointer.js";
 import type { Sql } from "../../server/store/db.js";
-import { insertOrganization } from "../../server/store/organization-store.js";
-import { insertWorkspace } from "../../server/store/workspace-store.js";
 import { useTestDatabase } from "../support/database.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const database = useTestDatabase();
 
@@ -41,20 +40,6 @@ function compileGraph(checkpointer: PostgresCheckpointer) {
 }
 
 type Graph = ReturnType<typeof compileGraph>;
-
-async function createWorkspace(sql: Sql): Promise<string> {
-  const organizationId = uuidv7();
-  const workspaceId = uuidv7();
-  await insertOrganization(sql, { id: organizationId, displayName: "org", plan: "enterprise" });
-  await insertWorkspace(sql, {
-    id: workspaceId,
-    organizationId,
-    displayName: "ws",
-    tenantHandle: "ws",
-    isPersonal: false,
-  });
-  return workspaceId;
-}
 
 function threadConfig(threadId: string) {
   return { configurable: { thread_id: threadId } };
@@ -103,8 +88,8 @@ describe("PostgresCheckpointer with a LangGraph StateGraph", () => {
   let graphB: Graph;
 
   beforeAll(async () => {
-    workspaceA = await createWorkspace(database().sql);
-    workspaceB = await createWorkspace(database().sql);
+    workspaceA = await createTestWorkspace(database().sql);
+    workspaceB = await createTestWorkspace(database().sql);
     graphA = compileGraph(new PostgresCheckpointer(database().sql, workspaceA));
     graphB = compileGraph(new PostgresCheckpointer(database().sql, workspaceB));
   });

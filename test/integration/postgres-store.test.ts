@@ -1,41 +1,25 @@
 import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from "@langchain/langgraph";
 import { beforeAll, describe, expect, it } from "vitest";
-import { uuidv7 } from "../../server/ids.js";
 import { PostgresStore } from "../../server/runtime/postgres-store.js";
 import { StoreInputError } from "../../server/runtime/store-validation.js";
 import type { Sql } from "../../server/store/db.js";
-import { insertOrganization } from "../../server/store/organization-store.js";
-import { insertWorkspace } from "../../server/store/workspace-store.js";
 import { useTestDatabase } from "../support/database.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const database = useTestDatabase();
 let sql: Sql;
 let workspaceA: string;
 let workspaceB: string;
 
-async function createWorkspace(): Promise<string> {
-  const organizationId = uuidv7();
-  const workspaceId = uuidv7();
-  await insertOrganization(sql, { id: organizationId, displayName: "org", plan: "enterprise" });
-  await insertWorkspace(sql, {
-    id: workspaceId,
-    organizationId,
-    displayName: "ws",
-    tenantHandle: "ws",
-    isPersonal: false,
-  });
-  return workspaceId;
-}
-
 beforeAll(async () => {
   sql = database().sql;
-  workspaceA = await createWorkspace();
-  workspaceB = await createWorkspace();
+  workspaceA = await createTestWorkspace(sql);
+  workspaceB = await createTestWorkspace(sql);
 });
 
 /** A store on a fresh workspace, so tests do not see each other's items. */
 async function freshStore(options?: ConstructorParameters<typeof PostgresStore>[2]): Promise<PostgresStore> {
-  return new PostgresStore(sql, await createWorkspace(), options);
+  return new PostgresStore(sql, await createTestWorkspace(sql), options);
 }
 
 /** Moves an item's expiry into the past, as if its TTL had run out. */

@@ -1,3 +1,8 @@
+/**
+ * The REST transcoder end to end on a test-only service that uses every google.api.http feature,
+ * over HTTP/1.1 and h2c, with REST, Connect JSON and gRPC compared for the same inputs. One file,
+ * over 500 lines, because every suite shares the two servers and the probe started at the top.
+ */
 import http from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";

@@ -1,13 +1,11 @@
 /** The store TTL sweeper: deletes expired items in batches through a real queue, and keeps itself scheduled. */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { uuidv7 } from "../../server/ids.js";
 import { createQueue, type Queue } from "../../server/jobs/queue.js";
 import { createStoreTtlSweepJob, scheduleStoreTtlSweep } from "../../server/jobs/store-ttl-sweep-job.js";
 import { PostgresStore } from "../../server/runtime/postgres-store.js";
 import type { Sql } from "../../server/store/db.js";
-import { insertOrganization } from "../../server/store/organization-store.js";
-import { insertWorkspace } from "../../server/store/workspace-store.js";
 import { useTestDatabase } from "../support/database.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const database = useTestDatabase();
 let sql: Sql;
@@ -15,16 +13,7 @@ let store: PostgresStore;
 
 beforeAll(async () => {
   sql = database().sql;
-  const organizationId = uuidv7();
-  const workspaceId = uuidv7();
-  await insertOrganization(sql, { id: organizationId, displayName: "org", plan: "enterprise" });
-  await insertWorkspace(sql, {
-    id: workspaceId,
-    organizationId,
-    displayName: "ws",
-    tenantHandle: "ws",
-    isPersonal: false,
-  });
+  const workspaceId = await createTestWorkspace(sql);
   store = new PostgresStore(sql, workspaceId);
 });
 
