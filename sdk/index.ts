@@ -20,6 +20,7 @@ import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
+import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
@@ -33,6 +34,7 @@ export * from "../gen/agentplane/agents/v1/thread_service_pb.js";
 export * from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 export * from "../gen/agentplane/iam/v1/iam_pb.js";
 export * from "../gen/agentplane/iam/v1/identity_service_pb.js";
+export * from "../gen/agentplane/iam/v1/member_service_pb.js";
 export * from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 export * from "../gen/agentplane/system/v1/system_service_pb.js";
 export * from "../gen/agentplane/tracing/v1/project_service_pb.js";
@@ -68,6 +70,8 @@ export interface AgentplaneClient {
   readonly workspaces: Client<typeof WorkspaceService>;
   /** API keys. */
   readonly apiKeys: Client<typeof ApiKeyService>;
+  /** Members of the organization and of the current workspace. */
+  readonly members: Client<typeof MemberService>;
   /** Assistants of the Agent Server (the LangGraph assistants API). */
   readonly assistants: Client<typeof AssistantService>;
   /** Threads of the Agent Server: their state, history and checkpoints. */
@@ -93,6 +97,7 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     identity: client(IdentityService),
     workspaces: client(WorkspaceService),
     apiKeys: client(ApiKeyService),
+    members: client(MemberService),
     assistants: client(AssistantService),
     threads: client(ThreadService),
     store: client(StoreService),

@@ -3,6 +3,7 @@ import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
+import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
@@ -20,6 +21,7 @@ import { createThreadService, type ThreadServiceDeps } from "./services/agents/t
 import { createApiKeyService } from "./services/iam/api-key-service.js";
 import type { Authenticator } from "./services/iam/authenticator.js";
 import { createIdentityService } from "./services/iam/identity-service.js";
+import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
@@ -66,6 +68,7 @@ export function createApiServices(
       bind,
     ),
     bindService(ApiKeyService, createApiKeyService({ sql }), bind),
+    bindService(MemberService, createMemberService({ sql }), bind),
     bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),

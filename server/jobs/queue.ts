@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { Code, ConnectError } from "@connectrpc/connect";
 import PgBoss from "pg-boss";
 import type { Queryable, Sql } from "../store/db.js";
@@ -157,6 +158,39 @@ function trackQueries(db: PgBossDb): TrackedDb {
   };
 }
 
+/**
+ * pg-boss 10's worker (src/manager.js, `onFetch`) records a finished job with `this.complete()` or
+ * `this.fail()` without awaiting either, so when Postgres drops out at that moment the rejection is
+ * unhandled and Node ends the process. Both methods live on its internal Manager class, which the
+ * PgBoss facade keeps in a private field, so the patch goes on the class's prototype, once per
+ * process: each returned promise gets a handler that logs (callers that await it still see the
+ * error). A job whose outcome could not be written stays active and is retried after its
+ * `expireInSeconds`, so nothing is lost; handlers are idempotent.
+ */
+let completionWritesObserved = false;
+let completionLog: QueueLog = () => {};
+function observeCompletionWrites(log: QueueLog): void {
+  completionLog = log;
+  if (completionWritesObserved) return;
+  completionWritesObserved = true;
+  const manager = createRequire(import.meta.url)("pg-boss/src/manager.js") as {
+    prototype: Record<"complete" | "fail", (...args: unknown[]) => Promise<unknown>>;
+  };
+  for (const name of ["complete", "fail"] as const) {
+    const original = manager.prototype[name];
+    manager.prototype[name] = function (this: unknown, ...args: unknown[]) {
+      const written = original.apply(this, args);
+      written.catch((error: unknown) =>
+        completionLog("warn", `could not record a job's outcome (${name}); it is retried after it expires`, {
+          queue: args[0],
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
+      return written;
+    };
+  }
+}
+
 /** Creates the queue; no I/O happens before {@link Queue.start}. */
 export function createQueue(options: QueueOptions): Queue {
   const { sql, log, runWorkers } = options;
@@ -189,6 +223,7 @@ export function createQueue(options: QueueOptions): Queue {
   boss.on("error", (error: Error & { queue?: string; worker?: string }) => {
     log("error", "job queue error", { error: error.message, queue: error.queue, worker: error.worker });
   });
+  observeCompletionWrites(log);
 
   let state: "new" | "started" | "stopping" | "stopped" = "new";
   const workerIds = new Map<string, string[]>();

@@ -14,8 +14,12 @@ import {
   revokeApiKey,
 } from "../../store/api-key-store.js";
 import type { Sql } from "../../store/db.js";
-import type { OrganizationRole, WorkspaceRole } from "../../store/member-store.js";
-import { findLiveWorkspaceIds, listGrantedWorkspaces } from "../../store/workspace-store.js";
+import { findOrganizationRole, type OrganizationRole, type WorkspaceRole } from "../../store/member-store.js";
+import {
+  findLiveWorkspaceIds,
+  listGrantedWorkspaces,
+  type WorkspaceGrant,
+} from "../../store/workspace-store.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
 import { apiKeyMessage } from "./iam-messages.js";
 import { ORGANIZATION_ROLES, organizationPermissions, WORKSPACE_ROLES } from "./permissions.js";
@@ -52,9 +56,12 @@ export function createApiKeyService({ sql }: { sql: Sql }): ServiceImpl<typeof A
         description,
         expiresAt,
       };
+      if (kind === "service" && request.userId) {
+        throw new ConnectError("user_id applies to personal keys only", Code.InvalidArgument);
+      }
       const key: NewApiKey =
         kind === "personal"
-          ? { ...base, ...(await personalKeyFields(sql, principal, request)) }
+          ? { ...base, ...(await personalKeyFields(sql, principal, request, ctx)) }
           : { ...base, ...(await serviceKeyFields(sql, principal, request, ctx)) };
       await sql.begin((tx) => insertApiKey(tx, key));
       const stored = await getApiKey(sql, principal.organization.id, key.id);
@@ -107,13 +114,10 @@ async function personalKeyFields(
   sql: Sql,
   principal: Principal,
   request: CreateApiKeyRequest,
+  ctx: Parameters<typeof authorizeOrganization>[0],
 ): Promise<KindFields> {
-  if (!principal.user) {
-    throw new ConnectError(
-      "a personal key belongs to a user, and this caller is a service key: create a service key instead",
-      Code.PermissionDenied,
-    );
-  }
+  const forSelf = !request.userId || request.userId.toLowerCase() === principal.user?.id;
+  const owner = forSelf ? selfOwner(principal) : await memberOwner(sql, principal, request.userId, ctx);
   if (request.workspaceIds.length > 0 || request.role || request.organizationRole) {
     throw new ConnectError(
       "workspace_ids, role and organization_role apply to service keys only: a personal key acts with its user's roles",
@@ -123,19 +127,55 @@ async function personalKeyFields(
   let defaultWorkspaceId: string | null = null;
   if (request.defaultWorkspaceId) {
     const id = requireUuid(request.defaultWorkspaceId, "default_workspace_id");
-    const [ws] = await listGrantedWorkspaces(sql, principal.grant, id);
+    const [ws] = await listGrantedWorkspaces(sql, owner.grant, id);
     if (!ws) throw new ConnectError(`default_workspace_id: workspace ${id} not found`, Code.InvalidArgument);
     defaultWorkspaceId = ws.id;
   }
   return {
     kind: "personal",
-    userId: principal.user.id,
+    userId: owner.userId,
     role: null,
     organizationRole: null,
     allWorkspaces: false,
     workspaceIds: [],
     defaultWorkspaceId,
   };
+}
+
+/** The user a personal key is for, and the workspaces that user reaches. */
+interface KeyOwner {
+  userId: string;
+  grant: WorkspaceGrant;
+}
+
+function selfOwner(principal: Principal): KeyOwner {
+  if (!principal.user) {
+    throw new ConnectError(
+      "a personal key belongs to a user, and this caller is a service key: create a service key instead, or name the member in user_id",
+      Code.PermissionDenied,
+    );
+  }
+  return { userId: principal.user.id, grant: principal.grant };
+}
+
+/** Another member of the caller's organization, for whom an organization admin issues a key. */
+async function memberOwner(
+  sql: Sql,
+  principal: Principal,
+  value: string,
+  ctx: Parameters<typeof authorizeOrganization>[0],
+): Promise<KeyOwner> {
+  authorizeOrganization(ctx, "organization:manage");
+  const userId = requireUuid(value, "user_id");
+  const organizationId = principal.organization.id;
+  const role = await findOrganizationRole(sql, organizationId, userId);
+  if (!role) throw new ConnectError(`user ${userId} is not a member of the organization`, Code.NotFound);
+  // The same grant the authenticator gives the member's keys.
+  const grant: WorkspaceGrant =
+    role === "admin"
+      ? { kind: "organization", organizationId, role: "admin" }
+      : { kind: "user", organizationId, userId };
+  return { userId, grant };
 }
 
 async function serviceKeyFields(

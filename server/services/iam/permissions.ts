@@ -29,7 +29,8 @@ export type WorkspacePermission =
   | "store:read"
   | "store:write"
   | "bulk-exports:read"
-  | "bulk-exports:manage";
+  | "bulk-exports:manage"
+  | "workspace-members:manage";
 
 /** The organization roles and the workspace roles, as accepted on the wire. */
 export const ORGANIZATION_ROLES: readonly OrganizationRole[] = ["admin", "operator", "user", "viewer"];
@@ -71,10 +72,10 @@ const WRITE: readonly WorkspacePermission[] = [
 
 /**
  * Workspace role → permissions. Viewers read; editors also write (traces, projects, assistants, threads, store); admins also
- * manage bulk exports (which write to the customer's bucket).
+ * manage bulk exports (which write to the customer's bucket) and the workspace's members.
  */
 const WORKSPACE_GRANTS: Record<WorkspaceRole, readonly WorkspacePermission[]> = {
-  admin: [...READ, ...WRITE, "bulk-exports:manage"],
+  admin: [...READ, ...WRITE, "bulk-exports:manage", "workspace-members:manage"],
   editor: [...READ, ...WRITE],
   viewer: READ,
 };
