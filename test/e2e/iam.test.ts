@@ -217,12 +217,12 @@ describe("API keys", () => {
   it("validates roles, kinds and workspace ids", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ kind: "robot" }, 'kind must be "personal" or "service", not "robot"'],
-      [{ kind: "service", role: "owner" }, 'role must be one of admin, editor, viewer, not "owner"'],
+      [{ kind: "service", role: "owner" }, 'role must be one of admin, editor, viewer; got "owner"'],
       [
         { kind: "service", organization_role: "root" },
         "organization_role must be one of admin, operator, user, viewer",
       ],
-      [{ kind: "service", workspace_ids: ["nope"] }, 'workspace_ids: "nope" is not a UUID'],
+      [{ kind: "service", workspace_ids: ["nope"] }, 'workspace_ids must be a UUID, got "nope"'],
       [
         { kind: "service", workspace_ids: ["00000000-0000-4000-8000-000000000000"] },
         "workspace_ids: workspace 00000000-0000-4000-8000-000000000000 not found",

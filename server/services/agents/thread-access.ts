@@ -3,7 +3,7 @@ import type { Sql } from "../../store/db.js";
 import { findThread, type ThreadRecord } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
 import { authorizeWorkspace } from "../iam/principal.js";
-import { requireUuid } from "./thread-requests.js";
+import { requireUuid } from "../request-validation.js";
 
 /** NOT_FOUND for a thread of the workspace. */
 export function threadNotFound(threadId: string): ConnectError {

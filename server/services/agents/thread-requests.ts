@@ -1,7 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { ThreadTtlInput } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
-import { isUuid } from "../../ids.js";
 import {
   THREAD_SORT_COLUMNS,
   type ThreadSortColumn,
@@ -9,6 +7,7 @@ import {
   type ThreadTtl,
   type ThreadTtlStrategy,
 } from "../../store/thread-store.js";
+import { invalid, oneOf } from "../request-validation.js";
 
 /** Largest page of search and history: bounds the work and the response size of one request. */
 export const MAX_PAGE = 1000;
@@ -21,30 +20,6 @@ export const MAX_PRUNE_IDS = 1000;
 
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
 const TTL_STRATEGIES: readonly ThreadTtlStrategy[] = ["delete", "keep_latest"];
-
-/** An InvalidArgument error (REST 422). */
-export function invalid(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
-}
-
-/** `value` when it is a UUID; InvalidArgument naming `field` otherwise. */
-export function requireUuid(value: string, field: string): string {
-  if (!isUuid(value)) throw invalid(`${field} must be a UUID, got ${JSON.stringify(value)}`);
-  return value.toLowerCase();
-}
-
-/** One of `allowed`, or `fallback` when absent. */
-export function oneOf<T extends string>(
-  value: string | undefined,
-  allowed: readonly T[],
-  field: string,
-  fallback: T,
-): T {
-  if (value === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(value))
-    throw invalid(`${field} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)}`);
-  return value as T;
-}
 
 /** A validated thread status filter. */
 export function parseStatus(value: string | undefined): ThreadStatus | undefined {

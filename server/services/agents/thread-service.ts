@@ -24,13 +24,12 @@ import {
   updateThread,
 } from "../../store/thread-store.js";
 import { authorizeWorkspace } from "../iam/principal.js";
+import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { loadThread, threadNotFound } from "./thread-access.js";
 import { graphCall, type ThreadGraphs } from "./thread-graph.js";
 import {
   DEFAULT_SEARCH_LIMIT,
-  invalid,
   MAX_PRUNE_IDS,
-  oneOf,
   parseInclude,
   parseLimit,
   parseOffset,
@@ -38,7 +37,6 @@ import {
   parseStatus,
   parseTtl,
   requireObject,
-  requireUuid,
 } from "./thread-requests.js";
 import { createThreadStateHandlers } from "./thread-state-handlers.js";
 import { parseExtract, parseSelect, threadView } from "./thread-view.js";

@@ -8,10 +8,11 @@ import type {
   ThreadState,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import type { Sql } from "../../store/db.js";
+import { invalid } from "../request-validation.js";
 import { isObject } from "./plain-json.js";
 import { loadThread } from "./thread-access.js";
 import { graphCall, isStored, rootConfig, type ThreadGraphs } from "./thread-graph.js";
-import { DEFAULT_HISTORY_LIMIT, invalid, parseLimit } from "./thread-requests.js";
+import { DEFAULT_HISTORY_LIMIT, parseLimit } from "./thread-requests.js";
 import { checkpointOf, emptyThreadState, threadStateView } from "./thread-state-view.js";
 
 type StateHandlers = Pick<

@@ -14,12 +14,13 @@ import {
   revokeApiKey,
 } from "../../store/api-key-store.js";
 import type { Sql } from "../../store/db.js";
-import { findOrganizationRole, type OrganizationRole, type WorkspaceRole } from "../../store/member-store.js";
+import { findOrganizationRole } from "../../store/member-store.js";
 import {
   findLiveWorkspaceIds,
   listGrantedWorkspaces,
   type WorkspaceGrant,
 } from "../../store/workspace-store.js";
+import { oneOf, requireUuid } from "../request-validation.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
 import { apiKeyMessage } from "./iam-messages.js";
 import { ORGANIZATION_ROLES, organizationPermissions, WORKSPACE_ROLES } from "./permissions.js";
@@ -185,11 +186,12 @@ async function serviceKeyFields(
   ctx: Parameters<typeof authorizeOrganization>[0],
 ): Promise<KindFields> {
   authorizeOrganization(ctx, "service-keys:manage");
-  const role = parseRole(request.role || "editor", WORKSPACE_ROLES, "role");
-  const organizationRole = parseRole(
-    request.organizationRole || "viewer",
+  const role = oneOf(request.role || undefined, WORKSPACE_ROLES, "role", "editor");
+  const organizationRole = oneOf(
+    request.organizationRole || undefined,
     ORGANIZATION_ROLES,
     "organization_role",
+    "viewer",
   );
   const requested = [...new Set(request.workspaceIds.map((id) => requireUuid(id, "workspace_ids")))];
   if (requested.length > MAX_SCOPED_WORKSPACES) {
@@ -227,21 +229,4 @@ async function serviceKeyFields(
     workspaceIds: requested,
     defaultWorkspaceId,
   };
-}
-
-function parseRole<T extends WorkspaceRole | OrganizationRole>(
-  value: string,
-  allowed: readonly T[],
-  field: string,
-): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new ConnectError(
-    `${field} must be one of ${allowed.join(", ")}, not "${value}"`,
-    Code.InvalidArgument,
-  );
-}
-
-function requireUuid(value: string, field: string): string {
-  if (!isUuid(value)) throw new ConnectError(`${field}: "${value}" is not a UUID`, Code.InvalidArgument);
-  return value.toLowerCase();
 }

@@ -8,7 +8,7 @@ import {
   type WorkspaceMember,
   WorkspaceMemberSchema,
 } from "../../../gen/agentplane/iam/v1/member_service_pb.js";
-import { isUuid, uuidv7 } from "../../ids.js";
+import { uuidv7 } from "../../ids.js";
 import type { Queryable, Sql } from "../../store/db.js";
 import {
   countOrganizationAdmins,
@@ -20,14 +20,13 @@ import {
   listOrganizationMembers,
   listWorkspaceMembers,
   type OrganizationMemberRecord,
-  type OrganizationRole,
   removeOrganizationMember,
   updateOrganizationRole,
   updateWorkspaceRole,
   type WorkspaceMemberRecord,
-  type WorkspaceRole,
 } from "../../store/member-store.js";
 import { lockOrganization } from "../../store/organization-store.js";
+import { oneOf, requireUuid } from "../request-validation.js";
 import { ORGANIZATION_ROLES, WORKSPACE_ROLES } from "./permissions.js";
 import { authorizeOrganization, authorizeWorkspace } from "./principal.js";
 
@@ -54,7 +53,12 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
       if (fullName.length > MAX_FULL_NAME) {
         throw new ConnectError(`full_name must be at most ${MAX_FULL_NAME} characters`, Code.InvalidArgument);
       }
-      const role = parseRole(request.organizationRole || "user", ORGANIZATION_ROLES, "organization_role");
+      const role = oneOf(
+        request.organizationRole || undefined,
+        ORGANIZATION_ROLES,
+        "organization_role",
+        "user",
+      );
       const organizationId = principal.organization.id;
       const member = await sql.begin(async (tx) => {
         const user = await findOrInsertUser(tx, { id: uuidv7(), email, fullName });
@@ -68,8 +72,8 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
 
     async updateOrganizationMember(request, ctx) {
       const principal = authorizeOrganization(ctx, "organization:manage");
-      const userId = parseUserId(request.userId);
-      const role = parseRole(request.organizationRole, ORGANIZATION_ROLES, "organization_role");
+      const userId = requireUuid(request.userId, "user_id");
+      const role = oneOf(request.organizationRole, ORGANIZATION_ROLES, "organization_role");
       const organizationId = principal.organization.id;
       const member = await sql.begin(async (tx) => {
         await lockOrganization(tx, organizationId);
@@ -84,7 +88,7 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
 
     async removeOrganizationMember(request, ctx) {
       const principal = authorizeOrganization(ctx, "organization:manage");
-      const userId = parseUserId(request.userId);
+      const userId = requireUuid(request.userId, "user_id");
       const organizationId = principal.organization.id;
       await sql.begin(async (tx) => {
         await lockOrganization(tx, organizationId);
@@ -103,8 +107,8 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
 
     async addWorkspaceMember(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "workspace-members:manage");
-      const userId = parseUserId(request.userId);
-      const role = parseRole(request.role || "viewer", WORKSPACE_ROLES, "role");
+      const userId = requireUuid(request.userId, "user_id");
+      const role = oneOf(request.role || undefined, WORKSPACE_ROLES, "role", "viewer");
       const member = await sql.begin(async (tx) => {
         // Serializes with RemoveOrganizationMember, so no workspace membership outlives its user's
         // organization membership.
@@ -122,8 +126,8 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
 
     async updateWorkspaceMember(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "workspace-members:manage");
-      const userId = parseUserId(request.userId);
-      const role = parseRole(request.role, WORKSPACE_ROLES, "role");
+      const userId = requireUuid(request.userId, "user_id");
+      const role = oneOf(request.role, WORKSPACE_ROLES, "role");
       if (!(await updateWorkspaceRole(sql, workspace.id, userId, role)))
         throw workspaceMemberNotFound(userId);
       return workspaceMemberMessage(await workspaceMember(sql, workspace.id, userId));
@@ -131,7 +135,7 @@ export function createMemberService({ sql }: { sql: Sql }): ServiceImpl<typeof M
 
     async removeWorkspaceMember(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "workspace-members:manage");
-      const userId = parseUserId(request.userId);
+      const userId = requireUuid(request.userId, "user_id");
       if (!(await deleteWorkspaceMember(sql, workspace.id, userId))) throw workspaceMemberNotFound(userId);
       return {};
     },
@@ -184,23 +188,6 @@ function parseEmail(value: string): string {
     throw new ConnectError(`email "${email}" is not an email address`, Code.InvalidArgument);
   }
   return email;
-}
-
-function parseUserId(value: string): string {
-  if (!isUuid(value)) throw new ConnectError(`user_id: "${value}" is not a UUID`, Code.InvalidArgument);
-  return value.toLowerCase();
-}
-
-function parseRole<T extends OrganizationRole | WorkspaceRole>(
-  value: string,
-  allowed: readonly T[],
-  field: string,
-): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new ConnectError(
-    `${field} must be one of ${allowed.join(", ")}, not "${value}"`,
-    Code.InvalidArgument,
-  );
 }
 
 function organizationMemberMessage(member: OrganizationMemberRecord): OrganizationMember {

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { WorkspaceService } from "../../../gen/agentplane/iam/v1/workspace_service_pb.js";
-import { isUuid, uuidv7 } from "../../ids.js";
+import { uuidv7 } from "../../ids.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
 import type { WorkspacePurgePayload } from "../../jobs/workspace-purge-job.js";
@@ -14,6 +14,7 @@ import {
   listGrantedWorkspaces,
   markWorkspaceDeleted,
 } from "../../store/workspace-store.js";
+import { requireUuid } from "../request-validation.js";
 import { workspaceMessage } from "./iam-messages.js";
 import { authorizeOrganization, authorizeWorkspace, principalOf } from "./principal.js";
 
@@ -98,7 +99,7 @@ export function createWorkspaceService({
 
     async getWorkspace(request, ctx) {
       const principal = principalOf(ctx);
-      const id = requireWorkspaceId(request.workspaceId);
+      const id = requireUuid(request.workspaceId, "workspace_id");
       const [ws] = await listGrantedWorkspaces(sql, principal.grant, id);
       if (!ws) throw notFound(id);
       return workspaceMessage(ws);
@@ -106,7 +107,7 @@ export function createWorkspaceService({
 
     async deleteWorkspace(request, ctx) {
       const principal = authorizeOrganization(ctx, "workspaces:manage");
-      const id = requireWorkspaceId(request.workspaceId);
+      const id = requireUuid(request.workspaceId, "workspace_id");
       await sql.begin(async (tx) => {
         await lockOrganization(tx, principal.organization.id);
         const [ws] = await listGrantedWorkspaces(tx, principal.grant, id);
@@ -123,11 +124,6 @@ export function createWorkspaceService({
       return {};
     },
   };
-}
-
-function requireWorkspaceId(value: string): string {
-  if (!isUuid(value)) throw new ConnectError("workspace_id must be a UUID", Code.InvalidArgument);
-  return value;
 }
 
 function notFound(id: string): ConnectError {

@@ -6,7 +6,7 @@ import type {
   TracerSession,
   TracerSessionUpdate,
 } from "../../../gen/agentplane/tracing/v1/project_service_pb.js";
-import { isUuid, uuidv7 } from "../../ids.js";
+import { uuidv7 } from "../../ids.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
 import {
   deleteProject,
@@ -19,6 +19,7 @@ import {
 } from "../../store/project-store.js";
 import { type JsonObject, MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
+import { invalid, requireUuid } from "../request-validation.js";
 
 /** Page size of ListProjects when the request gives none, and the largest accepted (LangSmith's). */
 const MAX_PAGE_SIZE = 100;
@@ -204,17 +205,8 @@ function requireName(value: string): string {
   return name;
 }
 
-function requireUuid(value: string, field: string): string {
-  if (!isUuid(value)) throw invalid(`${field} must be a UUID, got "${value}"`);
-  return value.toLowerCase();
-}
-
 function optionalUuid(value: string | undefined, field: string): string | null {
   return value === undefined ? null : requireUuid(value, field);
-}
-
-function invalid(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
 }
 
 function notFound(id: string): ConnectError {

@@ -1,6 +1,5 @@
 import type { MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Value } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { QueryRunsRequestSchema } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
 import { isUuid } from "../../ids.js";
 import type { RunJsonColumn, RunQuery } from "../../store/run-query-store.js";
@@ -11,6 +10,7 @@ import {
   SEARCH_FIELDS,
   validateFilter,
 } from "../../tracing/filter/index.js";
+import { invalid } from "../request-validation.js";
 import { decodeRunCursor } from "./run-cursor.js";
 import { type RunField, selectedRunFields } from "./run-fields.js";
 
@@ -111,8 +111,4 @@ function referenceExamples(value: Value | undefined): string[] {
     if (v.kind.case !== "stringValue") throw invalid(`reference_example[${i}] must be a UUID string`);
     return uuidOf(`reference_example[${i}]`, v.kind.value);
   });
-}
-
-function invalid(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
 }
