@@ -7,7 +7,7 @@
  * each at every concurrency. Aim: agentplane req/s ≥ 1.0 × the JS server's, while durable in Postgres.
  *
  * The bench starts a throwaway embedded Postgres (fsync off) and runs agentplane in a child process
- * (this file, argument `serve`), so the load generator does not share the server's event loop. The JS
+ * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop. The JS
  * server runs as its CLI starts it; it is installed on first run into bench/peers/langgraph-js (its own
  * package.json; never by the root `npm install`). Both servers are seeded through their REST API first:
  * 10,000 threads and 1,000 store items each.
@@ -18,18 +18,9 @@
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY,
  * BENCH_OPS and BENCH_TARGETS. `--profile-server` writes agentplane's V8 CPU profile into `<dir>`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startApp } from "../server/app.js";
-import { createLogger } from "../server/logger.js";
-import { startEmbeddedPostgres } from "../server/store/embedded-postgres.js";
-import { type CellResult, runClosedLoop } from "./agent-crud/closed-loop.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import {
   ensureLangGraphJsInstalled,
@@ -45,142 +36,43 @@ import {
   type Seeded,
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
+import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
+import { listValue } from "./support/cli-values.js";
+import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
+import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
+import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import { tableRow } from "./support/table-row.js";
 
 /** The aim: agentplane keeps at least the JS server's throughput. */
 const AIM_RATIO = 1.0;
-/** The server's default pool size (server/config.ts), so concurrency 32 queues on the pool as in production. */
-const DB_POOL_MAX = 10;
-/** Random bytes in the bench's admin key: far above the 24-character minimum the server accepts. */
-const API_KEY_BYTES = 24;
-/** Time agentplane gets to drain at the end; the bench has nothing in flight by then. */
-const SHUTDOWN_GRACE_MS = 1_000;
-/** Postgres statement timeout: these queries take ms, so only a hung database would reach it. */
-const STATEMENT_TIMEOUT_MS = 60_000;
 /** Requests in flight while seeding: enough to keep either server busy. */
 const SEED_CONCURRENCY = 32;
 
 const TARGETS = ["agentplane", "langgraph-js"] as const;
 type Target = (typeof TARGETS)[number];
 
-interface Settings {
-  durationMs: number;
-  warmupMs: number;
-  rounds: number;
-  concurrencies: number[];
+interface Settings extends LoopSettings {
   ops: OperationName[];
   targets: Target[];
-  profileDir: string | undefined;
-}
-
-/** The comma-separated `text` as members of `allowed`. */
-function listOf<T extends string>(name: string, text: string, allowed: readonly T[]): T[] {
-  const items = text.split(",").map((item) => item.trim());
-  for (const item of items)
-    if (!allowed.includes(item as T))
-      throw new Error(`--${name}: unknown ${item} (one of ${allowed.join(", ")})`);
-  return items as T[];
 }
 
 function readSettings(): Settings {
   const env = process.env;
   const { values } = parseArgs({
     options: {
-      "duration-s": { type: "string", default: env.BENCH_DURATION_S ?? "2" },
-      "warmup-s": { type: "string", default: env.BENCH_WARMUP_S ?? "0.5" },
-      rounds: { type: "string", default: env.BENCH_ROUNDS ?? "2" },
-      concurrency: { type: "string", default: env.BENCH_CONCURRENCY ?? "1,32" },
+      ...loopOptions({ durationS: "2", warmupS: "0.5", rounds: "2", concurrency: "1,32" }),
       ops: { type: "string", default: env.BENCH_OPS ?? OPERATIONS.join(",") },
       targets: { type: "string", default: env.BENCH_TARGETS ?? TARGETS.join(",") },
-      "profile-server": { type: "string" },
     },
   });
-  /** `text` as a number of at least `min`; `integer` also refuses fractions. */
-  const number = (name: string, text: string, min: number, integer = false): number => {
-    const value = Number(text);
-    if (!(value >= min) || (integer && !Number.isInteger(value)))
-      throw new Error(`--${name}: ${text} is not ${integer ? "an integer" : "a number"} ≥ ${min}`);
-    return value;
-  };
-  const ops = listOf("ops", values.ops, OPERATIONS);
+  const ops = listValue("ops", values.ops, OPERATIONS);
   return {
-    // At least 0.1 s per cell: shorter windows hold too few calls for a p99.
-    durationMs: number("duration-s", values["duration-s"], 0.1) * 1000,
-    warmupMs: number("warmup-s", values["warmup-s"], 0) * 1000,
-    rounds: number("rounds", values.rounds, 1, true),
-    concurrencies: values.concurrency.split(",").map((c) => number("concurrency", c, 1, true)),
+    ...readLoopSettings(values),
     // Always in the order of OPERATIONS: thread creation last, so that searches see exactly the seed.
     ops: OPERATIONS.filter((op) => ops.includes(op)),
-    targets: listOf("targets", values.targets, TARGETS),
-    profileDir: values["profile-server"] && resolve(values["profile-server"]),
+    targets: listValue("targets", values.targets, TARGETS),
   };
-}
-
-/** What the parent tells the agentplane child through the BENCH_SERVER environment variable (JSON). */
-interface ServerEnv {
-  databaseUrl: string;
-  apiKey: string;
-  dataDir: string;
-}
-
-/** Child-process mode: serve agentplane on a free port until SIGTERM; prints `{"port":N}` once listening. */
-async function serve(): Promise<void> {
-  // Set by spawnAgentplane; the key stays out of the process list.
-  const { databaseUrl, apiKey, dataDir } = JSON.parse(process.env.BENCH_SERVER ?? "") as ServerEnv;
-  const app = await startApp(
-    {
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl,
-      dataDir,
-      role: "all",
-      auth: "apikey",
-      bootstrapApiKey: apiKey,
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
-      dbPoolMax: DB_POOL_MAX,
-      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
-      shutdownGraceMs: SHUTDOWN_GRACE_MS,
-      logLevel: "error",
-      graphConfigPath: undefined,
-      usageReporting: true,
-    },
-    createLogger("error"),
-  );
-  process.once("SIGTERM", () => {
-    // process.exit (not a natural end) so --cpu-prof writes its profile even with timers left behind.
-    void app.stop().finally(() => process.exit(0));
-  });
-  process.stdout.write(`${JSON.stringify({ port: app.address.port })}\n`);
-}
-
-async function spawnAgentplane(server: ServerEnv, profileDir: string | undefined) {
-  const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = spawn(
-    process.execPath,
-    [...profile, "--import", "tsx", fileURLToPath(import.meta.url), "serve"],
-    {
-      cwd: fileURLToPath(new URL("..", import.meta.url)),
-      env: { ...process.env, BENCH_SERVER: JSON.stringify(server) },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  const port = await new Promise<number>((done, fail) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (line) done((JSON.parse(line) as { port: number }).port);
-    });
-    child.once("exit", (code) => fail(new Error(`agentplane process exited with ${code}`)));
-  });
-  return { child, port };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, "exit");
-  child.kill("SIGTERM");
-  await exited;
 }
 
 /** A server under test: where it listens and what it was seeded with. */
@@ -222,10 +114,6 @@ async function runRounds(settings: Settings, servers: Map<Target, Server>, apiKe
   return results;
 }
 
-function pad(cells: string[], widths: number[]): string {
-  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[0] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
-}
-
 /**
  * Prints one row per operation × concurrency (each target's best round; errors summed over all
  * rounds) with the agentplane / JS ratio. Returns false when a ratio misses the aim or a call failed.
@@ -233,8 +121,8 @@ function pad(cells: string[], widths: number[]): string {
 function printReport(settings: Settings, results: Results): boolean {
   const widths = [32, 3, 10, 7, 7, 12, 7, 7, 6, 4];
   const headers = ["operation", "c", "agentplane", "p50 ms", "p99 ms", "langgraph-js", "p50 ms", "p99 ms"];
-  console.log(`\n${pad([...headers, "ratio", `aim ≥ ${AIM_RATIO.toFixed(1)}`], widths)}`);
-  console.log(pad(["", "", "req/s", "", "", "req/s"], widths));
+  console.log(`\n${tableRow([...headers, "ratio", `aim ≥ ${AIM_RATIO.toFixed(1)}`], widths)}`);
+  console.log(tableRow(["", "", "req/s", "", "", "req/s"], widths));
   let ok = true;
   const notes: string[] = [];
   for (const op of settings.ops) {
@@ -264,7 +152,7 @@ function printReport(settings: Settings, results: Results): boolean {
         if (ratio < AIM_RATIO) ok = false;
         row.push(ratio.toFixed(2), ratio >= AIM_RATIO ? "PASS" : "FAIL");
       }
-      console.log(pad(row, widths));
+      console.log(tableRow(row, widths));
     }
   }
   for (const note of notes) console.log(`  ${note}`);
@@ -273,28 +161,18 @@ function printReport(settings: Settings, results: Results): boolean {
 
 async function main(settings: Settings): Promise<void> {
   if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
-  const root = await mkdtemp(join(tmpdir(), "agentplane-bench-agent-crud-"));
-  // mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(root, 0o711);
-  const pg = await startEmbeddedPostgres({
-    dataDir: join(root, "postgres"),
-    database: "bench",
-    persistent: false,
-    durable: false,
-    log: () => {},
-  });
-  const apiKey = `ap_pt_bench_${randomBytes(API_KEY_BYTES).toString("base64url")}`;
-  let child: ChildProcess | undefined;
+  const pg = await startBenchPostgres("agent-crud");
+  const apiKey = createBenchApiKey();
+  let child: AgentplaneChild | undefined;
   let peer: LangGraphJsServer | undefined;
   try {
     const ports = new Map<Target, number>();
     if (settings.targets.includes("agentplane")) {
-      const server = await spawnAgentplane(
-        { databaseUrl: pg.url, apiKey, dataDir: join(root, "data") },
+      child = await spawnAgentplane(
+        { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") },
         settings.profileDir,
       );
-      child = server.child;
-      ports.set("agentplane", server.port);
+      ports.set("agentplane", child.port);
     }
     if (settings.targets.includes("langgraph-js")) {
       peer = await startLangGraphJs();
@@ -312,7 +190,7 @@ async function main(settings: Settings): Promise<void> {
     }
 
     console.log(
-      `agent CRUD bench: agentplane (Postgres, fsync off, pool ${DB_POOL_MAX})` +
+      `agent CRUD bench: agentplane (Postgres, fsync off, pool ${BENCH_DB_POOL_MAX})` +
         (peer ? ` vs langgraph-js (@langchain/langgraph-cli ${peer.version} dev, in-memory)` : "") +
         `, Node ${process.version}, ${availableParallelism()} cores; ` +
         `${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up, ` +
@@ -321,13 +199,11 @@ async function main(settings: Settings): Promise<void> {
     const results = await runRounds(settings, servers, apiKey);
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
-    if (child) await stopChild(child);
+    await child?.stop();
     await peer?.stop();
     await pg.stop();
-    await rm(root, { recursive: true, force: true });
   }
   if (settings.profileDir) console.log(`agentplane CPU profile written to ${settings.profileDir}`);
 }
 
-if (process.argv[2] === "serve") await serve();
-else await main(readSettings());
+await main(readSettings());

@@ -12,29 +12,19 @@
  * resolution, the upserts and the usage rollup, all in one transaction per batch.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { startApp } from "../server/app.js";
 import { uuidv7 } from "../server/ids.js";
-import { createLogger } from "../server/logger.js";
 import { createSql, type Sql } from "../server/store/db.js";
-import { startEmbeddedPostgres } from "../server/store/embedded-postgres.js";
 import { type NormalizedRun, normalizeRun } from "../server/tracing/run-normalizer.js";
+import { createBenchApiKey, startBenchApp } from "./support/bench-app.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
 
 /** Operations per multipart request: the SDK's default `size_limit`. */
 const BATCH_SIZE = 100;
-/** Random bytes in the bench's admin key: far above the minimum the server accepts. */
-const API_KEY_BYTES = 24;
-/** The server's default pool size (server/config.ts). */
-const DB_POOL_MAX = 10;
-/** Statement timeout: batches take milliseconds, so only a hung database reaches it. */
-const STATEMENT_TIMEOUT_MS = 60_000;
-/** Shutdown grace: nothing is in flight when the bench stops the server. */
-const SHUTDOWN_GRACE_MS = 1_000;
 /** Columns the COPY ceiling writes: those ingest fills (status as ingest derives it). */
 const COPY_COLUMNS = [
   "id",
@@ -230,37 +220,9 @@ async function copyCeiling(
 
 async function main(): Promise<void> {
   const settings = readSettings();
-  const root = await mkdtemp(join(tmpdir(), "agentplane-bench-ingest-"));
-  // mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(root, 0o711);
-  const pg = await startEmbeddedPostgres({
-    dataDir: join(root, "postgres"),
-    database: "bench",
-    persistent: false,
-    durable: false,
-    log: () => {},
-  });
-  const apiKey = `ap_pt_bench_${randomBytes(API_KEY_BYTES).toString("base64url")}`;
-  const app = await startApp(
-    {
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: pg.url,
-      dataDir: join(root, "data"),
-      role: "all",
-      auth: "apikey",
-      bootstrapApiKey: apiKey,
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
-      dbPoolMax: DB_POOL_MAX,
-      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
-      shutdownGraceMs: SHUTDOWN_GRACE_MS,
-      logLevel: "error",
-      graphConfigPath: undefined,
-      usageReporting: true,
-    },
-    createLogger("error"),
-  );
+  const pg = await startBenchPostgres("ingest");
+  const apiKey = createBenchApiKey();
+  const app = await startBenchApp({ databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") });
   const sql = createSql(pg.url, { max: 2, statementTimeoutMs: 0, applicationName: "bench-ingest" });
   try {
     const [version] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
@@ -302,7 +264,6 @@ async function main(): Promise<void> {
     await sql.end();
     await app.stop();
     await pg.stop();
-    await rm(root, { recursive: true, force: true });
   }
 }
 

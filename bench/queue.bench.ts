@@ -6,17 +6,16 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import PgBoss from "pg-boss";
 import { defineJob, type JobDefinition } from "../server/jobs/job-definition.js";
 import { createPgBossDb } from "../server/jobs/pg-boss-db.js";
 import { createQueue, type Queue } from "../server/jobs/queue.js";
 import { createSql, type Sql } from "../server/store/db.js";
-import { startEmbeddedPostgres } from "../server/store/embedded-postgres.js";
 import { createProbeJob, nowMs } from "../test/support/probe-job.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
+import { percentile } from "./support/percentile.js";
 
 /** Sequential samples for our latency: enough for a stable p99. */
 const SAMPLES = 300;
@@ -57,10 +56,6 @@ interface Row {
 
 function pause(range: { min: number; max: number }): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, range.min + Math.random() * (range.max - range.min)));
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 function latencyRow(label: string, samples: number[]): Row & { p50: number } {
@@ -275,16 +270,7 @@ async function enqueueRates(sql: Sql): Promise<{ ours: number; plain: number }> 
 }
 
 async function main(): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), "agentplane-bench-queue-"));
-  // mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(root, 0o711);
-  const server = await startEmbeddedPostgres({
-    dataDir: join(root, "postgres"),
-    database: "bench",
-    persistent: false,
-    durable: false,
-    log: silent,
-  });
+  const server = await startBenchPostgres("queue");
   const sql = createSql(server.url, { max: POOL_MAX, statementTimeoutMs: 0, applicationName: "bench-queue" });
   try {
     const [settings] = await sql`select current_setting('server_version') as version`;
@@ -343,7 +329,6 @@ async function main(): Promise<void> {
   } finally {
     await sql.end();
     await server.stop();
-    await rm(root, { recursive: true, force: true });
   }
 }
 

@@ -6,7 +6,7 @@
  * Aim: REST req/s ≥ 0.8 × Connect JSON req/s at every concurrency.
  *
  * The bench starts a throwaway embedded Postgres (fsync off) and runs the server in a child process
- * (this file, argument `serve`), so the load generator does not share the server's event loop.
+ * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop.
  *
  *   npm run bench:transport -- [--duration-s 5] [--warmup-s 1] [--rounds 2] [--concurrency 1,32]
  *     [--protocols rest,connect,grpc] [--profile-server <dir>]
@@ -14,33 +14,23 @@
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY and
  * BENCH_PROTOCOLS. `--profile-server` writes the server's V8 CPU profile (`.cpuprofile`) into `<dir>`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { Agent, type RequestOptions, request } from "node:http";
-import { availableParallelism, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
-import { startApp } from "../server/app.js";
-import { createLogger } from "../server/logger.js";
-import { startEmbeddedPostgres } from "../server/store/embedded-postgres.js";
+import { createBenchApiKey } from "./support/bench-app.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
+import { listValue } from "./support/cli-values.js";
+import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
+import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
+import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import { tableRow } from "./support/table-row.js";
 
 /** The aim: REST keeps at least this share of Connect JSON's throughput. */
 const AIM_RATIO = 0.8;
-/** The server's default pool size (server/config.ts), so concurrency 32 queues on the pool as in production. */
-const DB_POOL_MAX = 10;
-/** Random bytes in the bench's admin key: far above the 24-character minimum the server accepts. */
-const API_KEY_BYTES = 24;
-/** Time the server gets to drain at the end; the bench has nothing in flight by then. */
-const SHUTDOWN_GRACE_MS = 1_000;
-/** Postgres statement timeout: Whoami's queries take ms, so only a hung database would reach it. */
-const STATEMENT_TIMEOUT_MS = 60_000;
 /** Enough of an unexpected answer's body to tell what went wrong, short enough for one line. */
 const ERROR_BODY_CHARS = 200;
 /** What a Connect client sends with a unary JSON call (the body is `{}`, 2 bytes). */
@@ -60,60 +50,18 @@ interface BenchClient {
   close(): void;
 }
 
-/** What one closed-loop run of a protocol at a concurrency measured. */
-interface CellResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  firstError: string | undefined;
-}
-
-interface Settings {
-  durationMs: number;
-  warmupMs: number;
-  rounds: number;
-  concurrencies: number[];
+interface Settings extends LoopSettings {
   protocols: Protocol[];
-  profileDir: string | undefined;
 }
 
 function readSettings(): Settings {
-  const env = process.env;
   const { values } = parseArgs({
     options: {
-      "duration-s": { type: "string", default: env.BENCH_DURATION_S ?? "5" },
-      "warmup-s": { type: "string", default: env.BENCH_WARMUP_S ?? "1" },
-      rounds: { type: "string", default: env.BENCH_ROUNDS ?? "2" },
-      concurrency: { type: "string", default: env.BENCH_CONCURRENCY ?? "1,32" },
-      protocols: { type: "string", default: env.BENCH_PROTOCOLS ?? PROTOCOLS.join(",") },
-      "profile-server": { type: "string" },
+      ...loopOptions({ durationS: "5", warmupS: "1", rounds: "2", concurrency: "1,32" }),
+      protocols: { type: "string", default: process.env.BENCH_PROTOCOLS ?? PROTOCOLS.join(",") },
     },
   });
-  /** `text` as a number of at least `min`; `integer` also refuses fractions. */
-  const number = (name: string, text: string, min: number, integer = false): number => {
-    const value = Number(text);
-    if (!(value >= min) || (integer && !Number.isInteger(value)))
-      throw new Error(`--${name}: ${text} is not ${integer ? "an integer" : "a number"} ≥ ${min}`);
-    return value;
-  };
-  const protocols = values.protocols.split(",").map((p) => p.trim());
-  for (const p of protocols)
-    if (!PROTOCOLS.includes(p as Protocol)) throw new Error(`--protocols: unknown protocol ${p}`);
-  return {
-    // At least 0.1 s per cell: shorter windows hold too few calls for a p99.
-    durationMs: number("duration-s", values["duration-s"], 0.1) * 1000,
-    warmupMs: number("warmup-s", values["warmup-s"], 0) * 1000,
-    rounds: number("rounds", values.rounds, 1, true),
-    concurrencies: values.concurrency.split(",").map((c) => number("concurrency", c, 1, true)),
-    protocols: protocols as Protocol[],
-    profileDir: values["profile-server"] && resolve(values["profile-server"]),
-  };
-}
-
-/** Nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+  return { ...readLoopSettings(values), protocols: listValue("protocols", values.protocols, PROTOCOLS) };
 }
 
 function expectOrganization(json: unknown, organizationId: string): void {
@@ -177,116 +125,6 @@ function createGrpcClient(baseUrl: string, apiKey: string, organizationId: strin
   };
 }
 
-/**
- * Closed loop: `concurrency` workers issue calls back to back for warm-up + duration; calls that
- * complete inside the measured window count (successes towards req/s and latency, failures as errors).
- */
-async function runCell(client: BenchClient, concurrency: number, settings: Settings): Promise<CellResult> {
-  const measureFrom = performance.now() + settings.warmupMs;
-  const end = measureFrom + settings.durationMs;
-  const latencies: number[] = [];
-  let errors = 0;
-  let firstError: string | undefined;
-  const worker = async () => {
-    for (let started = performance.now(); started < end; started = performance.now()) {
-      let failure: unknown;
-      try {
-        await client.call();
-      } catch (error) {
-        failure = error ?? "unknown failure";
-      }
-      const finished = performance.now();
-      if (finished < measureFrom || finished > end) continue;
-      if (failure === undefined) latencies.push(finished - started);
-      else {
-        errors += 1;
-        firstError ??= failure instanceof Error ? failure.message : String(failure);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const sorted = Float64Array.from(latencies).sort();
-  return {
-    rps: latencies.length / (settings.durationMs / 1000),
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    errors,
-    firstError,
-  };
-}
-
-/** What the parent tells the server child through the BENCH_SERVER environment variable (JSON). */
-interface ServerEnv {
-  databaseUrl: string;
-  apiKey: string;
-  dataDir: string;
-}
-
-/** Child-process mode: serve the API on a free port until SIGTERM; prints `{"port":N}` once listening. */
-async function serve(): Promise<void> {
-  // Set by spawnServer; the key stays out of the process list.
-  const { databaseUrl, apiKey, dataDir } = JSON.parse(process.env.BENCH_SERVER ?? "") as ServerEnv;
-  const app = await startApp(
-    {
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl,
-      dataDir,
-      role: "all",
-      auth: "apikey",
-      bootstrapApiKey: apiKey,
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
-      dbPoolMax: DB_POOL_MAX,
-      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
-      shutdownGraceMs: SHUTDOWN_GRACE_MS,
-      logLevel: "error",
-      graphConfigPath: undefined,
-      usageReporting: true,
-    },
-    createLogger("error"),
-  );
-  process.once("SIGTERM", () => {
-    // process.exit (not a natural end) so --cpu-prof writes its profile even with timers left behind.
-    void app.stop().finally(() => process.exit(0));
-  });
-  process.stdout.write(`${JSON.stringify({ port: app.address.port })}\n`);
-}
-
-async function spawnServer(server: ServerEnv, profileDir: string | undefined) {
-  const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = spawn(
-    process.execPath,
-    [...profile, "--import", "tsx", fileURLToPath(import.meta.url), "serve"],
-    {
-      cwd: fileURLToPath(new URL("..", import.meta.url)),
-      env: { ...process.env, BENCH_SERVER: JSON.stringify(server) },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  const port = await new Promise<number>((done, fail) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (line) done((JSON.parse(line) as { port: number }).port);
-    });
-    child.once("exit", (code) => fail(new Error(`server process exited with ${code}`)));
-  });
-  return { child, port };
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, "exit");
-  child.kill("SIGTERM");
-  await exited;
-}
-
-function pad(cells: string[], widths: number[]): string {
-  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[0] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
-}
-
 /** Cell results by `protocol/concurrency`, one per round. */
 type Results = Map<string, CellResult[]>;
 
@@ -301,7 +139,9 @@ async function runRounds(
     for (const concurrency of settings.concurrencies) {
       for (const protocol of order) {
         const client = open(protocol, concurrency);
-        const result = await runCell(client, concurrency, settings).finally(() => client.close());
+        const result = await runClosedLoop(() => client.call(), concurrency, settings).finally(() =>
+          client.close(),
+        );
         const key = `${protocol}/${concurrency}`;
         results.set(key, [...(results.get(key) ?? []), result]);
         console.log(
@@ -330,7 +170,7 @@ function printReport(settings: Settings, results: Results): boolean {
     "errors (all rds)",
     "req/s per round",
   ];
-  console.log(`\n${pad(headers, widths)}`);
+  console.log(`\n${tableRow(headers, widths)}`);
   let ok = true;
   for (const concurrency of settings.concurrencies) {
     for (const protocol of settings.protocols) {
@@ -341,7 +181,7 @@ function printReport(settings: Settings, results: Results): boolean {
       if (errors > 0) ok = false;
       const row = [LABELS[protocol], String(concurrency), top.rps.toFixed(0), top.p50.toFixed(2)];
       row.push(top.p99.toFixed(2), String(errors), cells.map((c) => c.rps.toFixed(0)).join(" / "));
-      console.log(pad(row, widths));
+      console.log(tableRow(row, widths));
       const firstError = cells.find((c) => c.firstError)?.firstError;
       if (firstError) console.log(`  first error: ${firstError}`);
     }
@@ -366,29 +206,20 @@ function printReport(settings: Settings, results: Results): boolean {
 }
 
 async function main(settings: Settings): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), "agentplane-bench-transport-"));
-  // mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(root, 0o711);
-  const pg = await startEmbeddedPostgres({
-    dataDir: join(root, "postgres"),
-    database: "bench",
-    persistent: false,
-    durable: false,
-    log: () => {},
-  });
-  const apiKey = `ap_pt_bench_${randomBytes(API_KEY_BYTES).toString("base64url")}`;
-  let child: ChildProcess | undefined;
+  const pg = await startBenchPostgres("transport");
+  const apiKey = createBenchApiKey();
+  let server: AgentplaneChild | undefined;
   try {
-    const server = await spawnServer(
-      { databaseUrl: pg.url, apiKey, dataDir: join(root, "data") },
+    server = await spawnAgentplane(
+      { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") },
       settings.profileDir,
     );
-    child = server.child;
-    const baseUrl = `http://127.0.0.1:${server.port}`;
+    const { port } = server;
+    const baseUrl = `http://127.0.0.1:${port}`;
     const open = (protocol: Protocol, concurrency: number, organizationId: string): BenchClient =>
       protocol === "grpc"
         ? createGrpcClient(baseUrl, apiKey, organizationId)
-        : createHttp1Client(protocol, server.port, apiKey, organizationId, concurrency);
+        : createHttp1Client(protocol, port, apiKey, organizationId, concurrency);
 
     // Learn the organization id once, then check that every protocol answers with it before measuring.
     const me = await fetch(`${baseUrl}/api/v1/whoami`, { headers: { "x-api-key": apiKey } });
@@ -408,12 +239,10 @@ async function main(settings: Settings): Promise<void> {
     );
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
-    if (child) await stopServer(child);
+    await server?.stop();
     await pg.stop();
-    await rm(root, { recursive: true, force: true });
   }
   if (settings.profileDir) console.log(`server CPU profile written to ${settings.profileDir}`);
 }
 
-if (process.argv[2] === "serve") await serve();
-else await main(readSettings());
+await main(readSettings());

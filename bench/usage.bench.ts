@@ -15,19 +15,18 @@
  * and comparing the rows.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { availableParallelism } from "node:os";
 import { uuidv7 } from "../server/ids.js";
 import type { Principal } from "../server/services/iam/principal.js";
 import { computeGranularUsage } from "../server/services/tracing/granular-usage.js";
 import { createSql, type Queryable, type Sql } from "../server/store/db.js";
-import { startEmbeddedPostgres } from "../server/store/embedded-postgres.js";
 import { insertUser, upsertOrganizationMember } from "../server/store/member-store.js";
 import { migrate } from "../server/store/migrate.js";
 import { insertOrganization } from "../server/store/organization-store.js";
 import { insertWorkspace, type WorkspaceRecord } from "../server/store/workspace-store.js";
 import { NO_DIMENSION_ID, recordTraceUsage } from "../server/tracing/usage-recorder.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
+import { percentile } from "./support/percentile.js";
 
 /** The sizes compared, in traces. */
 const SIZES = [1_000_000, 10_000_000];
@@ -62,10 +61,6 @@ interface Fixture {
   projects: string[];
   users: string[];
   keys: string[];
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 async function createFixture(sql: Sql): Promise<Fixture> {
@@ -243,16 +238,7 @@ async function timeQueries(
 }
 
 async function main(): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), "agentplane-bench-usage-"));
-  // mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it.
-  await chmod(root, 0o711);
-  const server = await startEmbeddedPostgres({
-    dataDir: join(root, "postgres"),
-    database: "bench",
-    persistent: false,
-    durable: false,
-    log: () => {},
-  });
+  const server = await startBenchPostgres("usage");
   const sql = createSql(server.url, { max: POOL_MAX, statementTimeoutMs: 0, applicationName: "bench-usage" });
   try {
     await migrate(sql);
@@ -322,7 +308,6 @@ async function main(): Promise<void> {
   } finally {
     await sql.end();
     await server.stop();
-    await rm(root, { recursive: true, force: true });
   }
 }
 

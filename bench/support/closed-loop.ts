@@ -1,17 +1,18 @@
 import { performance } from "node:perf_hooks";
+import { percentile } from "./percentile.js";
 
 /** What one closed-loop run measured. */
 export interface CellResult {
+  /** Successful calls per second of the measured window. */
   rps: number;
+  /** Median latency of the successful calls, in ms. */
   p50: number;
+  /** 99th-percentile latency of the successful calls, in ms. */
   p99: number;
+  /** Failed calls in the measured window. */
   errors: number;
+  /** The first failure's message, if any. */
   firstError: string | undefined;
-}
-
-/** Nearest-rank percentile of ascending `sorted`. */
-export function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 /**

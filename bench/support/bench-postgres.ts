@@ -1,0 +1,44 @@
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
+
+/** mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it. */
+const TEMP_DIR_MODE = 0o711;
+
+/** A throwaway embedded Postgres in a temporary directory of its own. */
+export interface BenchPostgres {
+  /** Connection URL of the `bench` database. */
+  url: string;
+  /** The temporary directory: the cluster is in its `postgres` folder; the bench may use the rest. */
+  dir: string;
+  /** Stops Postgres and removes the temporary directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts an embedded Postgres (fsync and synchronous commit off, nothing kept) with a `bench` database
+ * in a new temporary directory named after `bench`, its output discarded.
+ */
+export async function startBenchPostgres(bench: string): Promise<BenchPostgres> {
+  const dir = await mkdtemp(join(tmpdir(), `agentplane-bench-${bench}-`));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  try {
+    await chmod(dir, TEMP_DIR_MODE);
+    const server = await startEmbeddedPostgres({
+      dataDir: join(dir, "postgres"),
+      database: "bench",
+      persistent: false,
+      durable: false,
+      log: () => {},
+    });
+    const stop = async () => {
+      await server.stop();
+      await removeDir();
+    };
+    return { url: server.url, dir, stop };
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+}

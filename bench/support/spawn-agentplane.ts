@@ -1,0 +1,52 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import type { BenchAppSetup } from "./bench-app.js";
+
+/** The environment variable that carries the {@link BenchAppSetup} (JSON), so the key stays out of the process list. */
+export const AGENTPLANE_CHILD_ENV = "BENCH_SERVER";
+/** The child process entry point. */
+const CHILD_ENTRY = fileURLToPath(new URL("./agentplane-child.ts", import.meta.url));
+/** The repository root: the child runs there, as the server would. */
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** agentplane running in a child process. */
+export interface AgentplaneChild {
+  /** Where it listens on 127.0.0.1. */
+  port: number;
+  /** Sends SIGTERM and waits for the process to exit (it drains first); a no-op once it has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs agentplane in a child process (bench/support/agentplane-child.ts), so the load generator does
+ * not share the server's event loop, and resolves once it listens. With `profileDir`, the child writes
+ * its V8 CPU profile (`.cpuprofile`) there when stopped.
+ */
+export async function spawnAgentplane(
+  setup: BenchAppSetup,
+  profileDir: string | undefined,
+): Promise<AgentplaneChild> {
+  const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", CHILD_ENTRY], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify(setup) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<number>((done, fail) => {
+    let out = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      if (line) done((JSON.parse(line) as { port: number }).port);
+    });
+    child.once("exit", (code) => fail(new Error(`agentplane process exited with ${code}`)));
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGTERM");
+    await exited;
+  };
+  return { port, stop };
+}
