@@ -1,5 +1,6 @@
 import type { Queryable } from "./db.js";
 import type { OrganizationRole, WorkspaceRole } from "./member-store.js";
+import type { WorkspaceCandidate } from "./workspace-store.js";
 
 /** Personal keys act as their user; service keys act with their own roles. */
 export type ApiKeyKind = "personal" | "service";
@@ -23,10 +24,15 @@ export interface ApiKeyRecord {
   createdAt: Date;
 }
 
-/** What authentication needs about a key: the key, its organization and its user. */
+/** What authentication needs about a key: the key, its organization, its user and a workspace. */
 export interface AuthenticatedKey extends ApiKeyRecord {
   organization: { displayName: string; plan: "developer" | "plus" | "enterprise"; createdAt: Date };
   user: { email: string; fullName: string; organizationRole: OrganizationRole | null } | null;
+  /**
+   * The live workspace of the key's organization that the lookup asked for (else the key's default),
+   * with what decides whether the key reaches it; null when there is no such workspace.
+   */
+  workspace: WorkspaceCandidate | null;
 }
 
 interface ApiKeyRow {
@@ -108,10 +114,14 @@ function workspaceIdsColumn(q: Queryable) {
 /**
  * The key with this hash, with its organization and user, when it is neither revoked nor expired.
  * Returns undefined for unknown, revoked and expired keys alike, so callers cannot tell them apart.
+ *
+ * In the same statement it reads the workspace `workspaceId` names (when omitted or null, the key's
+ * default workspace), so a request that names its workspace costs one round trip, not two.
  */
 export async function findUsableKeyByHash(
   q: Queryable,
   keyHash: Buffer,
+  workspaceId: string | null = null,
 ): Promise<AuthenticatedKey | undefined> {
   const [row] = await q<
     (ApiKeyRow & {
@@ -121,17 +131,37 @@ export async function findUsableKeyByHash(
       user_email: string | null;
       user_full_name: string | null;
       user_org_role: OrganizationRole | null;
+      ws_id: string | null;
+      ws_display_name: string;
+      ws_tenant_handle: string;
+      ws_is_personal: boolean;
+      ws_created_at: Date;
+      ws_member_role: WorkspaceRole | null;
+      ws_key_scoped: boolean;
     })[]
   >`
     select k.id, k.organization_id, k.kind, k.user_id, k.short_key, k.description, k.role, k.organization_role,
            k.all_workspaces, ${workspaceIdsColumn(q)}, k.default_workspace_id, k.expires_at, k.revoked_at,
            k.last_used_at, k.created_at,
            o.display_name as org_display_name, o.plan as org_plan, o.created_at as org_created_at,
-           u.email as user_email, u.full_name as user_full_name, m.role as user_org_role
+           u.email as user_email, u.full_name as user_full_name, m.role as user_org_role,
+           w.id as ws_id, w.display_name as ws_display_name, w.tenant_handle as ws_tenant_handle,
+           w.is_personal as ws_is_personal, w.created_at as ws_created_at, w.member_role as ws_member_role,
+           w.key_scoped as ws_key_scoped
     from api_keys k
     join organizations o on o.id = k.organization_id
     left join users u on u.id = k.user_id
     left join organization_members m on m.organization_id = k.organization_id and m.user_id = k.user_id
+    left join lateral (
+      select w.id, w.display_name, w.tenant_handle, w.is_personal, w.created_at,
+             (select wm.role from workspace_members wm
+              where wm.workspace_id = w.id and wm.user_id = k.user_id) as member_role,
+             exists (select 1 from api_key_workspaces s
+                     where s.api_key_id = k.id and s.workspace_id = w.id) as key_scoped
+      from workspaces w
+      where w.id = coalesce(${workspaceId}::uuid, k.default_workspace_id)
+        and w.organization_id = k.organization_id and w.deleted_at is null
+    ) w on true
     where k.key_hash = ${keyHash} and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())`;
   if (!row) return undefined;
   return {
@@ -141,6 +171,19 @@ export async function findUsableKeyByHash(
       row.user_email === null
         ? null
         : { email: row.user_email, fullName: row.user_full_name ?? "", organizationRole: row.user_org_role },
+    workspace:
+      row.ws_id === null
+        ? null
+        : {
+            id: row.ws_id,
+            organizationId: row.organization_id,
+            displayName: row.ws_display_name,
+            tenantHandle: row.ws_tenant_handle,
+            isPersonal: row.ws_is_personal,
+            createdAt: row.ws_created_at,
+            memberRole: row.ws_member_role,
+            keyScoped: row.ws_key_scoped,
+          },
   };
 }
 

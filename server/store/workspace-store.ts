@@ -44,6 +44,38 @@ function toRecord(row: WorkspaceRow): WorkspaceRecord {
   };
 }
 
+/**
+ * A live workspace with the facts that decide whether a grant reaches it: the role a user holds as a
+ * member, and whether a scoped service key names it. {@link grantedWorkspace} applies the grant.
+ */
+export interface WorkspaceCandidate extends Omit<WorkspaceRecord, "role"> {
+  /** The `workspace_members` role of the key's user; null when there is none (or no user). */
+  memberRole: WorkspaceRole | null;
+  /** True when `api_key_workspaces` scopes the key to this workspace. */
+  keyScoped: boolean;
+}
+
+/**
+ * The candidate as the grant sees it, or undefined when the grant does not reach it: the same rules
+ * as {@link listGrantedWorkspaces} (organization-wide role, `workspace_members` for users,
+ * `api_key_workspaces` for scoped service keys), for a candidate read for the grant's own key.
+ */
+export function grantedWorkspace(
+  candidate: WorkspaceCandidate,
+  grant: WorkspaceGrant,
+): WorkspaceRecord | undefined {
+  if (candidate.organizationId !== grant.organizationId) return undefined;
+  const { memberRole, keyScoped, ...workspace } = candidate;
+  switch (grant.kind) {
+    case "organization":
+      return { ...workspace, role: grant.role };
+    case "user":
+      return memberRole === null ? undefined : { ...workspace, role: memberRole };
+    case "api-key":
+      return keyScoped ? { ...workspace, role: grant.role } : undefined;
+  }
+}
+
 /** Inserts a workspace. A taken handle fails with a unique violation on `workspaces_handle_key`. */
 export async function insertWorkspace(
   q: Queryable,

@@ -7,6 +7,7 @@ import type { Sql } from "../../store/db.js";
 import { findFirstAdmin } from "../../store/member-store.js";
 import { findFirstOrganization } from "../../store/organization-store.js";
 import {
+  grantedWorkspace,
   listGrantedWorkspaces,
   type WorkspaceGrant,
   type WorkspaceRecord,
@@ -20,8 +21,21 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** Bounds the memo of touched keys; clearing it only costs one extra UPDATE per key. */
 const MAX_TOUCHED_KEYS = 10_000;
 
+/**
+ * A workspace read together with the key: the id the lookup asked for, and the workspace when the
+ * caller reaches it (undefined when it is deleted, in another organization or not granted).
+ */
+interface PrefetchedWorkspace {
+  workspaceId: string;
+  workspace: WorkspaceRecord | undefined;
+}
+
 /** Who a credential belongs to, before a workspace is chosen. */
-type Identity = Omit<Principal, "workspace"> & { defaultWorkspaceId: string | null };
+type Identity = Omit<Principal, "workspace"> & {
+  defaultWorkspaceId: string | null;
+  /** The workspace read with the key, so choosing it needs no second query; null when none was read. */
+  prefetched: PrefetchedWorkspace | null;
+};
 
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
@@ -45,11 +59,19 @@ export interface Authenticator {
 export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): Authenticator {
   /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
   const touched = new Map<string, number>();
-  const identify = mode === "none" ? () => localAdmin(sql) : (headers: Headers) => byApiKey(headers);
+  const identify =
+    mode === "none"
+      ? () => localAdmin(sql)
+      : (headers: Headers, requested: string | undefined) => byApiKey(headers, requested);
 
-  async function byApiKey(headers: Headers): Promise<Identity> {
+  /**
+   * The key's identity. The lookup also reads the workspace `requested` names (else the key's
+   * default), in the same statement; a `requested` that is no UUID is left for selectWorkspace to reject.
+   */
+  async function byApiKey(headers: Headers, requested: string | undefined): Promise<Identity> {
     const key = readApiKey(headers);
-    const found = await findUsableKeyByHash(sql, hashApiKey(key));
+    const wanted = requested !== undefined && isUuid(requested) ? requested : null;
+    const found = await findUsableKeyByHash(sql, hashApiKey(key), wanted);
     if (!found)
       throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
     const now = Date.now();
@@ -60,12 +82,16 @@ export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): A
         log.warn("could not record API key use", { error }),
       );
     }
-    return principalOfKey(found);
+    const identity = principalOfKey(found);
+    const workspaceId = wanted ?? found.defaultWorkspaceId;
+    if (workspaceId === null) return identity;
+    const workspace = found.workspace ? grantedWorkspace(found.workspace, identity.grant) : undefined;
+    return { ...identity, prefetched: { workspaceId, workspace } };
   }
 
   async function authenticate(headers: Headers): Promise<Principal> {
-    const base = await identify(headers);
     const requested = headers.get("x-tenant-id")?.trim() || undefined;
+    const base = await identify(headers, requested);
     let selected: Promise<WorkspaceRecord> | undefined;
     return {
       ...base,
@@ -120,6 +146,7 @@ function principalOfKey(key: AuthenticatedKey): Identity {
           ? { kind: "organization", organizationId: key.organizationId, role: "admin" }
           : { kind: "user", organizationId: key.organizationId, userId: key.userId },
       defaultWorkspaceId: key.defaultWorkspaceId,
+      prefetched: null,
     };
   }
   const organizationRole = key.organizationRole ?? "viewer";
@@ -136,6 +163,7 @@ function principalOfKey(key: AuthenticatedKey): Identity {
     organizationRole,
     grant,
     defaultWorkspaceId: key.defaultWorkspaceId,
+    prefetched: null,
   };
 }
 
@@ -151,23 +179,29 @@ async function localAdmin(sql: Sql): Promise<Identity> {
     organizationRole: "admin",
     grant: { kind: "organization", organizationId: organization.id, role: "admin" },
     defaultWorkspaceId: null,
+    prefetched: null,
   };
 }
 
 /**
  * Picks the request's workspace: the one named by `x-tenant-id` when the caller reaches it, else the
  * key's default, else the caller's only (or, for users, oldest) workspace. A service key that
- * reaches several workspaces and has no default must name one.
+ * reaches several workspaces and has no default must name one. A workspace read with the key
+ * answers without a query when it is the one asked for; otherwise the grant's workspaces are listed.
  */
 async function selectWorkspace(
   sql: Sql,
   base: Identity,
   requested: string | undefined,
 ): Promise<WorkspaceRecord> {
+  const { prefetched } = base;
   if (requested !== undefined) {
     if (!isUuid(requested))
       throw new ConnectError("x-tenant-id must be a workspace UUID", Code.InvalidArgument);
-    const [ws] = await listGrantedWorkspaces(sql, base.grant, requested);
+    const ws =
+      prefetched?.workspaceId === requested
+        ? prefetched.workspace
+        : (await listGrantedWorkspaces(sql, base.grant, requested))[0];
     if (!ws) {
       throw new ConnectError(
         `permission denied: this API key has no access to workspace ${requested}`,
@@ -176,6 +210,8 @@ async function selectWorkspace(
     }
     return ws;
   }
+  if (prefetched?.workspace && prefetched.workspaceId === base.defaultWorkspaceId)
+    return prefetched.workspace;
   const reachable = await listGrantedWorkspaces(sql, base.grant);
   const preferred = reachable.find((w) => w.id === base.defaultWorkspaceId);
   if (preferred) return preferred;
