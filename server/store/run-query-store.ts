@@ -3,7 +3,18 @@ import { runFilterSql } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
 
 /** Large JSON columns, read only when a query selects them. */
-export type RunJsonColumn = "inputs" | "outputs" | "extra" | "events" | "serialized" | "feedback_stats";
+/** The run fields that are large JSON columns, read from the table only when a query selects them. */
+export const RUN_JSON_COLUMNS = [
+  "inputs",
+  "outputs",
+  "extra",
+  "events",
+  "serialized",
+  "feedback_stats",
+] as const;
+
+/** One of {@link RUN_JSON_COLUMNS}. */
+export type RunJsonColumn = (typeof RUN_JSON_COLUMNS)[number];
 
 /** A stored run as the query side reads it. Times are ISO 8601 UTC text with microseconds. */
 export interface RunRow {
@@ -104,14 +115,7 @@ function columns(q: Queryable, json: ReadonlySet<RunJsonColumn>): SqlFragment {
     ${maybe("feedback_stats")} as feedback_stats`;
 }
 
-const ALL_JSON: ReadonlySet<RunJsonColumn> = new Set<RunJsonColumn>([
-  "inputs",
-  "outputs",
-  "extra",
-  "events",
-  "serialized",
-  "feedback_stats",
-]);
+const ALL_JSON: ReadonlySet<RunJsonColumn> = new Set(RUN_JSON_COLUMNS);
 
 /** One run of a workspace with every column, or undefined. */
 export async function findRun(q: Queryable, workspaceId: string, runId: string): Promise<RunRow | undefined> {

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError } from "../../sdk/index.js";
+import { Code } from "../../sdk/index.js";
+import { connectFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
@@ -16,15 +17,6 @@ afterAll(async () => {
   await db?.end();
   await t?.stop();
 });
-
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
-}
 
 async function createServiceKey(body: Record<string, unknown>): Promise<{ key: string; id: string }> {
   const res = await t.fetch("/api/v1/api-key", {
@@ -45,7 +37,7 @@ describe("authentication", () => {
     expect(wrong.status).toBe(401);
     expect(await wrong.json()).toEqual({ detail: "invalid API key: it is unknown, revoked or expired" });
 
-    const err = await rejection(t.client({ apiKey: "ap_pt_nope" }).identity.whoami({}));
+    const err = await connectFailure(t.client({ apiKey: "ap_pt_nope" }).identity.whoami({}));
     expect(err.code).toBe(Code.Unauthenticated);
   });
 
@@ -205,7 +197,7 @@ describe("API keys", () => {
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(200);
     await db`update api_keys set expires_at = now() - interval '1 second' where id = ${created.id}`;
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(401);
-    const past = await rejection(
+    const past = await connectFailure(
       t
         .client()
         .apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(new Date(Date.now() - 1000)) }),

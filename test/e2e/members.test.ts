@@ -3,7 +3,8 @@ import { createClient } from "@connectrpc/connect";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemberService } from "../../gen/agentplane/iam/v1/member_service_pb.js";
-import { Code, ConnectError } from "../../sdk/index.js";
+import { Code } from "../../sdk/index.js";
+import { connectFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
@@ -44,15 +45,6 @@ async function call(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: await res.json() };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 async function addMember(email: string, role = "user"): Promise<{ user_id: string }> {
@@ -120,7 +112,7 @@ describe("organization members", () => {
         detail: "the last admin of the organization cannot be demoted: make another member admin first",
       },
     });
-    const remove = await rejection(members().removeOrganizationMember({ userId: adminId }));
+    const remove = await connectFailure(members().removeOrganizationMember({ userId: adminId }));
     expect(remove.code).toBe(Code.FailedPrecondition);
     expect(remove.rawMessage).toContain("the last admin of the organization cannot be removed");
 
@@ -247,7 +239,7 @@ describe("organization members", () => {
       status: 404,
       json: { detail: notInWorkspace },
     });
-    const err = await rejection(members().removeWorkspaceMember({ userId: outsider.user_id }));
+    const err = await connectFailure(members().removeWorkspaceMember({ userId: outsider.user_id }));
     expect(err.code).toBe(Code.NotFound);
   });
 });

@@ -9,6 +9,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreService } from "../../gen/agentplane/agents/v1/store_service_pb.js";
 import { Code, ConnectError } from "../../sdk/index.js";
+import { langGraphFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
@@ -29,17 +30,6 @@ beforeAll(async () => {
   viewer = new Client({ apiUrl: t.baseUrl, apiKey: viewerKey, callerOptions: { maxRetries: 0 } });
 });
 afterAll(() => t?.stop());
-
-/** The status and `detail` of a failed SDK call. */
-async function failure(call: Promise<unknown>): Promise<{ status: number; detail: string }> {
-  const error = (await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  )) as { status?: number; message?: string } | undefined;
-  if (!error) throw new Error("expected the call to fail");
-  const body = String(error.message).replace(/^HTTP \d+: /, "");
-  return { status: error.status ?? 0, detail: (JSON.parse(body) as { detail: string }).detail };
-}
 
 /** A REST call's status and JSON body. */
 async function rest(method: string, path: string, body?: unknown, apiKey?: string) {
@@ -363,11 +353,11 @@ describe("bad input", () => {
   });
 
   it("answers 422 through the SDK, with the detail", async () => {
-    expect(await failure(sdk.store.putItem(["a", ""], "k", {}))).toEqual({
+    expect(await langGraphFailure(sdk.store.putItem(["a", ""], "k", {}))).toEqual({
       status: 422,
       detail: "namespace label 2 is empty; namespace labels must be non-empty",
     });
-    expect(await failure(sdk.store.searchItems([], { limit: 0 }))).toEqual({
+    expect(await langGraphFailure(sdk.store.searchItems([], { limit: 0 }))).toEqual({
       status: 422,
       detail: "limit must be an integer from 1 to 1000; got 0",
     });
@@ -381,11 +371,14 @@ describe("permissions", () => {
     expect((await viewer.store.searchItems(["perm"])).items).toHaveLength(1);
     expect((await viewer.store.listNamespaces({ prefix: ["perm"] })).namespaces).toEqual([["perm"]]);
     const denied = "permission denied: this call needs the store:write permission";
-    expect(await failure(viewer.store.putItem(["perm"], "k", { v: 2 }))).toEqual({
+    expect(await langGraphFailure(viewer.store.putItem(["perm"], "k", { v: 2 }))).toEqual({
       status: 403,
       detail: denied,
     });
-    expect(await failure(viewer.store.deleteItem(["perm"], "k"))).toEqual({ status: 403, detail: denied });
+    expect(await langGraphFailure(viewer.store.deleteItem(["perm"], "k"))).toEqual({
+      status: 403,
+      detail: denied,
+    });
     expect((await sdk.store.getItem(["perm"], "k"))?.value).toEqual({ v: 1 });
   });
 

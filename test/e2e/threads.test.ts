@@ -19,6 +19,7 @@ import { createLogger } from "../../server/logger.js";
 import { loadGraphRegistry } from "../../server/runtime/graph-registry.js";
 import { createThreadGraphs } from "../../server/services/agents/thread-graph.js";
 import { findThread } from "../../server/store/thread-store.js";
+import { langGraphFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const GRAPH_CONFIG = fileURLToPath(new URL("./fixtures/threads-graph/langgraph.json", import.meta.url));
@@ -47,17 +48,6 @@ afterAll(async () => {
   await sql?.end();
   await t?.stop();
 });
-
-/** The status and body of a failed SDK call. */
-async function failure(call: Promise<unknown>): Promise<{ status: number; detail: string }> {
-  const error = (await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  )) as { status?: number; message?: string } | undefined;
-  if (!error) throw new Error("expected the call to fail");
-  const body = String(error.message).replace(/^HTTP \d+: /, "");
-  return { status: error.status ?? 0, detail: (JSON.parse(body) as { detail: string }).detail };
-}
 
 /** A REST call's status and JSON body. */
 async function rest(method: string, path: string, body?: unknown, apiKey?: string) {
@@ -92,7 +82,7 @@ describe("threads CRUD through @langchain/langgraph-sdk", () => {
     );
 
     expect(await sdk.threads.delete(created.thread_id)).toEqual({});
-    expect(await failure(sdk.threads.get(created.thread_id))).toEqual({
+    expect(await langGraphFailure(sdk.threads.get(created.thread_id))).toEqual({
       status: 404,
       detail: `thread ${created.thread_id} not found`,
     });
@@ -102,7 +92,7 @@ describe("threads CRUD through @langchain/langgraph-sdk", () => {
     const threadId = crypto.randomUUID();
     const first = await sdk.threads.create({ threadId, metadata: { n: 1 } });
     expect(first.thread_id).toBe(threadId);
-    expect(await failure(sdk.threads.create({ threadId }))).toEqual({
+    expect(await langGraphFailure(sdk.threads.create({ threadId }))).toEqual({
       status: 409,
       detail: `thread ${threadId} already exists`,
     });
@@ -358,7 +348,7 @@ describe("thread state through @langchain/langgraph-sdk", () => {
     expect(history[0]!.values).toEqual(latest.values);
 
     expect(await sdk.threads.prune([a.thread_id, b.thread_id])).toEqual({ pruned_count: 2 });
-    expect((await failure(sdk.threads.get(b.thread_id))).status).toBe(404);
+    expect((await langGraphFailure(sdk.threads.get(b.thread_id))).status).toBe(404);
     const [{ n }] = await sql<[{ n: number }]>`
       select count(*)::int as n from checkpoints where thread_id = any(${[a.thread_id, b.thread_id]}::text[])`;
     expect(n).toBe(0);
@@ -515,18 +505,20 @@ describe("bad input gets a 4xx that says what to fix", () => {
 
   it("answers 404 for unknown checkpoints and 409 for state changes a thread cannot take", async () => {
     const bare = await sdk.threads.create();
-    expect(await failure(sdk.threads.updateState(bare.thread_id, { values: {} }))).toMatchObject({
+    expect(await langGraphFailure(sdk.threads.updateState(bare.thread_id, { values: {} }))).toMatchObject({
       status: 409,
     });
-    expect(await failure(sdk.threads.patchState(bare.thread_id, { a: 1 }))).toMatchObject({ status: 409 });
+    expect(await langGraphFailure(sdk.threads.patchState(bare.thread_id, { a: 1 }))).toMatchObject({
+      status: 409,
+    });
     const thread = await sdk.threads.create({ graphId: "review", supersteps: firstTurn });
     const unknown = "1f0c0000-0000-6000-8000-000000000000";
-    expect(await failure(sdk.threads.getState(thread.thread_id, unknown))).toEqual({
+    expect(await langGraphFailure(sdk.threads.getState(thread.thread_id, unknown))).toEqual({
       status: 404,
       detail: `checkpoint ${unknown} not found in thread ${thread.thread_id}`,
     });
     expect(
-      await failure(
+      await langGraphFailure(
         sdk.threads.updateState(thread.thread_id, { values: {}, asNode: "agent", checkpointId: unknown }),
       ),
     ).toEqual({ status: 404, detail: `checkpoint ${unknown} not found in thread ${thread.thread_id}` });
@@ -539,20 +531,20 @@ describe("bad input gets a 4xx that says what to fix", () => {
       status: 404,
       json: { detail: 'update state: Subgraph "nope" not found' },
     });
-    const badMessages = await failure(
+    const badMessages = await langGraphFailure(
       sdk.threads.updateState(thread.thread_id, { values: { messages: 5 }, asNode: "agent" }),
     );
     expect(badMessages).toMatchObject({
       status: 422,
       detail: expect.stringContaining("Unable to coerce message"),
     });
-    const ambiguous = await failure(
+    const ambiguous = await langGraphFailure(
       sdk.threads.updateState(thread.thread_id, { values: { turns: 1 }, asNode: "nope" }),
     );
     expect(ambiguous.status).toBe(422);
     await sql`update threads set status = 'busy' where thread_id = ${thread.thread_id}`;
     expect(
-      await failure(sdk.threads.updateState(thread.thread_id, { values: {}, asNode: "agent" })),
+      await langGraphFailure(sdk.threads.updateState(thread.thread_id, { values: {}, asNode: "agent" })),
     ).toMatchObject({
       status: 409,
       detail: expect.stringContaining("is busy"),
@@ -579,7 +571,7 @@ describe("permissions", () => {
       () => viewer.threads.patchState(thread.thread_id, { a: 1 }),
     ];
     for (const call of denied) {
-      expect(await failure(call())).toEqual({
+      expect(await langGraphFailure(call())).toEqual({
         status: 403,
         detail: "permission denied: this call needs the threads:write permission",
       });
@@ -607,7 +599,7 @@ describe("the TTL sweeper", () => {
 
     expect(await sweepExpiredThreads(sql)).toEqual({ deleted: 1, pruned: 1 });
 
-    expect((await failure(sdk.threads.get(doomed.thread_id))).status).toBe(404);
+    expect((await langGraphFailure(sdk.threads.get(doomed.thread_id))).status).toBe(404);
     const [{ n }] = await sql<[{ n: number }]>`
       select count(*)::int as n from checkpoints where thread_id = ${doomed.thread_id}`;
     expect(n).toBe(0);

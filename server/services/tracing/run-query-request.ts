@@ -2,7 +2,7 @@ import type { MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Value } from "@bufbuild/protobuf/wkt";
 import type { QueryRunsRequestSchema } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
 import { isUuid } from "../../ids.js";
-import type { RunJsonColumn, RunQuery } from "../../store/run-query-store.js";
+import { RUN_JSON_COLUMNS, type RunQuery } from "../../store/run-query-store.js";
 import {
   describeFilterError,
   FilterError,
@@ -18,15 +18,6 @@ import { type RunField, selectedRunFields } from "./run-fields.js";
 const MAX_PAGE_SIZE = 100;
 /** Longest filter accepted: far beyond any hand-written or UI-generated filter, cheap to parse. */
 const MAX_FILTER_LENGTH = 20_000;
-/** The run fields that are large JSON columns, read from the table only when selected. */
-const JSON_COLUMNS: readonly RunJsonColumn[] = [
-  "inputs",
-  "outputs",
-  "extra",
-  "events",
-  "serialized",
-  "feedback_stats",
-];
 
 /** A validated QueryRuns request: the store query and the fields to return. */
 export interface ParsedRunQuery {
@@ -76,7 +67,7 @@ export function parseRunQuery(
     order,
     limit: Math.min(limit, MAX_PAGE_SIZE),
     after: request.cursor ? decodeRunCursor(request.cursor) : undefined,
-    json: new Set(JSON_COLUMNS.filter((c) => fields.has(c))),
+    json: new Set(RUN_JSON_COLUMNS.filter((c) => fields.has(c))),
   };
   return { query, fields };
 }
