@@ -10,12 +10,14 @@ import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
-import { createAuthenticator } from "./services/iam/authenticator.js";
+import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
+import { createIdentityCache } from "./services/iam/identity-cache.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
+import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
@@ -103,10 +105,12 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       error: unknown,
       ctx: { service: { typeName: string }; method: { name: string } },
     ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
-    const auth = createAuthenticator({ sql, mode: config.auth, log });
+    const identities = createIdentityCache<Identity>();
+    if (config.role !== "worker") cleanups.push(await listenForIdentityChanges(sql, identities.clear));
+    const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
-    const deps = { config, sql, queue, jobs, log, graphs, ingest, version };
+    const deps = { config, sql, queue, jobs, log, graphs, ingest, version, identities };
     const services: BoundService[] = [
       bindService(
         SystemService,

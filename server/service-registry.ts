@@ -19,8 +19,10 @@ import { createSystemAssistants } from "./services/agents/system-assistants.js";
 import { createThreadGraphs } from "./services/agents/thread-graph.js";
 import { createThreadService, type ThreadServiceDeps } from "./services/agents/thread-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
-import type { Authenticator } from "./services/iam/authenticator.js";
+import type { Authenticator, Identity } from "./services/iam/authenticator.js";
+import type { IdentityCache } from "./services/iam/identity-cache.js";
 import { createIdentityService } from "./services/iam/identity-service.js";
+import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js";
 import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
@@ -47,6 +49,8 @@ export interface ServiceDeps {
   readonly ingest: IngestService;
   /** agentplane's version (package.json). */
   readonly version: string;
+  /** The credentials the authenticator keeps; the IAM services clear it after every change. */
+  readonly identities: IdentityCache<Identity>;
 }
 
 /**
@@ -57,18 +61,21 @@ export function createApiServices(
   deps: ServiceDeps,
   bind: Required<Pick<BindOptions, "guard">> & BindOptions,
 ): BoundService[] {
-  const { sql, queue, jobs, graphs } = deps;
+  const { sql, queue, jobs, graphs, identities } = deps;
   // One per process, shared by every service that resolves graph ids to system assistants.
   const systemAssistants = createSystemAssistants({ sql, graphs });
   return [
     bindService(IdentityService, createIdentityService(), bind),
     bindService(
       WorkspaceService,
-      createWorkspaceService({ sql, queue, purgeJob: jobs.workspacePurge }),
+      clearingIdentitiesAfterWrites(
+        createWorkspaceService({ sql, queue, purgeJob: jobs.workspacePurge }),
+        identities,
+      ),
       bind,
     ),
-    bindService(ApiKeyService, createApiKeyService({ sql }), bind),
-    bindService(MemberService, createMemberService({ sql }), bind),
+    bindService(ApiKeyService, clearingIdentitiesAfterWrites(createApiKeyService({ sql }), identities), bind),
+    bindService(MemberService, clearingIdentitiesAfterWrites(createMemberService({ sql }), identities), bind),
     bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),

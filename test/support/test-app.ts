@@ -26,11 +26,17 @@ export interface TestApp {
   stop(): Promise<void>;
 }
 
-/** Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). */
+/**
+ * Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). With
+ * `overrides.databaseUrl` it joins that database (another app's, to act as a second process) instead
+ * of creating one, and leaves it in place when stopped.
+ */
 export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
-  const db = await createTestDatabase();
+  const db = overrides.databaseUrl
+    ? { url: overrides.databaseUrl, drop: async () => {} }
+    : await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), "agentplane-app-"));
-  const adminKey = `ap_pt_test_${randomBytes(24).toString("base64url")}`;
+  const adminKey = overrides.bootstrapApiKey ?? `ap_pt_test_${randomBytes(24).toString("base64url")}`;
   const config: Config = {
     port: 0,
     host: "127.0.0.1",

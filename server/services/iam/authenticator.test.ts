@@ -10,13 +10,15 @@ import { insertUser, upsertOrganizationMember, upsertWorkspaceMember } from "../
 import { insertOrganization } from "../../store/organization-store.js";
 import { insertWorkspace, markWorkspaceDeleted } from "../../store/workspace-store.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
-import { type Authenticator, createAuthenticator } from "./authenticator.js";
+import { type Authenticator, createAuthenticator, type Identity } from "./authenticator.js";
+import { createIdentityCache } from "./identity-cache.js";
 
 let db: TestDatabase;
 /** A second pool on the same database that counts the statements it sends. */
 let counted: postgres.Sql;
 let statements = 0;
 let auth: Authenticator;
+const identities = createIdentityCache<Identity>();
 const org = uuidv7();
 const otherOrg = uuidv7();
 const ws: Record<"w1" | "w2" | "w3" | "gone" | "foreign", string> = {
@@ -78,7 +80,7 @@ async function select(keyName: string, tenant?: string): Promise<string> {
 beforeAll(async () => {
   db = await createTestDatabase();
   counted = postgres(db.url, { max: 1, onnotice: () => {}, debug: () => statements++ });
-  auth = createAuthenticator({ sql: counted, mode: "apikey", log: createLogger("error") });
+  auth = createAuthenticator({ sql: counted, mode: "apikey", log: createLogger("error"), identities });
   await insertOrganization(db.sql, { id: org, displayName: "Org", plan: "plus" });
   await insertOrganization(db.sql, { id: otherOrg, displayName: "Other", plan: "plus" });
   for (const name of ["w1", "w2", "w3", "gone"] as const) {
@@ -191,18 +193,37 @@ describe("createAuthenticator workspace selection", () => {
   });
 
   it("reads the key and a named or default workspace in one statement, and lists only when it must", async () => {
-    const cases: [string, string | undefined, number][] = [
-      ["scoped-w2", ws.w2, 1],
-      ["scoped-w2", ws.w1, 1],
-      ["user-default-w3", undefined, 1],
-      ["user", undefined, 2],
-      ["user-default-w1", undefined, 2],
+    // [key, x-tenant-id, statements with an empty cache, statements once the key is cached]
+    const cases: [string, string | undefined, number, number][] = [
+      ["scoped-w2", ws.w2, 1, 0],
+      ["scoped-w2", ws.w1, 1, 0],
+      ["user-default-w3", undefined, 1, 0],
+      ["user", undefined, 2, 1],
+      ["user-default-w1", undefined, 2, 1],
     ];
     for (const [key, tenant] of cases) await select(key, tenant);
-    for (const [key, tenant, expected] of cases) {
+    for (const [key, tenant, cold, cached] of cases) {
+      identities.clear();
       statements = 0;
       await select(key, tenant);
-      expect({ key, tenant, statements }).toEqual({ key, tenant, statements: expected });
+      const coldStatements = statements;
+      statements = 0;
+      await select(key, tenant);
+      expect({ key, tenant, coldStatements, statements }).toEqual({
+        key,
+        tenant,
+        coldStatements: cold,
+        statements: cached,
+      });
+    }
+  });
+
+  it("keeps neither unknown keys nor refused ones, so a later grant or fix applies at once", async () => {
+    const unknown = new Headers({ "x-api-key": generateApiKey("service") });
+    for (let i = 0; i < 2; i++) {
+      statements = 0;
+      await expect(auth.authenticate(unknown)).rejects.toThrow("invalid API key");
+      expect(statements).toBe(1);
     }
   });
 });

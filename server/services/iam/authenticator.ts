@@ -14,12 +14,15 @@ import {
 } from "../../store/workspace-store.js";
 import type { CallGuard } from "../../transport/bound-service.js";
 import { hashApiKey } from "./api-key-secret.js";
+import type { CacheableIdentity, IdentityCache } from "./identity-cache.js";
 import { type Principal, principalKey } from "./principal.js";
 
 /** last_used_at is kept to the minute (the store only writes once a minute anyway). */
 const TOUCH_INTERVAL_MS = 60_000;
 /** Bounds the memo of touched keys; clearing it only costs one extra UPDATE per key. */
 const MAX_TOUCHED_KEYS = 10_000;
+/** The cache key of AGENTPLANE_AUTH=none's local admin; API keys are cached under their hash (hex). */
+const LOCAL_ADMIN_CACHE_KEY = "local-admin";
 
 /**
  * A workspace read together with the key: the id the lookup asked for, and the workspace when the
@@ -31,7 +34,7 @@ interface PrefetchedWorkspace {
 }
 
 /** Who a credential belongs to, before a workspace is chosen. */
-type Identity = Omit<Principal, "workspace"> & {
+export type Identity = Omit<Principal, "workspace"> & {
   defaultWorkspaceId: string | null;
   /** The workspace read with the key, so choosing it needs no second query; null when none was read. */
   prefetched: PrefetchedWorkspace | null;
@@ -42,6 +45,8 @@ export interface AuthenticatorOptions {
   sql: Sql;
   mode: AuthMode;
   log: Logger;
+  /** Where resolved credentials are kept between requests (cleared on every identity change). */
+  identities: IdentityCache<Identity>;
 }
 
 /** Authentication for RPCs (the guard) and for REST-only adapters (`authenticate`). */
@@ -54,44 +59,58 @@ export interface Authenticator {
 
 /**
  * Turns `x-api-key` (or `Authorization: Bearer`) and `x-tenant-id` into a {@link Principal}.
- * Unknown, revoked and expired keys all answer the same 401.
+ * Unknown, revoked and expired keys all answer the same 401. A key resolved once is kept in
+ * `identities` for a few seconds, so most requests authenticate without a query; any change to keys,
+ * memberships or workspaces clears it (server/store/identity-changes.ts).
  */
-export function createAuthenticator({ sql, mode, log }: AuthenticatorOptions): Authenticator {
+export function createAuthenticator({ sql, mode, log, identities }: AuthenticatorOptions): Authenticator {
   /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
   const touched = new Map<string, number>();
-  const identify =
-    mode === "none"
-      ? () => localAdmin(sql)
-      : (headers: Headers, requested: string | undefined) => byApiKey(headers, requested);
+
+  /** Records that the key was used, at most once a minute per key and process, without waiting. */
+  function touch(apiKeyId: string): void {
+    const now = Date.now();
+    if (now - (touched.get(apiKeyId) ?? 0) < TOUCH_INTERVAL_MS) return;
+    if (touched.size >= MAX_TOUCHED_KEYS) touched.clear();
+    touched.set(apiKeyId, now);
+    touchApiKey(sql, apiKeyId).catch((error: unknown) => log.warn("could not record API key use", { error }));
+  }
 
   /**
-   * The key's identity. The lookup also reads the workspace `requested` names (else the key's
-   * default), in the same statement; a `requested` that is no UUID is left for selectWorkspace to reject.
+   * The key's identity. The lookup also reads the workspace `wanted` names (else the key's default),
+   * in the same statement.
    */
-  async function byApiKey(headers: Headers, requested: string | undefined): Promise<Identity> {
-    const key = readApiKey(headers);
-    const wanted = requested !== undefined && isUuid(requested) ? requested : null;
-    const found = await findUsableKeyByHash(sql, hashApiKey(key), wanted);
+  async function byApiKey(keyHash: Buffer, wanted: string | null): Promise<CacheableIdentity<Identity>> {
+    const found = await findUsableKeyByHash(sql, keyHash, wanted);
     if (!found)
       throw new ConnectError("invalid API key: it is unknown, revoked or expired", Code.Unauthenticated);
-    const now = Date.now();
-    if (now - (touched.get(found.id) ?? 0) >= TOUCH_INTERVAL_MS) {
-      if (touched.size >= MAX_TOUCHED_KEYS) touched.clear();
-      touched.set(found.id, now);
-      touchApiKey(sql, found.id).catch((error: unknown) =>
-        log.warn("could not record API key use", { error }),
-      );
-    }
     const identity = principalOfKey(found);
+    const validUntil = found.expiresAt?.getTime() ?? null;
     const workspaceId = wanted ?? found.defaultWorkspaceId;
-    if (workspaceId === null) return identity;
+    if (workspaceId === null) return { value: identity, validUntil };
     const workspace = found.workspace ? grantedWorkspace(found.workspace, identity.grant) : undefined;
-    return { ...identity, prefetched: { workspaceId, workspace } };
+    return { value: { ...identity, prefetched: { workspaceId, workspace } }, validUntil };
+  }
+
+  /**
+   * Who sent `headers`, from the cache when this process resolved the same credential (for the same
+   * workspace) recently. A `requested` workspace that is no UUID is left for selectWorkspace to reject.
+   */
+  function identify(headers: Headers, requested: string | undefined): Promise<Identity> {
+    if (mode === "none")
+      return identities.resolve(LOCAL_ADMIN_CACHE_KEY, async () => ({
+        value: await localAdmin(sql),
+        validUntil: null,
+      }));
+    const keyHash = hashApiKey(readApiKey(headers));
+    const wanted = requested !== undefined && isUuid(requested) ? requested : null;
+    return identities.resolve(`${keyHash.toString("hex")}:${wanted ?? ""}`, () => byApiKey(keyHash, wanted));
   }
 
   async function authenticate(headers: Headers): Promise<Principal> {
     const requested = headers.get("x-tenant-id")?.trim() || undefined;
     const base = await identify(headers, requested);
+    if (base.apiKey) touch(base.apiKey.id);
     let selected: Promise<WorkspaceRecord> | undefined;
     return {
       ...base,
