@@ -10,15 +10,16 @@ import {
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
 import type { Queryable, Sql } from "../store/db.js";
+import type { StoreItemUpsert } from "../store/store-item-batches.js";
 import {
   deleteStoreItems,
   getStoreItems,
   listStoreNamespaces,
   type StoreFilterCondition,
   type StoreItemRecord,
-  type StoreItemWrite,
   searchStoreItems,
   upsertStoreItems,
+  type WorkspaceStoreItemWrite,
 } from "../store/store-item-store.js";
 import {
   parseStoreFilter,
@@ -29,8 +30,13 @@ import {
   validateTtl,
 } from "./store-validation.js";
 
-/** TTL behaviour of a {@link PostgresStore} (the graphs file's `store.ttl`). */
+/** Options of a {@link PostgresStore}: TTL behaviour (the graphs file's `store.ttl`) and batching. */
 export interface PostgresStoreOptions {
+  /**
+   * Runs a batch's lone put together with other requests' (one per process); without it, every
+   * put is its own statement.
+   */
+  readonly upsert?: StoreItemUpsert | undefined;
   /** Minutes until an item expires when its put names no TTL; absent: such items never expire. */
   readonly defaultTtlMinutes?: number | undefined;
   /** Restart an item's TTL when a get or search returns it, unless the operation says; default true. */
@@ -86,6 +92,7 @@ export class PostgresStore extends BaseStore {
   readonly #workspaceId: string;
   readonly #defaultTtl: number | null;
   readonly #refreshOnRead: boolean;
+  readonly #upsert: StoreItemUpsert | undefined;
 
   /** Binds the store to `workspaceId`; validates the options. */
   constructor(sql: Sql, workspaceId: string, options: PostgresStoreOptions = {}) {
@@ -95,6 +102,7 @@ export class PostgresStore extends BaseStore {
     this.#defaultTtl =
       options.defaultTtlMinutes === undefined ? null : validateTtl(options.defaultTtlMinutes, "default TTL");
     this.#refreshOnRead = options.refreshOnRead ?? true;
+    this.#upsert = options.upsert;
   }
 
   /** Runs get, search, put and list-namespaces operations; see the class comment for the semantics. */
@@ -155,15 +163,23 @@ export class PostgresStore extends BaseStore {
       this.#workspaceId,
       puts.filter((p) => p.value === null),
     );
-    await upsertStoreItems(
-      q,
-      this.#workspaceId,
-      puts.flatMap((p): StoreItemWrite[] =>
-        p.value === null
-          ? []
-          : [{ namespace: p.namespace, key: p.key, value: p.value, ttlMinutes: this.#ttlOf(p) }],
-      ),
+    const upserts = puts.flatMap((p): WorkspaceStoreItemWrite[] =>
+      p.value === null
+        ? []
+        : [
+            {
+              workspaceId: this.#workspaceId,
+              namespace: p.namespace,
+              key: p.key,
+              value: p.value,
+              ttlMinutes: this.#ttlOf(p),
+            },
+          ],
     );
+    const [only] = upserts;
+    // Only a lone put on the pool joins other requests' statement; a transaction keeps its own.
+    if (upserts.length === 1 && only && q === this.#sql && this.#upsert) await this.#upsert(only);
+    else await upsertStoreItems(q, upserts);
   }
 
   #ttlOf(op: StorePutOperation): number | null {

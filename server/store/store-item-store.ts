@@ -111,7 +111,13 @@ export async function getStoreItems(
     ), found as (
       select w.i, w.refresh, s.namespace, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes
       from wanted w
-      join store_items s on s.workspace_id = ${workspaceId} and s.namespace = w.namespace and s.key = w.key
+      -- One primary-key probe per item: a plain join lets the planner, expecting 100 rows from the
+      -- function, scan and hash the workspace's items instead; the limit keeps the subquery apart.
+      cross join lateral (
+        select * from store_items s
+        where s.workspace_id = ${workspaceId} and s.namespace = w.namespace and s.key = w.key
+        limit 1
+      ) s
       where s.expires_at is null or s.expires_at > now()
     ), refreshed as (
       update store_items s set expires_at = now() + s.ttl_minutes * interval '1 minute'
@@ -125,17 +131,25 @@ export async function getStoreItems(
   return results;
 }
 
+/** An item to store in a workspace. */
+export interface WorkspaceStoreItemWrite extends StoreItemWrite {
+  readonly workspaceId: string;
+}
+
 /**
- * Stores items (insert or replace), each at most once per call. Replacing keeps `created_at`, unless
- * the old item had expired (it is then a new item that the sweeper had not yet removed).
+ * Stores items of any workspaces (insert or replace) in one statement; of several writes to one
+ * item, the last one wins. Replacing keeps `created_at`, unless the old item had expired (it is then
+ * a new item that the sweeper had not yet removed).
  */
 export async function upsertStoreItems(
   q: Queryable,
-  workspaceId: string,
-  items: readonly StoreItemWrite[],
+  items: readonly WorkspaceStoreItemWrite[],
 ): Promise<void> {
-  if (items.length === 0) return;
-  const rows = items.map((it) => ({
+  const last = new Map<string, WorkspaceStoreItemWrite>();
+  for (const it of items) last.set(JSON.stringify([it.workspaceId, it.namespace, it.key]), it);
+  if (last.size === 0) return;
+  const rows = [...last.values()].map((it) => ({
+    workspace_id: it.workspaceId,
     namespace: it.namespace,
     key: it.key,
     value: it.value,
@@ -143,8 +157,9 @@ export async function upsertStoreItems(
   }));
   await q`
     insert into store_items (workspace_id, namespace, key, value, ttl_minutes, expires_at)
-    select ${workspaceId}, o.namespace, o.key, o.value, o.ttl, now() + o.ttl * interval '1 minute'
-    from jsonb_to_recordset(${json(q, rows)}) as o(namespace text[], key text, value jsonb, ttl double precision)
+    select o.workspace_id, o.namespace, o.key, o.value, o.ttl, now() + o.ttl * interval '1 minute'
+    from jsonb_to_recordset(${json(q, rows)})
+      as o(workspace_id uuid, namespace text[], key text, value jsonb, ttl double precision)
     on conflict (workspace_id, namespace, key) do update set
       value = excluded.value,
       ttl_minutes = excluded.ttl_minutes,

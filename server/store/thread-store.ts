@@ -36,6 +36,7 @@ export interface ThreadRecord {
 }
 
 interface ThreadRow {
+  workspace_id: string;
   thread_id: string;
   metadata: JsonObject;
   config: JsonObject;
@@ -93,36 +94,73 @@ export interface ThreadFilter {
   status?: ThreadStatus;
 }
 
-/**
- * Inserts a thread; undefined when one with the id already exists in the workspace. The TTL's
- * expiry starts now.
- */
-export async function insertThread(
-  q: Queryable,
-  workspaceId: string,
-  thread: { threadId: string; metadata: JsonObject; ttl: ThreadTtl | null },
-): Promise<ThreadRecord | undefined> {
-  const ttl = thread.ttl;
-  const [row] = await q<ThreadRow[]>`
-    insert into threads (workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes, expires_at)
-    values (${workspaceId}, ${thread.threadId}, ${q.json(thread.metadata)}, ${ttl?.strategy ?? null},
-            ${ttl?.minutes ?? null},
-            case when ${ttl?.minutes ?? null}::float8 is null then null
-                 else now() + make_interval(secs => ${ttl?.minutes ?? null}::float8 * 60) end)
-    on conflict (workspace_id, thread_id) do nothing
-    returning *`;
-  return row && toRecord(row);
+/** A thread to insert into a workspace. */
+export interface NewThread {
+  workspaceId: string;
+  threadId: string;
+  metadata: JsonObject;
+  ttl: ThreadTtl | null;
 }
 
-/** One thread of the workspace. */
-export async function findThread(
+/**
+ * Inserts threads, of any workspaces, in one statement: result `i` is the new thread of
+ * `threads[i]`, or undefined when its workspace already has a thread with that id (also when an
+ * earlier entry of `threads` took it). A TTL's expiry starts now.
+ */
+export async function insertThreads(
   q: Queryable,
-  workspaceId: string,
-  threadId: string,
-): Promise<ThreadRecord | undefined> {
-  const [row] = await q<ThreadRow[]>`
-    select * from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
-  return row && toRecord(row);
+  threads: readonly NewThread[],
+): Promise<(ThreadRecord | undefined)[]> {
+  const rows = threads.map((t) => ({
+    workspace_id: t.workspaceId,
+    thread_id: t.threadId,
+    metadata: t.metadata,
+    ttl_strategy: t.ttl?.strategy ?? null,
+    ttl_minutes: t.ttl?.minutes ?? null,
+  }));
+  const inserted = await q<ThreadRow[]>`
+    insert into threads (workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes, expires_at)
+    select n.workspace_id, n.thread_id, n.metadata, n.ttl_strategy, n.ttl_minutes,
+           now() + make_interval(secs => n.ttl_minutes * 60)
+    from jsonb_to_recordset(${q.json(rows)}) as n(workspace_id uuid, thread_id uuid, metadata jsonb,
+                                                 ttl_strategy text, ttl_minutes float8)
+    on conflict (workspace_id, thread_id) do nothing
+    returning *`;
+  const byKey = new Map(inserted.map((row) => [`${row.workspace_id}/${row.thread_id}`, row]));
+  return threads.map((t) => {
+    const key = `${t.workspaceId}/${t.threadId.toLowerCase()}`;
+    const row = byKey.get(key);
+    // A row answers the first entry with its key; a later duplicate found it already taken.
+    byKey.delete(key);
+    return row && toRecord(row);
+  });
+}
+
+/** A thread of a workspace, as {@link findThreads} looks it up. */
+export interface ThreadKey {
+  workspaceId: string;
+  threadId: string;
+}
+
+/** Threads of any workspaces, in one query: result `i` is the thread at `keys[i]`, if it exists. */
+export async function findThreads(
+  q: Queryable,
+  keys: readonly ThreadKey[],
+): Promise<(ThreadRecord | undefined)[]> {
+  const wanted = keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId }));
+  const rows = await q<ThreadRow[]>`
+    select t.* from jsonb_to_recordset(${q.json(wanted)}) as k(workspace_id uuid, thread_id uuid)
+    -- One primary-key probe per key. As a plain join (or a lateral subquery the planner flattens
+    -- into one) the planner, expecting 100 keys from the function, scans and hashes the whole table;
+    -- the limit keeps the subquery apart.
+    cross join lateral (
+      select * from threads t where t.workspace_id = k.workspace_id and t.thread_id = k.thread_id limit 1
+    ) t`;
+  const byKey = new Map(rows.map((row) => [`${row.workspace_id}/${row.thread_id}`, row]));
+  return keys.map((k) => {
+    const row = byKey.get(`${k.workspaceId}/${k.threadId.toLowerCase()}`);
+    return row && toRecord(row);
+  });
 }
 
 /**

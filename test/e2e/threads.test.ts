@@ -18,7 +18,7 @@ import { sweepExpiredThreads } from "../../server/jobs/thread-ttl-sweep-job.js";
 import { createLogger } from "../../server/logger.js";
 import { loadGraphRegistry } from "../../server/runtime/graph-registry.js";
 import { createThreadGraphs } from "../../server/services/agents/thread-graph.js";
-import { findThread } from "../../server/store/thread-store.js";
+import { findThreads, type ThreadRecord } from "../../server/store/thread-store.js";
 import { langGraphFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -295,7 +295,9 @@ describe("thread state through @langchain/langgraph-sdk", () => {
       metadata: { graph_id: "review" },
     }))!;
     await graph.invoke(null, { configurable: { thread_id: thread.thread_id } });
-    const record = (await findThread(sql, workspaceId, thread.thread_id))!;
+    const [record] = (await findThreads(sql, [{ workspaceId, threadId: thread.thread_id }])) as [
+      ThreadRecord,
+    ];
     await threadGraphs.refresh(workspaceId, record, graph);
 
     const state = await sdk.threads.getState(thread.thread_id);

@@ -11,13 +11,14 @@ import {
   validateTtl,
 } from "../../runtime/store-validation.js";
 import { pgErrorCode, type Sql } from "../../store/db.js";
+import { createStoreItemUpsert } from "../../store/store-item-batches.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 
 /** Dependencies of {@link createStoreService}. */
 export interface StoreServiceDeps {
   sql: Sql;
   /** The graphs file's `store.ttl` (default TTL, refresh on read); default: no TTL, refresh on read. */
-  ttl?: PostgresStoreOptions | undefined;
+  ttl?: Pick<PostgresStoreOptions, "defaultTtlMinutes" | "refreshOnRead"> | undefined;
 }
 
 /** Largest page the API serves, as for every search endpoint of the LangGraph API. */
@@ -40,7 +41,8 @@ const NO_SEMANTIC_SEARCH = "semantic search is not configured on this server";
 export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): ServiceImpl<typeof StoreService> {
   // A bad default TTL is a configuration error: fail at start-up, not as a 422 on every put.
   if (ttl.defaultTtlMinutes !== undefined) validateTtl(ttl.defaultTtlMinutes, "store.ttl.default_ttl");
-  const storeOf = (workspaceId: string) => new PostgresStore(sql, workspaceId, ttl);
+  const upsert = createStoreItemUpsert(sql);
+  const storeOf = (workspaceId: string) => new PostgresStore(sql, workspaceId, { ...ttl, upsert });
   return {
     async putItem(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "store:write");

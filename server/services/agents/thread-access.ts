@@ -1,6 +1,6 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import type { Sql } from "../../store/db.js";
-import { findThread, type ThreadRecord } from "../../store/thread-store.js";
+import type { ThreadBatches } from "../../store/thread-batches.js";
+import type { ThreadRecord } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { requireUuid } from "../request-validation.js";
@@ -15,14 +15,14 @@ export function threadNotFound(threadId: string): ConnectError {
  * thread (another workspace's thread is not found either: every lookup is scoped by workspace).
  */
 export async function loadThread(
-  sql: Sql,
+  threads: ThreadBatches,
   ctx: HandlerContext,
   permission: WorkspacePermission,
   rawId: string,
 ): Promise<{ workspaceId: string; thread: ThreadRecord }> {
   const { workspace } = await authorizeWorkspace(ctx, permission);
   const threadId = requireUuid(rawId, "thread_id");
-  const thread = await findThread(sql, workspace.id, threadId);
+  const thread = await threads.find({ workspaceId: workspace.id, threadId });
   if (!thread) throw threadNotFound(threadId);
   return { workspaceId: workspace.id, thread };
 }

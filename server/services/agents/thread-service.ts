@@ -10,13 +10,12 @@ import {
   pruneThreadCheckpoints,
 } from "../../runtime/postgres-checkpointer.js";
 import type { Sql } from "../../store/db.js";
+import { createThreadBatches } from "../../store/thread-batches.js";
 import {
   copyThreadRow,
   countThreads,
   deleteThreads,
   existingThreadIds,
-  findThread,
-  insertThread,
   patchLatestCheckpointMetadata,
   searchThreads,
   type ThreadFilter,
@@ -76,6 +75,7 @@ export function createThreadService({
   threadGraphs,
   defaultTtl,
 }: ThreadServiceDeps): ServiceImpl<typeof ThreadService> {
+  const threads = createThreadBatches(sql);
   return {
     async createThread(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "threads:write");
@@ -102,10 +102,10 @@ export function createThreadService({
           throw invalid("supersteps need metadata.graph_id: the graph that applies them");
         graph = await threadGraphs.byId(workspace.id, graphId);
       }
-      const created = await insertThread(sql, workspace.id, { threadId, metadata, ttl });
+      const created = await threads.insert({ workspaceId: workspace.id, threadId, metadata, ttl });
       if (!created) {
         const existing =
-          ifExists === "do_nothing" ? await findThread(sql, workspace.id, threadId) : undefined;
+          ifExists === "do_nothing" ? await threads.find({ workspaceId: workspace.id, threadId }) : undefined;
         if (!existing) throw new ConnectError(`thread ${threadId} already exists`, Code.AlreadyExists);
         return threadView(existing);
       }
@@ -124,7 +124,7 @@ export function createThreadService({
         await removeThreads(sql, workspace.id, [threadId]);
         throw error;
       }
-      const thread = await findThread(sql, workspace.id, threadId);
+      const thread = await threads.find({ workspaceId: workspace.id, threadId });
       if (!thread) throw threadNotFound(threadId);
       return threadView(thread);
     },
@@ -170,13 +170,13 @@ export function createThreadService({
 
     async getThread(request, ctx) {
       const include = parseInclude(request.include);
-      const { thread } = await loadThread(sql, ctx, "threads:read", request.threadId);
+      const { thread } = await loadThread(threads, ctx, "threads:read", request.threadId);
       return threadView(thread, { includeTtl: include.has("ttl") });
     },
 
     async updateThread(request, ctx) {
       const ttl = parseTtl(request.ttl);
-      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
       const updated = await updateThread(sql, workspaceId, thread.threadId, {
         metadata: request.metadata ?? {},
         ...(ttl ? { ttl } : {}),
@@ -186,13 +186,13 @@ export function createThreadService({
     },
 
     async deleteThread(request, ctx) {
-      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
       await removeThreads(sql, workspaceId, [thread.threadId]);
       return {};
     },
 
     async copyThread(request, ctx) {
-      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
       const copyId = uuidv7();
       const copy = await sql.begin(async (tx) => {
         const row = await copyThreadRow(tx, workspaceId, thread.threadId, copyId);
@@ -210,7 +210,7 @@ export function createThreadService({
           ([key]) => !isStrippedMetadataKey(key),
         ),
       );
-      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
       if (!(await patchLatestCheckpointMetadata(sql, workspaceId, thread.threadId, metadata)))
         throw new ConnectError(
           `thread ${thread.threadId} has no checkpoint to patch yet`,
@@ -219,6 +219,6 @@ export function createThreadService({
       return {};
     },
 
-    ...createThreadStateHandlers({ sql, threadGraphs }),
+    ...createThreadStateHandlers({ threads, threadGraphs }),
   };
 }

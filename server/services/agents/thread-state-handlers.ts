@@ -7,7 +7,7 @@ import type {
   ThreadService,
   ThreadState,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
-import type { Sql } from "../../store/db.js";
+import type { ThreadBatches } from "../../store/thread-batches.js";
 import { invalid } from "../request-validation.js";
 import { isObject } from "./plain-json.js";
 import { loadThread } from "./thread-access.js";
@@ -58,10 +58,10 @@ function beforeId(before: Value | undefined): string | undefined {
 
 /** The state RPCs of ThreadService: read, update and list a thread's checkpoints through its graph. */
 export function createThreadStateHandlers({
-  sql,
+  threads,
   threadGraphs,
 }: {
-  sql: Sql;
+  threads: ThreadBatches;
   threadGraphs: ThreadGraphs;
 }): StateHandlers {
   const stateAt = async (
@@ -70,7 +70,7 @@ export function createThreadStateHandlers({
     ref: CheckpointRef,
     subgraphs: boolean,
   ): Promise<ThreadState> => {
-    const { workspaceId, thread } = await loadThread(sql, ctx, "threads:read", rawThreadId);
+    const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", rawThreadId);
     const graph = await threadGraphs.forThread(workspaceId, thread);
     const notFound = () =>
       new ConnectError(`checkpoint ${ref.id} not found in thread ${thread.threadId}`, Code.NotFound);
@@ -90,7 +90,7 @@ export function createThreadStateHandlers({
     rawThreadId: string,
     options: { limit: number; before?: string; metadata?: JsonObject; ref: CheckpointRef },
   ) => {
-    const { workspaceId, thread } = await loadThread(sql, ctx, "threads:read", rawThreadId);
+    const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", rawThreadId);
     const graph = await threadGraphs.forThread(workspaceId, thread);
     if (!graph) return { states: [] };
     const states: ThreadState[] = [];
@@ -118,7 +118,7 @@ export function createThreadStateHandlers({
     },
 
     async updateThreadState(request, ctx) {
-      const { workspaceId, thread } = await loadThread(sql, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
       if (thread.status === "busy")
         throw new ConnectError(
           `thread ${thread.threadId} is busy: a run is pending or running; update its state afterwards`,
