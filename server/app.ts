@@ -15,6 +15,7 @@ import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
+import { explainUnstorableInput } from "./services/unstorable-input.js";
 import { createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
@@ -125,7 +126,9 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       ),
     ];
     if (config.role !== "worker") {
-      services.push(...createApiServices(deps, { guard, onInternalError }));
+      services.push(
+        ...createApiServices(deps, { guard, onInternalError, explainError: explainUnstorableInput }),
+      );
     }
     const health = createHealthRegistry(
       services.map((s) => s.service.typeName),

@@ -32,6 +32,11 @@ export interface BindOptions {
   guard?: CallGuard;
   /** Receives unexpected errors before they are replaced by a generic INTERNAL error. */
   onInternalError: InternalErrorReporter;
+  /**
+   * Turns an error that is not a `ConnectError` but is the caller's doing (a value the database
+   * cannot store) into the `ConnectError` that says so; undefined leaves it unexpected.
+   */
+  explainError?: (error: unknown) => ConnectError | undefined;
 }
 
 /**
@@ -76,8 +81,10 @@ export function bindService<S extends DescService>(
 function wrapMethod(
   method: DescMethod,
   fn: BoundMethod,
-  { guard, onInternalError }: BindOptions,
+  { guard, onInternalError, explainError }: BindOptions,
 ): BoundMethod {
+  const toPublic = (error: unknown, ctx: HandlerContext) =>
+    toPublicError(explainError?.(error) ?? error, ctx, onInternalError);
   switch (method.methodKind) {
     case "unary":
       return async (request, ctx) => {
@@ -85,7 +92,7 @@ function wrapMethod(
           if (guard) await guard(ctx);
           return await fn(request, ctx);
         } catch (error) {
-          throw toPublicError(error, ctx, onInternalError);
+          throw toPublic(error, ctx);
         }
       };
     case "server_streaming":
@@ -94,7 +101,7 @@ function wrapMethod(
           if (guard) await guard(ctx);
           yield* fn(request, ctx) as AsyncIterable<unknown>;
         } catch (error) {
-          throw toPublicError(error, ctx, onInternalError);
+          throw toPublic(error, ctx);
         }
       };
     default:

@@ -358,6 +358,14 @@ describe("bad input answers 4xx with a clear detail, never 500", () => {
     ],
     ["create: missing graph", "POST", "/assistants", {}, 422, /graph_id is required/],
     [
+      "create: NUL in metadata",
+      "POST",
+      "/assistants",
+      { graph_id: "nested", metadata: { note: "a\u0000b" } },
+      422,
+      /a JSON string in the request contains the NUL character \(\\u0000\), which cannot be stored/,
+    ],
+    [
       "create: bad id",
       "POST",
       "/assistants",

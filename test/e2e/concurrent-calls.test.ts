@@ -66,6 +66,16 @@ describe("bursts of single-row calls", () => {
     expect(kept.map((thread) => thread.metadata)).toEqual(range(10).map(() => won[0]?.value.metadata));
   });
 
+  it("fails only the bad call of a burst whose shared statement Postgres refused", async () => {
+    const settled = await Promise.allSettled(
+      range(10).map((i) => one.threads.create({ metadata: { note: i === 4 ? "nul \u0000" : `ok ${i}` } })),
+    );
+    expect(settled.map((r) => r.status)).toEqual(range(10).map((i) => (i === 4 ? "rejected" : "fulfilled")));
+    expect(String((settled[4] as PromiseRejectedResult).reason)).toContain("422");
+    const notes = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value.metadata.note] : []));
+    expect(notes).toEqual(range(10).flatMap((i) => (i === 4 ? [] : [`ok ${i}`])));
+  });
+
   it("finds each thread of a burst of gets, and 404s the unknown ones among them", async () => {
     const thread = await one.threads.create({ metadata: { kind: "known" } });
     const ids = range(BURST).map((i) => (i % 3 === 0 ? crypto.randomUUID() : thread.thread_id));

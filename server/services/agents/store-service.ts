@@ -10,7 +10,7 @@ import {
   validateNamespace,
   validateTtl,
 } from "../../runtime/store-validation.js";
-import { pgErrorCode, type Sql } from "../../store/db.js";
+import type { Sql } from "../../store/db.js";
 import { createStoreItemUpsert } from "../../store/store-item-batches.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 
@@ -28,8 +28,6 @@ const DEFAULT_SEARCH_LIMIT = 10;
 const DEFAULT_NAMESPACE_LIMIT = 100;
 /** Offsets travel as SQL integers. */
 const MAX_OFFSET = 2 ** 31 - 1;
-/** SQLSTATE of "unsupported Unicode escape sequence": jsonb cannot hold \u0000. */
-const UNSUPPORTED_UNICODE_ESCAPE = "22P05";
 
 const NO_SEMANTIC_SEARCH = "semantic search is not configured on this server";
 
@@ -116,12 +114,6 @@ async function asInvalidArgument<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (error instanceof StoreInputError) throw new ConnectError(error.message, Code.InvalidArgument);
-    if (pgErrorCode(error) === UNSUPPORTED_UNICODE_ESCAPE) {
-      throw new ConnectError(
-        "a JSON string in the request contains the NUL character (\\u0000), which cannot be stored",
-        Code.InvalidArgument,
-      );
-    }
     throw error;
   }
 }
