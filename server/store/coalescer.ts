@@ -13,10 +13,7 @@
  * each of its items is run again on its own, so that a bad item fails alone and the others succeed.
  * `run` must therefore be one statement (all or nothing) whose retry of a failed batch is safe.
  */
-export interface Coalescer<I, O> {
-  /** Runs `item` in the next batch and resolves with its own answer. */
-  (item: I): Promise<O>;
-}
+export type Coalescer<I, O> = (item: I) => Promise<O>;
 
 /**
  * Batches a coalescer keeps in flight by default: one being answered while the next is sent, so

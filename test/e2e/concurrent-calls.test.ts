@@ -72,7 +72,7 @@ describe("bursts of single-row calls", () => {
     );
     expect(settled.map((r) => r.status)).toEqual(range(10).map((i) => (i === 4 ? "rejected" : "fulfilled")));
     expect(String((settled[4] as PromiseRejectedResult).reason)).toContain("422");
-    const notes = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value.metadata.note] : []));
+    const notes = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value.metadata?.note] : []));
     expect(notes).toEqual(range(10).flatMap((i) => (i === 4 ? [] : [`ok ${i}`])));
   });
 
