@@ -29,6 +29,11 @@ let page: Page;
 let userDataDir: string;
 let workspaceName: string;
 const pageErrors: string[] = [];
+/**
+ * How long the page may take to show a result: a headless browser shares the 2 CI cores with the
+ * server and the other test files, so vitest's default second for expect.poll is too tight.
+ */
+const PAGE_WAIT = { timeout: 5_000 };
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -100,12 +105,14 @@ async function chartFor(part: string): Promise<UsageChart> {
 
 it("shows traces per bucket and project, follows the controls and exports the CSV", async () => {
   await page.goto(`${t.baseUrl}/settings/billing/usage`);
-  await expect.poll(() => page.title()).toContain("Granular Usage");
+  await expect.poll(() => page.title(), PAGE_WAIT).toContain("Granular Usage");
   expect(await page.evaluate(() => typeof (window as { uPlot?: unknown }).uPlot)).toBe("function");
 
   await page.getByLabel("API key").fill(t.adminKey);
   await page.getByRole("button", { name: "Use key" }).click();
-  await expect.poll(() => page.getByRole("checkbox", { name: workspaceName }).isChecked()).toBe(true);
+  await expect
+    .poll(() => page.getByRole("checkbox", { name: workspaceName }).isChecked(), PAGE_WAIT)
+    .toBe(true);
   await chartFor("start_time");
 
   await page.getByLabel("Time range").selectOption("custom");
@@ -123,7 +130,7 @@ it("shows traces per bucket and project, follows the controls and exports the CS
   ]);
   expect(daily.data[0]?.[0]).toBe(Date.parse("2026-03-01T00:00:00Z") / 1000);
   expect(await page.locator("#chart canvas").count()).toBeGreaterThan(0);
-  await expect.poll(() => page.locator("#usage-table tbody tr").count()).toBe(3);
+  await expect.poll(() => page.locator("#usage-table tbody tr").count(), PAGE_WAIT).toBe(3);
 
   await page.getByLabel("Aggregation").selectOption("weekly");
   await page.getByRole("button", { name: "Show usage" }).click();
@@ -156,5 +163,5 @@ it("says what is wrong instead of drawing when the key is refused", async () => 
   await page.goto(`${t.baseUrl}/settings/billing/usage`);
   await page.getByLabel("API key").fill("not-a-key");
   await page.getByRole("button", { name: "Use key" }).click();
-  await expect.poll(() => page.getByRole("status").textContent()).toMatch(/^401: invalid API key/);
+  await expect.poll(() => page.getByRole("status").textContent(), PAGE_WAIT).toMatch(/^401: invalid API key/);
 });

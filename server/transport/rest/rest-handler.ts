@@ -1,4 +1,3 @@
-import type { OutgoingHttpHeaders } from "node:http";
 import {
   create,
   type DescMessage,
@@ -10,7 +9,6 @@ import {
   type Registry,
   toJson,
 } from "@bufbuild/protobuf";
-import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import {
   type BoundMethod,
   type BoundService,
@@ -20,15 +18,9 @@ import {
 import { writeConnectError, writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { createRequestDecoder, type RequestDecoder } from "./request-decoder.js";
+import { createRestCallContext } from "./rest-call-context.js";
 import { createRouteTable, type Route } from "./route-table.js";
 import { createSseFramer, defaultHeartbeatMs, type SseFramer, writeSse } from "./sse-writer.js";
-
-/**
- * The reason `ctx.signal` carries once a call has completed. Shared by every call, so finishing one
- * builds no DOMException (whose stack capture showed up in profiles); nothing inspects the reason
- * of a completed call's signal, only that it is aborted.
- */
-const callCompleted = new DOMException("the REST call completed", "AbortError");
 
 /** Options of {@link createRestHandler}. */
 export interface RestHandlerOptions {
@@ -62,20 +54,6 @@ interface Endpoint {
   readonly encode: (message: unknown) => JsonValue;
   readonly frame: SseFramer;
 }
-
-/**
- * Response headers a handler may not pass through: HTTP/1 framing and connection management
- * (forbidden on HTTP/2), and the content type and length the REST layer sets itself.
- */
-const reservedHeaders = new Set([
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "upgrade",
-  "proxy-connection",
-  "content-length",
-  "content-type",
-]);
 
 /**
  * The REST transcoder: maps HTTP requests to the RPCs of `services` through their google.api.http
@@ -129,28 +107,22 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     res: NodeServerResponse,
   ): Promise<void> => {
     const { route } = endpoint;
-    const disconnect = new AbortController();
-    // A response that finished closes too; only a close before the end means the client went away.
-    res.once("close", () => {
-      if (!res.writableFinished) disconnect.abort();
-    });
-    const ctx = createHandlerContext({
+    const call = createRestCallContext({
       service: route.service,
       method: route.method,
-      protocolName: "rest",
-      requestMethod: req.method ?? route.httpMethod,
-      url: `http://${req.headers.host ?? req.headers[":authority"] ?? "localhost"}${req.url ?? "/"}`,
-      requestHeader: requestHeaders(req),
-      requestSignal: disconnect.signal,
+      httpMethod: route.httpMethod,
+      req,
+      res,
       shutdownSignal,
     });
+    const { ctx } = call;
     try {
       const request = await endpoint.decode(req, captures, query);
       if (route.method.methodKind === "server_streaming") {
         await writeSse(res, endpoint.call(request, ctx) as AsyncIterable<unknown>, endpoint.frame, {
           heartbeatMs,
           stop: ctx.signal,
-          headers: () => handlerHeaders(ctx),
+          headers: () => call.handlerHeaders(),
           toError: (error) => toPublicError(error, ctx, report),
         });
         return;
@@ -158,7 +130,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       const body = JSON.stringify(endpoint.encode(await endpoint.call(request, ctx)));
       if (res.destroyed) return;
       res.writeHead(200, {
-        ...handlerHeaders(ctx),
+        ...call.handlerHeaders(),
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),
       });
@@ -166,8 +138,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     } catch (error) {
       writeConnectError(res, toPublicError(error, ctx, report));
     } finally {
-      // Releases the context's deadline timer and its listeners on the disconnect and shutdown signals.
-      ctx.abort(callCompleted);
+      call.finish();
     }
   };
 
@@ -190,24 +161,4 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
 /** A handler returns an init object or a message; protobuf-es's JSON needs a message. */
 function normalize(schema: DescMessage, value: unknown): Message {
   return isMessage(value, schema) ? value : create(schema, value as never);
-}
-
-/** The request headers for the handler context; HTTP/2 pseudo-headers (`:path`...) are left out. */
-function requestHeaders(req: NodeServerRequest): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name.startsWith(":")) continue;
-    if (Array.isArray(value)) for (const v of value) pairs.push([name, v]);
-    else pairs.push([name, value]);
-  }
-  return pairs;
-}
-
-/** The headers the handler set on `ctx.responseHeader` that may pass through to the response. */
-function handlerHeaders(ctx: HandlerContext): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = {};
-  ctx.responseHeader.forEach((value, name) => {
-    if (!reservedHeaders.has(name)) headers[name] = value;
-  });
-  return headers;
 }
