@@ -160,6 +160,8 @@ export async function upsertStoreItems(
     select o.workspace_id, o.namespace, o.key, o.value, o.ttl, now() + o.ttl * interval '1 minute'
     from jsonb_to_recordset(${json(q, rows)})
       as o(workspace_id uuid, namespace text[], key text, value jsonb, ttl double precision)
+    -- Rows are locked in key order, so two concurrent batches over the same items cannot deadlock.
+    order by o.workspace_id, o.namespace, o.key
     on conflict (workspace_id, namespace, key) do update set
       value = excluded.value,
       ttl_minutes = excluded.ttl_minutes,

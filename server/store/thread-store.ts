@@ -124,6 +124,8 @@ export async function insertThreads(
            now() + make_interval(secs => n.ttl_minutes * 60)
     from jsonb_to_recordset(${q.json(rows)}) as n(workspace_id uuid, thread_id uuid, metadata jsonb,
                                                  ttl_strategy text, ttl_minutes float8)
+    -- Keys are claimed in order, so two concurrent batches with shared ids cannot deadlock.
+    order by n.workspace_id, n.thread_id
     on conflict (workspace_id, thread_id) do nothing
     returning *`;
   const byKey = new Map(inserted.map((row) => [`${row.workspace_id}/${row.thread_id}`, row]));
