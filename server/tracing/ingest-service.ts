@@ -8,6 +8,7 @@
  * (see run-store.ts for the merge rules).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { explainUnstorableInput } from "../services/unstorable-input.js";
 import { PgCode, pgErrorCode, type Queryable, type Sql } from "../store/db.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
@@ -73,9 +74,6 @@ export interface IngestServiceDeps {
   /** Count new traces in the usage rollups (AGENTPLANE_USAGE_REPORTING). */
   usageReporting: boolean;
 }
-
-/** SQLSTATEs that mean a value Postgres cannot store (NUL in JSON, numbers or dates out of range). */
-const UNSTORABLE_VALUE_CODES = new Set(["22P05", "22003", "22008", "22007", "54000"]);
 
 /**
  * SQLSTATEs a retry resolves: a project deleted between resolving it and writing its runs (foreign
@@ -147,13 +145,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             Code.Unavailable,
           );
         }
-        if (UNSTORABLE_VALUE_CODES.has(code)) {
-          throw new ConnectError(
-            "a run holds a value that cannot be stored: a \\u0000 character in JSON, or a number or date out of range",
-            Code.InvalidArgument,
-          );
-        }
-        throw error;
+        throw explainUnstorableInput(error) ?? error;
       }
     },
   };

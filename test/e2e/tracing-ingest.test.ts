@@ -355,6 +355,29 @@ describe("ingest semantics", () => {
     );
   });
 
+  it("answers 422, storing nothing, for a run whose inputs Postgres cannot store", async () => {
+    const now = new Date();
+    const ok = randomUUID();
+    const nul = randomUUID();
+    const run = (id: string, inputs: unknown) => ({
+      id,
+      name: "r",
+      run_type: "chain",
+      dotted_order: `${stamp(now)}Z${id}`,
+      session_name: "unstorable",
+      inputs,
+    });
+    const res = await t.fetch("/api/v1/runs/batch", {
+      method: "POST",
+      body: JSON.stringify({ post: [run(ok, { q: "fine" }), run(nul, { q: "nul \u0000 here" })] }),
+    });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { detail: string }).detail).toBe(
+      "a JSON string in the request contains the NUL character (\\u0000), which cannot be stored",
+    );
+    expect(await sql`select id from runs where id in (${ok}, ${nul})`).toHaveLength(0);
+  });
+
   it("answers malformed multipart bodies with 4xx and a detail", async () => {
     const cases: [string, RequestInit, number][] = [
       ["no boundary", { body: "x", headers: { "content-type": "multipart/form-data" } }, 422],
