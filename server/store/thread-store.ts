@@ -111,19 +111,28 @@ export async function insertThreads(
   q: Queryable,
   threads: readonly NewThread[],
 ): Promise<(ThreadRecord | undefined)[]> {
-  const rows = threads.map((t) => ({
-    workspace_id: t.workspaceId,
-    thread_id: t.threadId,
-    metadata: t.metadata,
-    ttl_strategy: t.ttl?.strategy ?? null,
-    ttl_minutes: t.ttl?.minutes ?? null,
-  }));
+  const [only] = threads;
+  // One thread (every call at low load) is a plain row: less work for Postgres than unpacking a
+  // JSON batch of one.
+  const source =
+    threads.length === 1 && only
+      ? q`(values (${only.workspaceId}::uuid, ${only.threadId}::uuid, ${q.json(only.metadata)}::jsonb,
+                   ${only.ttl?.strategy ?? null}::text, ${only.ttl?.minutes ?? null}::float8))
+            as n(workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes)`
+      : q`jsonb_to_recordset(${q.json(
+          threads.map((t) => ({
+            workspace_id: t.workspaceId,
+            thread_id: t.threadId,
+            metadata: t.metadata,
+            ttl_strategy: t.ttl?.strategy ?? null,
+            ttl_minutes: t.ttl?.minutes ?? null,
+          })),
+        )}) as n(workspace_id uuid, thread_id uuid, metadata jsonb, ttl_strategy text, ttl_minutes float8)`;
   const inserted = await q<ThreadRow[]>`
     insert into threads (workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes, expires_at)
     select n.workspace_id, n.thread_id, n.metadata, n.ttl_strategy, n.ttl_minutes,
            now() + make_interval(secs => n.ttl_minutes * 60)
-    from jsonb_to_recordset(${q.json(rows)}) as n(workspace_id uuid, thread_id uuid, metadata jsonb,
-                                                 ttl_strategy text, ttl_minutes float8)
+    from ${source}
     -- Keys are claimed in order, so two concurrent batches with shared ids cannot deadlock.
     order by n.workspace_id, n.thread_id
     on conflict (workspace_id, thread_id) do nothing
@@ -149,9 +158,17 @@ export async function findThreads(
   q: Queryable,
   keys: readonly ThreadKey[],
 ): Promise<(ThreadRecord | undefined)[]> {
-  const wanted = keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId }));
+  const [only] = keys;
+  // One key (every call at low load) is a plain row: less work for Postgres than unpacking a JSON
+  // batch of one.
+  const source =
+    keys.length === 1 && only
+      ? q`(values (${only.workspaceId}::uuid, ${only.threadId}::uuid)) as k(workspace_id, thread_id)`
+      : q`jsonb_to_recordset(${q.json(
+          keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId })),
+        )}) as k(workspace_id uuid, thread_id uuid)`;
   const rows = await q<ThreadRow[]>`
-    select t.* from jsonb_to_recordset(${q.json(wanted)}) as k(workspace_id uuid, thread_id uuid)
+    select t.* from ${source}
     -- One primary-key probe per key. As a plain join (or a lateral subquery the planner flattens
     -- into one) the planner, expecting 100 keys from the function, scans and hashes the whole table;
     -- the limit keeps the subquery apart.
