@@ -22,16 +22,22 @@ export type Coalescer<I, O> = (item: I) => Promise<O>;
  * (bigger batches), a gain within the run-to-run noise of throughput; four or more gave smaller
  * batches and more Postgres wake-ups.
  */
-export const BATCHES_IN_FLIGHT = 2;
+const BATCHES_IN_FLIGHT = 2;
+
+/**
+ * Items per batch by default: one per call arriving in the same turn of the event loop, so 100
+ * covers any realistic burst while keeping each statement small and quick.
+ */
+const MAX_BATCH = 100;
 
 /** Options of {@link createCoalescer}. */
 export interface CoalescerOptions<I, O> {
   /** Runs a batch; answer `i` belongs to `items[i]`. */
   run: (items: readonly I[]) => Promise<readonly O[]>;
-  /** Largest batch; more waiting items are split into several batches. */
-  maxBatch: number;
-  /** Batches running at once; more wait for one of them to finish. */
-  maxInFlight: number;
+  /** Largest batch; more waiting items are split into several batches. Default {@link MAX_BATCH}. */
+  maxBatch?: number;
+  /** Batches running at once; more wait for one of them to finish. Default {@link BATCHES_IN_FLIGHT}. */
+  maxInFlight?: number;
 }
 
 interface Pending<I, O> {
@@ -43,8 +49,8 @@ interface Pending<I, O> {
 /** A new {@link Coalescer} over `run`. */
 export function createCoalescer<I, O>({
   run,
-  maxBatch,
-  maxInFlight,
+  maxBatch = MAX_BATCH,
+  maxInFlight = BATCHES_IN_FLIGHT,
 }: CoalescerOptions<I, O>): Coalescer<I, O> {
   let pending: Pending<I, O>[] = [];
   let inFlight = 0;

@@ -1,12 +1,6 @@
-import { BATCHES_IN_FLIGHT, type Coalescer, createCoalescer } from "./coalescer.js";
+import { type Coalescer, createCoalescer } from "./coalescer.js";
 import type { Sql } from "./db.js";
 import { upsertStoreItems, type WorkspaceStoreItemWrite } from "./store-item-store.js";
-
-/**
- * Items per statement at most: one per concurrent request in the same turn of the event loop; 100
- * keeps each statement small and quick while covering any realistic burst.
- */
-const MAX_ITEMS_PER_STATEMENT = 100;
 
 /**
  * Stores one item on the pool (never inside a transaction), in one statement with the other
@@ -22,7 +16,5 @@ export function createStoreItemUpsert(sql: Sql): StoreItemUpsert {
       await upsertStoreItems(sql, items);
       return items.map(() => undefined);
     },
-    maxBatch: MAX_ITEMS_PER_STATEMENT,
-    maxInFlight: BATCHES_IN_FLIGHT,
   });
 }

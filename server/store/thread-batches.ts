@@ -1,4 +1,4 @@
-import { BATCHES_IN_FLIGHT, type Coalescer, createCoalescer } from "./coalescer.js";
+import { type Coalescer, createCoalescer } from "./coalescer.js";
 import type { Sql } from "./db.js";
 import {
   findThreads,
@@ -7,13 +7,6 @@ import {
   type ThreadKey,
   type ThreadRecord,
 } from "./thread-store.js";
-
-/**
- * Threads per statement at most: a batch is one request's worth of rows per concurrent request,
- * and 100 keeps each statement small and quick while covering any realistic number of requests
- * arriving in one turn of the event loop.
- */
-const MAX_THREADS_PER_STATEMENT = 100;
 
 /**
  * The single-thread reads and inserts of the API, each run together with the others of the same
@@ -29,15 +22,7 @@ export interface ThreadBatches {
 /** One {@link ThreadBatches} per process, shared by every request. */
 export function createThreadBatches(sql: Sql): ThreadBatches {
   return {
-    find: createCoalescer({
-      run: (keys) => findThreads(sql, keys),
-      maxBatch: MAX_THREADS_PER_STATEMENT,
-      maxInFlight: BATCHES_IN_FLIGHT,
-    }),
-    insert: createCoalescer({
-      run: (threads) => insertThreads(sql, threads),
-      maxBatch: MAX_THREADS_PER_STATEMENT,
-      maxInFlight: BATCHES_IN_FLIGHT,
-    }),
+    find: createCoalescer({ run: (keys) => findThreads(sql, keys) }),
+    insert: createCoalescer({ run: (threads) => insertThreads(sql, threads) }),
   };
 }
