@@ -1,5 +1,4 @@
 import type { Queryable } from "./db.js";
-import { rowSource } from "./row-source.js";
 
 /** A JSON value as stored in a jsonb column. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -95,21 +94,6 @@ export interface ThreadFilter {
   status?: ThreadStatus;
 }
 
-/** The columns of a thread insert's row source. */
-const NEW_THREAD_COLUMNS = [
-  ["workspace_id", "uuid"],
-  ["thread_id", "uuid"],
-  ["metadata", "jsonb"],
-  ["ttl_strategy", "text"],
-  ["ttl_minutes", "float8"],
-] as const;
-
-/** The columns of a thread lookup's row source. */
-const THREAD_KEY_COLUMNS = [
-  ["workspace_id", "uuid"],
-  ["thread_id", "uuid"],
-] as const;
-
 /** A thread to insert into a workspace. */
 export interface NewThread {
   workspaceId: string;
@@ -127,18 +111,23 @@ export async function insertThreads(
   q: Queryable,
   threads: readonly NewThread[],
 ): Promise<(ThreadRecord | undefined)[]> {
-  const source = rowSource(
-    q,
-    "n",
-    NEW_THREAD_COLUMNS,
-    threads.map((t) => ({
-      workspace_id: t.workspaceId,
-      thread_id: t.threadId,
-      metadata: t.metadata,
-      ttl_strategy: t.ttl?.strategy ?? null,
-      ttl_minutes: t.ttl?.minutes ?? null,
-    })),
-  );
+  const [only] = threads;
+  // One thread (every call at low load) is a plain row: less work for Postgres than unpacking a
+  // JSON batch of one.
+  const source =
+    threads.length === 1 && only
+      ? q`(values (${only.workspaceId}::uuid, ${only.threadId}::uuid, ${q.json(only.metadata)}::jsonb,
+                   ${only.ttl?.strategy ?? null}::text, ${only.ttl?.minutes ?? null}::float8))
+            as n(workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes)`
+      : q`jsonb_to_recordset(${q.json(
+          threads.map((t) => ({
+            workspace_id: t.workspaceId,
+            thread_id: t.threadId,
+            metadata: t.metadata,
+            ttl_strategy: t.ttl?.strategy ?? null,
+            ttl_minutes: t.ttl?.minutes ?? null,
+          })),
+        )}) as n(workspace_id uuid, thread_id uuid, metadata jsonb, ttl_strategy text, ttl_minutes float8)`;
   const inserted = await q<ThreadRow[]>`
     insert into threads (workspace_id, thread_id, metadata, ttl_strategy, ttl_minutes, expires_at)
     select n.workspace_id, n.thread_id, n.metadata, n.ttl_strategy, n.ttl_minutes,
@@ -169,12 +158,15 @@ export async function findThreads(
   q: Queryable,
   keys: readonly ThreadKey[],
 ): Promise<(ThreadRecord | undefined)[]> {
-  const source = rowSource(
-    q,
-    "k",
-    THREAD_KEY_COLUMNS,
-    keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId })),
-  );
+  const [only] = keys;
+  // One key (every call at low load) is a plain row: less work for Postgres than unpacking a JSON
+  // batch of one.
+  const source =
+    keys.length === 1 && only
+      ? q`(values (${only.workspaceId}::uuid, ${only.threadId}::uuid)) as k(workspace_id, thread_id)`
+      : q`jsonb_to_recordset(${q.json(
+          keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId })),
+        )}) as k(workspace_id uuid, thread_id uuid)`;
   const rows = await q<ThreadRow[]>`
     select t.* from ${source}
     -- One primary-key probe per key. As a plain join (or a lateral subquery the planner flattens
