@@ -159,16 +159,16 @@ export async function findThreads(
   keys: readonly ThreadKey[],
 ): Promise<(ThreadRecord | undefined)[]> {
   const [only] = keys;
-  // One key (every call at low load) is a plain row: less work for Postgres than unpacking a JSON
-  // batch of one.
-  const source =
-    keys.length === 1 && only
-      ? q`(values (${only.workspaceId}::uuid, ${only.threadId}::uuid)) as k(workspace_id, thread_id)`
-      : q`jsonb_to_recordset(${q.json(
-          keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId })),
-        )}) as k(workspace_id uuid, thread_id uuid)`;
+  if (keys.length === 1 && only) {
+    // One key (every call at low load): a plain primary-key lookup, the least work for Postgres
+    // and for the driver (each nested fragment is a query object of its own).
+    const [row] = await q<ThreadRow[]>`
+      select * from threads where workspace_id = ${only.workspaceId} and thread_id = ${only.threadId}`;
+    return [row && toRecord(row)];
+  }
+  const wanted = keys.map((k) => ({ workspace_id: k.workspaceId, thread_id: k.threadId }));
   const rows = await q<ThreadRow[]>`
-    select t.* from ${source}
+    select t.* from jsonb_to_recordset(${q.json(wanted)}) as k(workspace_id uuid, thread_id uuid)
     -- One primary-key probe per key. As a plain join (or a lateral subquery the planner flattens
     -- into one) the planner, expecting 100 keys from the function, scans and hashes the whole table;
     -- the limit keeps the subquery apart.
