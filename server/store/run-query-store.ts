@@ -1,8 +1,8 @@
 import type { RunCondition, SqlFragment } from "../tracing/filter/index.js";
 import { runFilterSql } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
+import { inWorkspace } from "./sql-conditions.js";
 
-/** Large JSON columns, read only when a query selects them. */
 /** The run fields that are large JSON columns, read from the table only when a query selects them. */
 export const RUN_JSON_COLUMNS = [
   "inputs",
@@ -130,7 +130,7 @@ export async function findRun(q: Queryable, workspaceId: string, runId: string):
  * `query.after`. Reads `limit + 1` rows so the caller knows whether another page follows.
  */
 export async function queryRuns(q: Queryable, query: RunQuery): Promise<RunRow[]> {
-  const where: SqlFragment[] = [q`run.workspace_id = ${query.workspaceId}`];
+  const where: SqlFragment[] = [];
   if (query.sessionIds.length > 0) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
   if (query.runType !== undefined) where.push(q`run.run_type = ${query.runType}`);
   if (query.isRoot !== undefined) where.push(q`run.is_root = ${query.isRoot}`);
@@ -147,25 +147,28 @@ export async function queryRuns(q: Queryable, query: RunQuery): Promise<RunRow[]
   if (query.traceCondition) {
     where.push(q`exists (
       select 1 from runs as root_run
-      where root_run.workspace_id = run.workspace_id and root_run.id = run.trace_id
-        and ${runFilterSql(q, query.traceCondition, "root_run")})`);
+      where ${inWorkspace(q, "root_run", query.workspaceId, [
+        q`root_run.id = run.trace_id`,
+        runFilterSql(q, query.traceCondition, "root_run"),
+      ])})`);
   }
   if (query.treeCondition) {
     where.push(q`exists (
       select 1 from runs as tree_run
-      where tree_run.workspace_id = run.workspace_id and tree_run.trace_id = run.trace_id
-        and ${runFilterSql(q, query.treeCondition, "tree_run")})`);
+      where ${inWorkspace(q, "tree_run", query.workspaceId, [
+        q`tree_run.trace_id = run.trace_id`,
+        runFilterSql(q, query.treeCondition, "tree_run"),
+      ])})`);
   }
   const desc = query.order === "desc";
   if (query.after) {
     const key = q`(${query.after.startTime}::text::timestamptz, ${query.after.id}::uuid)`;
     where.push(desc ? q`(run.start_time, run.id) < ${key}` : q`(run.start_time, run.id) > ${key}`);
   }
-  const condition = where.reduce((acc, w) => q`${acc} and ${w}`);
   const orderBy = desc ? q`run.start_time desc, run.id desc` : q`run.start_time asc, run.id asc`;
   return q<RunRow[]>`
     select ${columns(q, query.json)} from runs as run
-    where ${condition}
+    where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by ${orderBy}
     limit ${query.limit + 1}`;
 }

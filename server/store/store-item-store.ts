@@ -1,5 +1,6 @@
 import type postgres from "postgres";
 import type { Queryable } from "./db.js";
+import { inWorkspace } from "./sql-conditions.js";
 
 /** A live (unexpired) store item. */
 export interface StoreItemRecord {
@@ -216,12 +217,11 @@ export async function searchStoreItems(
     with found as (
       select s.namespace, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes, s.namespace_path
       from store_items s
-      where s.workspace_id = ${workspaceId} and (s.expires_at is null or s.expires_at > now())
-        and ${prefixMatch(q, query.namespacePrefix)}
-        and ${all(
-          q,
-          query.filter.map((c) => filterCondition(q, c)),
-        )}
+      where ${inWorkspace(q, "s", workspaceId, [
+        q`s.expires_at is null or s.expires_at > now()`,
+        prefixMatch(q, query.namespacePrefix),
+        ...query.filter.map((c) => filterCondition(q, c)),
+      ])}
       order by s.updated_at desc, s.namespace_path, s.key
       limit ${query.limit} offset ${query.offset}
     )${refresh}
@@ -269,11 +269,6 @@ export async function deleteExpiredStoreItems(q: Queryable, limit: number): Prom
     delete from store_items s using doomed d
     where s.workspace_id = d.workspace_id and s.namespace = d.namespace and s.key = d.key`;
   return result.count;
-}
-
-/** ANDs conditions; no condition is `true`. */
-function all(q: Queryable, conditions: readonly postgres.PendingQuery<postgres.Row[]>[]) {
-  return conditions.reduce((acc, c) => q`${acc} and ${c}`, q`true`);
 }
 
 /**

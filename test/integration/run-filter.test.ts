@@ -289,6 +289,26 @@ describe("queryRuns", () => {
     expect(names(await queryRuns(db().sql, { ...base(), order: "asc", limit: 10, after }))).toEqual(["llm2"]);
   });
 
+  it("keeps a top-level or() and search() inside the workspace", async () => {
+    const all = { ...base(), sessionIds: [] };
+    const or = await queryRuns(db().sql, {
+      ...all,
+      conditions: [validateFilter(`or(eq(name, "nothing"), eq(run_type, "chain"))`)],
+    });
+    expect(or.every((r) => r.workspace_id === ws)).toBe(true);
+    expect(names(or).sort()).toEqual(["root1", "root2"]);
+    const search = await queryRuns(db().sql, { ...all, conditions: [validateFilter(`search("root1")`)] });
+    expect(search.map((r) => r.workspace_id)).toEqual([ws]);
+  });
+
+  it("keeps or() in trace_filter and tree_filter inside the workspace", async () => {
+    // otherWs has one run; "llm1" exists only in ws, so no run of otherWs may pass either filter.
+    const other = { ...base(), workspaceId: otherWs, sessionIds: [] };
+    const condition = validateFilter(`or(eq(name, "nothing"), eq(name, "llm1"))`);
+    expect(await queryRuns(db().sql, { ...other, traceCondition: condition })).toEqual([]);
+    expect(await queryRuns(db().sql, { ...other, treeCondition: condition })).toEqual([]);
+  });
+
   it("reads JSON columns only when asked", async () => {
     const [row] = await queryRuns(db().sql, { ...base(), ids: [id.root1!], json: new Set(["inputs"]) });
     expect(row?.inputs).toEqual({ q: "hello world" });

@@ -13,10 +13,11 @@ const ALIAS = /^[a-z_][a-z0-9_]*$/;
 
 /**
  * The SQL boolean expression of a checked filter over the `runs` row aliased `alias` in the
- * caller's query, e.g. `sql\`select ... from runs as run where run.workspace_id = ${ws} and
- * ${runFilterSql(sql, condition, "run")}\``. Every value is a bound parameter; identifiers come
- * from a fixed table. Never SQL NULL: true or false for every row. Feedback conditions read
- * `run_feedback` rows of the same workspace and run.
+ * caller's query, as one parenthesised expression, so that however it is combined (`... and
+ * ${runFilterSql(sql, condition, "run")}`) an `or` inside it cannot escape. Combine it with the
+ * workspace through `inWorkspace` (store/sql-conditions.ts). Every value is a bound parameter;
+ * identifiers come from a fixed table. Never SQL NULL: true or false for every row. Feedback
+ * conditions read `run_feedback` rows of the same workspace and run.
  */
 export function runFilterSql(sql: Queryable, condition: RunCondition, alias: string): SqlFragment {
   if (!ALIAS.test(alias) || INNER_ALIASES.has(alias)) throw new Error(`invalid runs alias ${alias}`);
@@ -106,7 +107,7 @@ export function runFilterSql(sql: Queryable, condition: RunCondition, alias: str
     }
   };
 
-  return render(condition);
+  return sql`(${render(condition)})`;
 }
 
 function ordered(
