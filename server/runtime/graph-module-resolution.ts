@@ -10,7 +10,10 @@ import { pathToFileURL } from "node:url";
  */
 const ESM_CONDITIONS = new Set(["node", "import", "default"]);
 
-/** Modules already imported, by resolved file: importing one is a map lookup after the first time. */
+/**
+ * Modules already imported, by importing file and specifier: after the first time, a schemas call
+ * costs a map lookup. A handful of entries (one per graph module).
+ */
 const imported = new Map<string, Promise<unknown>>();
 
 /**
@@ -20,11 +23,12 @@ const imported = new Map<string, Promise<unknown>>();
  * when the graph's project has no such package or does not export that subpath.
  */
 export async function importFromGraphProject<T>(fromFile: string, specifier: string): Promise<T> {
-  const file = await resolveEsmEntry(fromFile, specifier);
-  const key = file ?? specifier;
+  const key = `${fromFile}\0${specifier}`;
   let module = imported.get(key);
   if (!module) {
-    module = file ? import(pathToFileURL(file).href) : import(specifier);
+    module = resolveEsmEntry(fromFile, specifier).then((file) =>
+      file ? import(pathToFileURL(file).href) : import(specifier),
+    );
     imported.set(key, module);
   }
   return (await module) as T;

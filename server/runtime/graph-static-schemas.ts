@@ -92,16 +92,25 @@ export function createStaticSchemaExtractor(options: StaticSchemaExtractorOption
         resolve({ closed: true, diagnostics: "" });
         return;
       }
-      const worker = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: {
-          extractor: extractorUrl(),
-          spec: { sourceFile: target.file, exportSymbol: target.exportName },
-        },
-        stdout: true,
-        stderr: true,
-        resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB },
-      });
+      let worker: Worker;
+      try {
+        worker = new Worker(WORKER_SOURCE, {
+          eval: true,
+          workerData: {
+            extractor: extractorUrl(),
+            spec: { sourceFile: target.file, exportSymbol: target.exportName },
+          },
+          stdout: true,
+          stderr: true,
+          resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB },
+        });
+      } catch (error) {
+        resolve({
+          reason: `the extraction worker cannot start: ${(error as Error).message}`,
+          diagnostics: "",
+        });
+        return;
+      }
       running = worker;
       let diagnostics = "";
       const keep = (chunk: Buffer) => {
@@ -116,11 +125,14 @@ export function createStaticSchemaExtractor(options: StaticSchemaExtractorOption
       }, timeoutMs);
       worker.on("message", (message: { schemas?: ExtractionOutcome["schemas"]; error?: string }) => {
         outcome ??= message.error === undefined ? { schemas: message.schemas } : { reason: message.error };
+        // The answer is in; a handle the extractor left open must not hold the worker to the timeout.
+        // One turn later, so output it printed before answering has arrived.
+        setImmediate(() => void worker.terminate());
       });
       worker.on("error", (error) => {
         outcome ??= { reason: error.message };
       });
-      // Settles on exit, once the worker's output (the type diagnostics) has been passed on.
+      // Settles on exit, with the worker's output (the type diagnostics) passed on by then.
       worker.on("exit", (code) => {
         clearTimeout(timer);
         if (running === worker) running = undefined;
