@@ -25,15 +25,16 @@ export async function drawGraph(graph: CompiledGraph, xray: boolean | number): P
 }
 
 /**
- * The schemas of `graph` (a load of `registered`): from its runtime definitions when it has them
- * (zod, `StateSchema`), else from its TypeScript types (an `Annotation` state, the functional API),
- * as the LangGraph JS server derives them. The context schema is the config schema, as there.
+ * The schemas of `graph` (a load of `registered`): from its runtime definitions when they describe
+ * its state (zod, `StateSchema`), else from its TypeScript types (an `Annotation` state, the
+ * functional API), as the LangGraph JS server derives them; a runtime (zod) config schema is kept
+ * beside types-derived state schemas. The context schema is the config schema, as there.
  */
 export async function graphSchemas(registered: RegisteredGraph, graph: CompiledGraph): Promise<GraphSchemas> {
-  const set =
-    (await runtimeGraphSchemas(graph, registered.file)) ??
-    (await registered.staticSchemas())?.[registered.exportName];
-  return toGraphSchemas(set);
+  const fromRuntime = await runtimeGraphSchemas(graph, registered.file);
+  if (describesState(fromRuntime)) return toGraphSchemas(fromRuntime);
+  const fromTypes = (await registered.staticSchemas())?.[registered.exportName];
+  return toGraphSchemas({ ...fromTypes, ...fromRuntime });
 }
 
 /**
@@ -50,14 +51,20 @@ export async function subgraphSchemas(
   const result: Record<string, GraphSchemas> = {};
   let fromTypes: Promise<StaticGraphSchemas | undefined> | undefined;
   for await (const [ns, subgraph] of graph.getSubgraphsAsync(namespace, recurse)) {
-    let set = await runtimeGraphSchemas(subgraph as CompiledGraph, registered.file);
-    if (!set) {
-      fromTypes ??= registered.staticSchemas();
-      set = (await fromTypes)?.[`${registered.exportName}|${ns}`];
+    const fromRuntime = await runtimeGraphSchemas(subgraph as CompiledGraph, registered.file);
+    if (describesState(fromRuntime)) {
+      result[ns] = toGraphSchemas(fromRuntime);
+      continue;
     }
-    result[ns] = toGraphSchemas(set);
+    fromTypes ??= registered.staticSchemas();
+    result[ns] = toGraphSchemas({ ...(await fromTypes)?.[`${registered.exportName}|${ns}`], ...fromRuntime });
   }
   return result;
+}
+
+/** Whether runtime schemas cover the state (else the types are read for it). */
+function describesState(set: SchemaSet | undefined): boolean {
+  return Boolean(set?.state ?? set?.input ?? set?.output);
 }
 
 function toGraphSchemas(set: SchemaSet | undefined): GraphSchemas {

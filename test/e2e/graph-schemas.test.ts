@@ -101,6 +101,26 @@ describe("schemas of an Annotation graph, read from its TypeScript types", () =>
   });
 });
 
+describe("schemas of an Annotation graph with a zod config schema", () => {
+  it("read the state from its types and keep the zod config (the JS server answers the config alone)", {
+    timeout: TYPES_TIMEOUT_MS,
+  }, async () => {
+    const schemas = await lg.assistants.getSchemas("mixed");
+    const js = reference.graphs.mixed?.schemas;
+    expect(js).not.toHaveProperty("state_schema");
+    expect(schemas.config_schema).toEqual(js?.config_schema);
+    expect(schemas.context_schema).toEqual(js?.config_schema);
+    expect(schemas.state_schema).toMatchObject({
+      properties: {
+        topic: { type: "string", description: "What to write about." },
+        draft: { type: "string" },
+      },
+    });
+    expect(schemas.input_schema).toBeDefined();
+    expect(schemas.output_schema).toBeDefined();
+  });
+});
+
 describe("schemas of graphs with runtime schemas", () => {
   it("keep the zod registry's metadata and reducer input types (withLangGraph)", async () => {
     const schemas = await lg.assistants.getSchemas("zod_registry");
