@@ -51,6 +51,12 @@ const AIM_COLD_RATIO = 1.25;
  * "blocked" with room for a loaded machine's scheduling delays.
  */
 const AIM_PROBE_MAX_MS = 500;
+/**
+ * Time either server may take to read a graph's types. Both default to 30 s, which a loaded shared
+ * machine can exceed; the bench measures the extraction rather than a timeout. The JS server reads
+ * the same variable from its environment.
+ */
+const SCHEMA_TIMEOUT_MS = 300_000;
 /** Bytes in a MiB. */
 const MIB = 1024 * 1024;
 
@@ -76,6 +82,7 @@ interface Target {
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" } } });
 const rounds = numberValue("rounds", values.rounds, 1, true);
 
+process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS = String(SCHEMA_TIMEOUT_MS);
 await ensureLangGraphJsInstalled();
 await rm(PEER_FIXTURE_DIR, { recursive: true, force: true });
 await cp(FIXTURE_DIR, PEER_FIXTURE_DIR, { recursive: true });
@@ -93,6 +100,7 @@ try {
             apiKey,
             dataDir: join(postgres.dir, "data"),
             graphConfigPath: join(FIXTURE_DIR, "langgraph.json"),
+            schemaResolveTimeoutMs: SCHEMA_TIMEOUT_MS,
           },
           undefined,
         );
@@ -136,9 +144,15 @@ async function measure(target: Target): Promise<Sample> {
     const schemas = (graph: string) => timedGet(`${base}/assistants/${graph}/schemas`, target.headers);
     const probing = new AbortController();
     const probes = probe(`${base}/ok`, probing.signal);
-    const coldMs = await schemas(TYPED_GRAPH);
-    probing.abort();
-    const latencies = (await probes).sort((a, b) => a - b);
+    // Settled now and read later, so a failing probe does not go unhandled while the call runs.
+    const probed = probes.then(
+      (latencies) => ({ latencies }),
+      (error: unknown) => ({ error }),
+    );
+    const coldMs = await schemas(TYPED_GRAPH).finally(() => probing.abort());
+    const outcome = await probed;
+    if ("error" in outcome) throw outcome.error;
+    const latencies = outcome.latencies.sort((a, b) => a - b);
     const warm: number[] = [];
     const zod: number[] = [];
     for (let i = 0; i < WARM_CALLS; i++) {
@@ -171,12 +185,18 @@ async function timedGet(url: string, headers: Record<string, string>): Promise<n
   return ms;
 }
 
-/** Latencies of GET `url`, one request every {@link PROBE_GAP_MS}, until `signal` aborts. */
+/**
+ * Latencies of GET `url`, one request every {@link PROBE_GAP_MS}, until `signal` aborts. A failed
+ * probe ends the probing with its error, reported once the cold call is done.
+ */
 async function probe(url: string, signal: AbortSignal): Promise<number[]> {
   const latencies: number[] = [];
   while (!signal.aborted) {
     const started = performance.now();
-    await (await fetch(url)).arrayBuffer();
+    const response = await fetch(url);
+    await response.arrayBuffer();
+    if (response.status !== 200)
+      throw new Error(`GET ${url} answered ${response.status} during the cold call`);
     latencies.push(performance.now() - started);
     await new Promise((done) => setTimeout(done, PROBE_GAP_MS));
   }

@@ -23,6 +23,8 @@ export interface BenchAppSetup {
   dataDir: string;
   /** The graphs file to serve; the bundled example graph when absent. */
   graphConfigPath?: string;
+  /** How long reading a graph's types may take; the server's default (30 s) when absent. */
+  schemaResolveTimeoutMs?: number;
 }
 
 /** A fresh admin key in the format the server issues. */
@@ -54,7 +56,7 @@ export function startBenchApp(setup: BenchAppSetup): Promise<App> {
       graphConfigPath: setup.graphConfigPath,
       usageReporting: true,
       assistantDefaults: undefined,
-      schemaResolveTimeoutMs: SCHEMA_RESOLVE_TIMEOUT_MS,
+      schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
     },
     createLogger("error"),
   );
