@@ -51,7 +51,14 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   };
   try {
     // Graphs load first: a broken graph stops start-up before anything else is started.
-    const graphs = await loadGraphRegistry({ configPath: config.graphConfigPath, cwd: process.cwd(), log });
+    const graphs = await loadGraphRegistry({
+      configPath: config.graphConfigPath,
+      cwd: process.cwd(),
+      log,
+      schemaTimeoutMs: config.schemaResolveTimeoutMs,
+      assistantDefaults: config.assistantDefaults,
+    });
+    cleanups.push(() => graphs.close());
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });

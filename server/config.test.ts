@@ -80,6 +80,33 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads LANGGRAPH_CONFIG as the system assistants' defaults, and the schema timeout", () => {
+    const defaults = loadConfig({});
+    expect(defaults.assistantDefaults).toBeUndefined();
+    expect(defaults.schemaResolveTimeoutMs).toBe(30_000);
+    const config = loadConfig({
+      LANGGRAPH_CONFIG: '{"agent": {"configurable": {"model_name": "openai"}, "tags": ["x"]}}',
+      LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: "60000",
+    });
+    expect(config.assistantDefaults?.get("agent")).toEqual({
+      config: { configurable: { model_name: "openai" }, tags: ["x"] },
+      context: { model_name: "openai" },
+    });
+    expect(config.schemaResolveTimeoutMs).toBe(60_000);
+  });
+
+  it("stops on a LANGGRAPH_CONFIG that is not an object of graph settings, naming the variable", () => {
+    expect(() => loadConfig({ LANGGRAPH_CONFIG: "{agent: 1}" })).toThrow(
+      /LANGGRAPH_CONFIG is not valid JSON: /,
+    );
+    expect(() => loadConfig({ LANGGRAPH_CONFIG: '{"agent": {"context": [1]}}' })).toThrow(
+      /LANGGRAPH_CONFIG "agent".context must be a JSON object, got an array/,
+    );
+    expect(() => loadConfig({ LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: "soon" })).toThrow(
+      /LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS=soon must be a whole number from 1 to 3600000/,
+    );
+  });
+
   it("requires a shared DATABASE_URL when the roles are split", () => {
     expect(() => loadConfig({ AGENTPLANE_ROLE: "api" })).toThrow(/AGENTPLANE_ROLE=api .* set DATABASE_URL/);
     expect(loadConfig({ AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" }).role).toBe("api");

@@ -1,5 +1,10 @@
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import {
+  LANGGRAPH_CONFIG,
+  parseSystemAssistantDefaults,
+  type SystemAssistantDefaults,
+} from "./runtime/system-assistant-defaults.js";
 
 /** The parts of the product one process runs. */
 export type ProcessRole = "all" | "api" | "worker";
@@ -48,6 +53,13 @@ export interface Config {
   readonly graphConfigPath: string | undefined;
   /** Whether traces are counted into granular usage (`AGENTPLANE_USAGE_REPORTING`). */
   readonly usageReporting: boolean;
+  /**
+   * The default config and context of the system assistants, by graph id (`LANGGRAPH_CONFIG`);
+   * undefined leaves it to the graphs file's `env`.
+   */
+  readonly assistantDefaults: SystemAssistantDefaults | undefined;
+  /** How long reading one graph's schemas from its TypeScript types may take (`LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS`). */
+  readonly schemaResolveTimeoutMs: number;
 }
 
 /** Thrown by {@link loadConfig} with every problem found, one per line. */
@@ -69,6 +81,13 @@ const DEFAULT_STATEMENT_TIMEOUT_MS = 15 * 60 * 1000;
 const DEFAULT_POOL_MAX = 10;
 /** Long enough for a typical request or job to finish, short enough for a rolling deploy. */
 const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * 30 s: the LangGraph JS server's default. Reading an `Annotation` graph's types takes 5-10 s on a
+ * 2-core machine when its tsconfig sets `skipLibCheck` (measured; see the README).
+ */
+const DEFAULT_SCHEMA_RESOLVE_TIMEOUT_MS = 30_000;
+/** One hour: far beyond any real extraction; a bound so a typo cannot mean "never give up". */
+const MAX_SCHEMA_RESOLVE_TIMEOUT_MS = 60 * 60 * 1000;
 /** Shortest accepted pre-seeded API key: below 24 characters a key is guessable. */
 const MIN_API_KEY_LENGTH = 24;
 
@@ -131,6 +150,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `AGENTPLANE_API_KEY must be ${MIN_API_KEY_LENGTH} to 256 printable characters without spaces`,
     );
   }
+  let assistantDefaults: SystemAssistantDefaults | undefined;
+  const langgraphConfig = text(LANGGRAPH_CONFIG);
+  if (langgraphConfig !== undefined) {
+    const parsed = parseSystemAssistantDefaults(langgraphConfig);
+    if ("defaults" in parsed) assistantDefaults = parsed.defaults;
+    else for (const problem of parsed.problems) problems.push(`${LANGGRAPH_CONFIG} ${problem}`);
+  }
   const adminEmail = text("AGENTPLANE_ADMIN_EMAIL") ?? "admin@localhost";
   if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail))
     problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
@@ -156,6 +182,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
     graphConfigPath: text("AGENTPLANE_CONFIG") && resolve(text("AGENTPLANE_CONFIG") as string),
     usageReporting: oneOf("AGENTPLANE_USAGE_REPORTING", ["true", "false"], "true") === "true",
+    assistantDefaults,
+    schemaResolveTimeoutMs: integer(
+      "LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS",
+      DEFAULT_SCHEMA_RESOLVE_TIMEOUT_MS,
+      1,
+      MAX_SCHEMA_RESOLVE_TIMEOUT_MS,
+    ),
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

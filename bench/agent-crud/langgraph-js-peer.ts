@@ -31,6 +31,8 @@ export interface LangGraphJsServer {
   port: number;
   /** The CLI's package version, for the report. */
   version: string;
+  /** The process group of the CLI and the server it runs (to read their memory). */
+  pgid: number;
   stop(): Promise<void>;
 }
 
@@ -102,11 +104,12 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 
 /**
  * Starts `langgraphjs dev` (the JS reference Agent Server, in-memory, the way its users run it) on
- * a free loopback port with the peer's one-node graph, and waits for /ok. Logging is at `warn`
- * (agentplane runs at `error`), so neither server spends time logging each request; no browser, no
- * analytics, no tracing. Its state folder is removed first, so it starts empty.
+ * a free loopback port with the peer's one-node graph (or the graphs file `configFile` names), and
+ * waits for /ok. Logging is at `warn` (agentplane runs at `error`), so neither server spends time
+ * logging each request; no browser, no analytics, no tracing. Its state folder is removed first, so
+ * it starts empty.
  */
-export async function startLangGraphJs(): Promise<LangGraphJsServer> {
+export async function startLangGraphJs(configFile?: string): Promise<LangGraphJsServer> {
   await rm(STATE_DIR, { recursive: true, force: true });
   const cliPackage = join(PEER_DIR, "node_modules", "@langchain", "langgraph-cli", "package.json");
   const { version, bin } = JSON.parse(await readFile(cliPackage, "utf8")) as {
@@ -123,6 +126,7 @@ export async function startLangGraphJs(): Promise<LangGraphJsServer> {
   for (const name of TRACING_VARIABLES) delete env[name];
   const cli = join(PEER_DIR, "node_modules", "@langchain", "langgraph-cli", bin.langgraphjs);
   const args = [cli, "dev", "--port", String(port), "--host", "127.0.0.1", "--no-browser"];
+  if (configFile !== undefined) args.push("--config", configFile);
   // Its own process group, so that stopping it reaches the server the CLI spawns through tsx.
   const child = spawn(process.execPath, args, {
     cwd: PEER_DIR,
@@ -146,5 +150,5 @@ export async function startLangGraphJs(): Promise<LangGraphJsServer> {
     await stop();
     throw error;
   }
-  return { port, version, stop };
+  return { port, version, pgid: child.pid ?? 0, stop };
 }

@@ -8,6 +8,8 @@ export const BENCH_DB_POOL_MAX = 10;
 const API_KEY_BYTES = 24;
 /** Time the server gets to drain at the end; the bench has nothing in flight by then. */
 const SHUTDOWN_GRACE_MS = 1_000;
+/** Reading a graph's types: the server's default (30 s), which the JS server shares. */
+const SCHEMA_RESOLVE_TIMEOUT_MS = 30_000;
 /** Postgres statement timeout: bench requests take milliseconds, so only a hung database would reach it. */
 const STATEMENT_TIMEOUT_MS = 60_000;
 
@@ -19,6 +21,10 @@ export interface BenchAppSetup {
   apiKey: string;
   /** The server's data directory, inside the bench's temporary directory. */
   dataDir: string;
+  /** The graphs file to serve; the bundled example graph when absent. */
+  graphConfigPath?: string;
+  /** How long reading a graph's types may take; the server's default (30 s) when absent. */
+  schemaResolveTimeoutMs?: number;
 }
 
 /** A fresh admin key in the format the server issues. */
@@ -47,8 +53,10 @@ export function startBenchApp(setup: BenchAppSetup): Promise<App> {
       statementTimeoutMs: STATEMENT_TIMEOUT_MS,
       shutdownGraceMs: SHUTDOWN_GRACE_MS,
       logLevel: "error",
-      graphConfigPath: undefined,
+      graphConfigPath: setup.graphConfigPath,
       usageReporting: true,
+      assistantDefaults: undefined,
+      schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
     },
     createLogger("error"),
   );

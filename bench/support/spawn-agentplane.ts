@@ -14,6 +14,8 @@ const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export interface AgentplaneChild {
   /** Where it listens on 127.0.0.1. */
   port: number;
+  /** Its process id (to read its memory). */
+  pid: number;
   /** Sends SIGTERM and waits for the process to exit (it drains first); a no-op once it has exited. */
   stop(): Promise<void>;
 }
@@ -48,5 +50,5 @@ export async function spawnAgentplane(
     child.kill("SIGTERM");
     await exited;
   };
-  return { port, stop };
+  return { port, pid: child.pid ?? 0, stop };
 }

@@ -124,6 +124,21 @@ describe("parseGraphConfig", () => {
     ]);
   });
 
+  it("reads LANGGRAPH_CONFIG from env as the system assistants' defaults, or names its problem", () => {
+    const config = parseGraphConfig(
+      { graphs: { a: "./a.ts" }, env: { LANGGRAPH_CONFIG: '{"a": {"context": {"model": "m"}}}' } },
+      file,
+    );
+    expect(config.assistantDefaults?.get("a")).toEqual({
+      config: { configurable: { model: "m" } },
+      context: { model: "m" },
+    });
+    expect(parseGraphConfig({ graphs: { a: "./a.ts" } }, file).assistantDefaults).toBeUndefined();
+    expect(problemsOf({ graphs: { a: "./a.ts" }, env: { LANGGRAPH_CONFIG: "[1]" } })).toEqual([
+      'env.LANGGRAPH_CONFIG: must be a JSON object of graph id → {"configurable": {…}, "context": {…}}, got an array',
+    ]);
+  });
+
   it("requires graphs, and objects where objects belong", () => {
     expect(problemsOf({})).toEqual(['graphs: required, an object of graph id → "./file.ts:export"']);
     expect(problemsOf({ graphs: {} })).toEqual(["graphs: must name at least one graph"]);
@@ -158,6 +173,19 @@ describe("config files", () => {
     const path = join(dir, "with-env.json");
     await writeFile(path, JSON.stringify({ graphs: { a: "./a.ts" }, env: ".env.graphs" }));
     expect((await loadGraphConfigFile(path)).env).toEqual({ API_URL: "http://x", QUOTED: "a b" });
+  });
+
+  it("reads LANGGRAPH_CONFIG from a dotenv env file, or names the file and the problem", async () => {
+    await writeFile(join(dir, ".env.assistants"), `LANGGRAPH_CONFIG='{"a": {"configurable": {"k": 1}}}'\n`);
+    const good = join(dir, "with-assistants.json");
+    await writeFile(good, JSON.stringify({ graphs: { a: "./a.ts" }, env: ".env.assistants" }));
+    expect((await loadGraphConfigFile(good)).assistantDefaults?.get("a")?.context).toEqual({ k: 1 });
+    await writeFile(join(dir, ".env.broken"), "LANGGRAPH_CONFIG=not json\n");
+    const bad = join(dir, "with-broken.json");
+    await writeFile(bad, JSON.stringify({ graphs: { a: "./a.ts" }, env: ".env.broken" }));
+    await expect(loadGraphConfigFile(bad)).rejects.toThrow(
+      /env \(.*\.env\.broken\)\.LANGGRAPH_CONFIG: is not valid JSON/,
+    );
   });
 
   it("names the file and the problem for unreadable, malformed or missing files", async () => {

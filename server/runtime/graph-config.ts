@@ -1,6 +1,12 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { isRecord, kind } from "./json-shape.js";
+import {
+  LANGGRAPH_CONFIG,
+  parseSystemAssistantDefaults,
+  type SystemAssistantDefaults,
+} from "./system-assistant-defaults.js";
 
 /** One graph of the config: where its module is and which export holds the graph. */
 export interface GraphSpec {
@@ -50,6 +56,8 @@ export interface GraphConfig {
   readonly graphs: readonly GraphSpec[];
   /** Environment variables for the graphs, from `env` (an object or a dotenv file). */
   readonly env: Readonly<Record<string, string>>;
+  /** `env.LANGGRAPH_CONFIG` parsed: the default config and context of the system assistants. */
+  readonly assistantDefaults?: SystemAssistantDefaults;
   /** `store` settings. */
   readonly store: { readonly ttl?: StoreTtlConfig };
   /** `checkpointer` settings. */
@@ -148,7 +156,10 @@ export async function loadGraphConfigFile(file: string): Promise<GraphConfig> {
   }
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(parseEnv(envText))) if (value !== undefined) env[name] = value;
-  return { ...config, env };
+  const problems: string[] = [];
+  const assistantDefaults = parseEnvAssistantDefaults(env, `env (${envPath})`, problems);
+  if (problems.length > 0) throw new GraphConfigError(file, problems);
+  return { ...config, env, ...optional("assistantDefaults", assistantDefaults) };
 }
 
 /**
@@ -189,6 +200,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
   } else if (raw.env !== undefined && typeof raw.env !== "string") {
     problems.push(`env: must be an object of variables or the path of a dotenv file, got ${kind(raw.env)}`);
   }
+  const assistantDefaults = parseEnvAssistantDefaults(env, "env", problems);
 
   const section = (name: string): Record<string, unknown> | undefined => {
     const value = raw[name];
@@ -237,7 +249,30 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
   }
 
   if (problems.length > 0) throw new GraphConfigError(file, problems);
-  return { file, graphs, env, store, checkpointer, http, warnings };
+  return {
+    file,
+    graphs,
+    env,
+    ...optional("assistantDefaults", assistantDefaults),
+    store,
+    checkpointer,
+    http,
+    warnings,
+  };
+}
+
+/** `LANGGRAPH_CONFIG` of a graphs file's `env` (found at `at`), parsed; problems are recorded. */
+function parseEnvAssistantDefaults(
+  env: Readonly<Record<string, string>>,
+  at: string,
+  problems: string[],
+): SystemAssistantDefaults | undefined {
+  const text = env[LANGGRAPH_CONFIG];
+  if (text === undefined) return undefined;
+  const parsed = parseSystemAssistantDefaults(text);
+  if ("defaults" in parsed) return parsed.defaults;
+  for (const problem of parsed.problems) problems.push(`${at}.${LANGGRAPH_CONFIG}: ${problem}`);
+  return undefined;
 }
 
 function parseGraphSpec(
@@ -319,19 +354,6 @@ function createFieldReader(problems: string[]) {
 /** `{ [key]: value }` when value is defined, else `{}` (for exactOptionalPropertyTypes-friendly spreads). */
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** A short description of a JSON value's type for messages. */
-function kind(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "object") return "an object";
-  return `${typeof value} ${String(value)}`;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,14 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-} from "@langchain/langgraph/zod/schema";
-import type { CompiledGraph } from "./graph-registry.js";
+import type { CompiledGraph, RegisteredGraph } from "./graph-registry.js";
+import { runtimeGraphSchemas } from "./graph-runtime-schemas.js";
+import { plainSchema, type SchemaSet } from "./graph-schema-set.js";
+import type { StaticGraphSchemas } from "./graph-static-schemas.js";
 
-/** JSON Schemas of a graph; a key is absent when that schema cannot be derived. */
+/** JSON Schemas of a graph as the API names them; a key is absent when that schema cannot be derived. */
 export interface GraphSchemas {
   input_schema?: JsonObject;
   output_schema?: JsonObject;
@@ -24,52 +21,60 @@ export interface GraphSchemas {
 export async function drawGraph(graph: CompiledGraph, xray: boolean | number): Promise<JsonObject> {
   // Pregel declares a plain RunnableConfig; CompiledStateGraph (what it is at run time) reads `xray`.
   const drawable = await graph.getGraphAsync({ xray } as RunnableConfig);
-  return toPlainJson(drawable.toJSON());
+  return plainSchema(drawable.toJSON()) ?? {};
 }
 
 /**
- * The graph's JSON Schemas, from the zod or StateSchema definitions @langchain/langgraph keeps on
- * the builder (`@langchain/langgraph/zod/schema`). Graphs whose state is an `Annotation` carry no
- * runtime type information, so they get no schemas (the OAS: "missing if unable to generate");
- * the context schema is the config schema, as in the LangGraph JS server.
+ * The schemas of `graph` (a load of `registered`): from its runtime definitions when they describe
+ * its state (zod, `StateSchema`), else from its TypeScript types (an `Annotation` state, the
+ * functional API), as the LangGraph JS server derives them; a runtime (zod) config schema is kept
+ * beside types-derived state schemas. The context schema is the config schema, as there.
  */
-export function graphSchemas(graph: CompiledGraph): GraphSchemas {
-  const schemas: GraphSchemas = {};
-  const put = (key: keyof GraphSchemas, derive: (g: unknown) => unknown) => {
-    let schema: unknown;
-    try {
-      schema = derive(graph);
-    } catch {
-      // A schema the library cannot convert (e.g. a zod type without a JSON form) is left out.
-      return;
-    }
-    if (typeof schema === "object" && schema !== null) schemas[key] = toPlainJson(schema);
-  };
-  put("input_schema", getInputTypeSchema);
-  put("output_schema", getOutputTypeSchema);
-  put("state_schema", getStateTypeSchema);
-  put("config_schema", getConfigTypeSchema);
-  if (schemas.config_schema) schemas.context_schema = schemas.config_schema;
-  return schemas;
+export async function graphSchemas(registered: RegisteredGraph, graph: CompiledGraph): Promise<GraphSchemas> {
+  const fromRuntime = await runtimeGraphSchemas(graph, registered.file);
+  if (describesState(fromRuntime)) return toGraphSchemas(fromRuntime);
+  const fromTypes = (await registered.staticSchemas())?.[registered.exportName];
+  return toGraphSchemas({ ...fromTypes, ...fromRuntime });
 }
 
 /**
- * Schemas of the graph's subgraphs by namespace (`parent|child` when nested). With `namespace`,
- * only that subgraph (and, with `recurse`, those below it).
+ * Schemas of the subgraphs of `graph` (a load of `registered`) by namespace (`parent|child` when
+ * nested). With `namespace`, only that subgraph (and, with `recurse`, those below it). A subgraph
+ * whose schemas cannot be derived has none, rather than its parent's.
  */
 export async function subgraphSchemas(
+  registered: RegisteredGraph,
   graph: CompiledGraph,
   namespace: string | undefined,
   recurse: boolean,
 ): Promise<Record<string, GraphSchemas>> {
   const result: Record<string, GraphSchemas> = {};
+  let fromTypes: Promise<StaticGraphSchemas | undefined> | undefined;
   for await (const [ns, subgraph] of graph.getSubgraphsAsync(namespace, recurse)) {
-    result[ns] = graphSchemas(subgraph as CompiledGraph);
+    const fromRuntime = await runtimeGraphSchemas(subgraph as CompiledGraph, registered.file);
+    if (describesState(fromRuntime)) {
+      result[ns] = toGraphSchemas(fromRuntime);
+      continue;
+    }
+    fromTypes ??= registered.staticSchemas();
+    result[ns] = toGraphSchemas({ ...(await fromTypes)?.[`${registered.exportName}|${ns}`], ...fromRuntime });
   }
   return result;
 }
 
-/** Drops what JSON cannot hold (functions, undefined, class instances become plain objects). */
-function toPlainJson(value: unknown): JsonObject {
-  return JSON.parse(JSON.stringify(value)) as JsonObject;
+/** Whether runtime schemas cover the state (else the types are read for it). */
+function describesState(set: SchemaSet | undefined): boolean {
+  return Boolean(set?.state ?? set?.input ?? set?.output);
+}
+
+function toGraphSchemas(set: SchemaSet | undefined): GraphSchemas {
+  const schemas: GraphSchemas = {};
+  if (set?.input) schemas.input_schema = set.input;
+  if (set?.output) schemas.output_schema = set.output;
+  if (set?.state) schemas.state_schema = set.state;
+  if (set?.config) {
+    schemas.config_schema = set.config;
+    schemas.context_schema = set.config;
+  }
+  return schemas;
 }

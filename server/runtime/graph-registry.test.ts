@@ -10,6 +10,7 @@ import {
   writeGraphFixture,
 } from "../../test/support/graph-fixture.js";
 import { createLogger } from "../logger.js";
+import type { AssistantSettings } from "./assistant-settings.js";
 import { exampleGraphConfig } from "./example/example-config.js";
 import { loadGraphConfigFile } from "./graph-config.js";
 import { drawGraph, graphSchemas } from "./graph-introspection.js";
@@ -21,6 +22,8 @@ import {
 } from "./graph-registry.js";
 
 const silent = createLogger("error", () => {});
+/** Registry options for tests that read no schemas from types. */
+const options = { log: silent, schemaTimeoutMs: 30_000 };
 
 /** A module exporting a graph in each accepted form; `made` counts factory calls. */
 const FORMS_MODULE = `
@@ -58,7 +61,7 @@ beforeAll(async () => {
       env: { AGENTPLANE_TEST_GRAPH_ENV: "from-config" },
     },
   );
-  registry = await createGraphRegistry(await loadGraphConfigFile(fixture.configFile));
+  registry = await createGraphRegistry(await loadGraphConfigFile(fixture.configFile), options);
 });
 afterAll(() => fixture?.remove());
 
@@ -131,7 +134,7 @@ describe("createGraphRegistry", () => {
       { graphs: { broken: path } },
     );
     try {
-      const error = await createGraphRegistry(await loadGraphConfigFile(broken.configFile)).then(
+      const error = await createGraphRegistry(await loadGraphConfigFile(broken.configFile), options).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -144,6 +147,43 @@ describe("createGraphRegistry", () => {
   });
 });
 
+describe("LANGGRAPH_CONFIG", () => {
+  it("gives each graph its system assistant's settings; the process's value wins over the file's", async () => {
+    const lines: string[] = [];
+    const withEnv = await writeGraphFixture(
+      { "forms.ts": FORMS_MODULE },
+      {
+        graphs: { compiled: "./forms.ts:compiled", other: "./forms.ts:uncompiled" },
+        env: { LANGGRAPH_CONFIG: JSON.stringify({ compiled: { context: { from: "file" } } }) },
+      },
+    );
+    try {
+      const config = await loadGraphConfigFile(withEnv.configFile);
+      const fromFile = await createGraphRegistry(config, options);
+      expect(fromFile.get("compiled")?.assistantDefaults).toEqual({
+        config: { configurable: { from: "file" } },
+        context: { from: "file" },
+      });
+      expect(fromFile.get("other")?.assistantDefaults).toEqual({ config: {}, context: {} });
+      const fromProcess = await createGraphRegistry(config, {
+        ...options,
+        log: createLogger("warn", (line) => lines.push(line)),
+        assistantDefaults: new Map<string, AssistantSettings>([
+          ["other", { config: { configurable: { from: "process" } }, context: { from: "process" } }],
+          ["typo", { config: {}, context: {} }],
+        ]),
+      });
+      expect(fromProcess.get("compiled")?.assistantDefaults).toEqual({ config: {}, context: {} });
+      expect(fromProcess.get("other")?.assistantDefaults.context).toEqual({ from: "process" });
+      expect(lines.join("")).toContain(
+        'LANGGRAPH_CONFIG names graph \\"typo\\", which is not a graph of this server; it is ignored',
+      );
+    } finally {
+      await withEnv.remove();
+    }
+  });
+});
+
 describe("loadGraphRegistry", () => {
   it("serves the bundled example when there is no config file, and says so", async () => {
     const lines: string[] = [];
@@ -152,6 +192,7 @@ describe("loadGraphRegistry", () => {
       configPath: undefined,
       cwd: empty,
       log: createLogger("info", (line) => lines.push(line)),
+      schemaTimeoutMs: 30_000,
     });
     await rm(empty, { recursive: true });
     expect(example.ids()).toEqual(["agent"]);
@@ -160,7 +201,7 @@ describe("loadGraphRegistry", () => {
   });
 
   it("loads AGENTPLANE_CONFIG's file", async () => {
-    const loaded = await loadGraphRegistry({ configPath: fixture.configFile, cwd: "/", log: silent });
+    const loaded = await loadGraphRegistry({ ...options, configPath: fixture.configFile, cwd: "/" });
     expect(loaded.configFile).toBe(fixture.configFile);
     expect(loaded.ids()).toContain("compiled");
   });
@@ -168,7 +209,7 @@ describe("loadGraphRegistry", () => {
 
 describe("the bundled example agent", () => {
   it("answers from its scripted model and calls its tool when asked for the time", async () => {
-    const example = await createGraphRegistry(exampleGraphConfig());
+    const example = await createGraphRegistry(exampleGraphConfig(), options);
     const graph = await example.get("agent")!.load({ checkpointer: new MemorySaver() });
     const config = { configurable: { thread_id: "example" } };
     const first = await graph.invoke({ messages: [new HumanMessage("hi")] }, config);
@@ -180,7 +221,7 @@ describe("the bundled example agent", () => {
   });
 
   it("can be drawn and describes its state and config schemas", async () => {
-    const example = await createGraphRegistry(exampleGraphConfig());
+    const example = await createGraphRegistry(exampleGraphConfig(), options);
     const graph = await example.get("agent")!.load();
     const drawn = (await drawGraph(graph, false)) as {
       nodes: { id: string }[];
@@ -188,7 +229,7 @@ describe("the bundled example agent", () => {
     };
     expect(drawn.nodes.map((n) => n.id)).toEqual(["__start__", "agent", "tools", "__end__"]);
     expect(drawn.edges).toContainEqual(expect.objectContaining({ source: "tools", target: "agent" }));
-    const schemas = graphSchemas(graph);
+    const schemas = await graphSchemas(example.get("agent")!, graph);
     expect(schemas.state_schema).toMatchObject({ properties: { messages: {} } });
     expect(schemas.config_schema).toMatchObject({ properties: { system_prompt: { type: "string" } } });
     expect(schemas.context_schema).toEqual(schemas.config_schema);

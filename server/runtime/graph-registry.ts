@@ -2,6 +2,7 @@ import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseCheckpointSaver, BaseStore, Pregel } from "@langchain/langgraph";
 import type { Logger } from "../logger.js";
+import type { AssistantSettings } from "./assistant-settings.js";
 import { exampleGraphConfig } from "./example/example-config.js";
 import {
   findGraphConfigFile,
@@ -9,6 +10,9 @@ import {
   type GraphSpec,
   loadGraphConfigFile,
 } from "./graph-config.js";
+import { registerSdkLogger, withGraphLogContext } from "./graph-logger.js";
+import { createStaticSchemaExtractor, type StaticGraphSchemas } from "./graph-static-schemas.js";
+import { LANGGRAPH_CONFIG, type SystemAssistantDefaults } from "./system-assistant-defaults.js";
 
 /**
  * A compiled LangGraph.js graph (a `CompiledStateGraph`, or a `Pregel` from the functional API).
@@ -31,14 +35,26 @@ export interface GraphLoadOptions {
 export interface RegisteredGraph {
   /** The graph id (the key in the config's `graphs`). */
   readonly graphId: string;
+  /** Absolute path of the graph's module. */
+  readonly file: string;
+  /** The module's export holding the graph. */
+  readonly exportName: string;
   /** The config's description, else the compiled graph's own, if any. */
   readonly description?: string;
+  /** The config and context of the graph's system assistant (from `LANGGRAPH_CONFIG`). */
+  readonly assistantDefaults: AssistantSettings;
   /**
    * A compiled graph with exactly `options.checkpointer` and `options.store` attached: a fresh
    * copy every call, so concurrent runs never share (or mutate) the user's module-level instance.
    * A factory export is called with `options.config` (sync or async).
    */
   load(options?: GraphLoadOptions): Promise<CompiledGraph>;
+  /**
+   * The graph's and its subgraphs' schemas read from their TypeScript types (for graphs whose state
+   * carries no runtime schema, such as an `Annotation`): derived in a worker thread the first time
+   * they are asked for, then kept. Undefined when they cannot be derived (the reason is logged once).
+   */
+  staticSchemas(): Promise<StaticGraphSchemas | undefined>;
 }
 
 /** The graphs a process serves. */
@@ -51,6 +67,21 @@ export interface GraphRegistry {
   readonly configFile: string | undefined;
   /** The config file's `store`, `checkpointer` and `http` settings. */
   readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http">;
+  /** Stops work in progress (a schema extraction); call it when the process stops. */
+  close(): Promise<void>;
+}
+
+/** What a registry needs besides the graph config. */
+export interface GraphRegistryOptions {
+  /** Where the registry logs, and where graphs' `getLogger()` lines go. */
+  readonly log: Logger;
+  /** How long reading one graph's schemas from its types may take (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS). */
+  readonly schemaTimeoutMs: number;
+  /**
+   * `LANGGRAPH_CONFIG` from the process environment; it wins over the one in the graphs file's
+   * `env`, as every variable already set does.
+   */
+  readonly assistantDefaults?: SystemAssistantDefaults;
 }
 
 /** Thrown when a graph module cannot be loaded; names the graph id, the file and the cause. */
@@ -63,22 +94,49 @@ export class GraphLoadError extends Error {
   }
 }
 
+/** A system assistant's settings when `LANGGRAPH_CONFIG` does not name its graph. */
+const NO_SETTINGS: AssistantSettings = Object.freeze({ config: {}, context: {} });
+
 /**
  * Loads every graph of `config` with dynamic `import()` (tsx runs the process, so `.ts`, `.mts` and
  * `.js` modules all load) and checks each export is a graph, a `StateGraph` (compiled here), a
  * promise of one, a factory function, or a `createAgent`-style wrapper with a `.graph`. The config's
- * `env` is applied to `process.env` first (variables already set win). Throws a
+ * `env` is applied to `process.env` first (variables already set win), and `getLogger()` of
+ * `@langchain/langgraph-sdk/logging` is made to work before the first module is imported. Throws a
  * {@link GraphLoadError} at the first broken graph, so start-up stops.
  */
-export async function createGraphRegistry(config: GraphConfig): Promise<GraphRegistry> {
+export async function createGraphRegistry(
+  config: GraphConfig,
+  options: GraphRegistryOptions,
+): Promise<GraphRegistry> {
+  const { log } = options;
   for (const [name, value] of Object.entries(config.env)) process.env[name] ??= value;
+  registerSdkLogger(log);
+  const defaults = options.assistantDefaults ?? config.assistantDefaults;
+  for (const graphId of defaults?.keys() ?? []) {
+    if (!config.graphs.some((spec) => spec.graphId === graphId))
+      log.warn(
+        `${LANGGRAPH_CONFIG} names graph "${graphId}", which is not a graph of this server; it is ignored`,
+      );
+  }
+  const extractor = createStaticSchemaExtractor({ timeoutMs: options.schemaTimeoutMs, log });
   const graphs = new Map<string, RegisteredGraph>();
-  for (const spec of config.graphs) graphs.set(spec.graphId, await registerGraph(spec));
+  for (const spec of config.graphs) {
+    const loaded = await withGraphLogContext(spec.graphId, () => registerGraph(spec));
+    graphs.set(spec.graphId, {
+      ...loaded,
+      file: spec.file,
+      exportName: spec.exportName,
+      assistantDefaults: defaults?.get(spec.graphId) ?? NO_SETTINGS,
+      staticSchemas: () => extractor.schemasOf(spec),
+    });
+  }
   return {
     ids: () => [...graphs.keys()],
     get: (graphId) => graphs.get(graphId),
     configFile: config.file,
     settings: { store: config.store, checkpointer: config.checkpointer, http: config.http },
+    close: () => extractor.close(),
   };
 }
 
@@ -86,16 +144,14 @@ export async function createGraphRegistry(config: GraphConfig): Promise<GraphReg
  * The registry of a process: the config file `configPath` (AGENTPLANE_CONFIG) names, else
  * agentplane.json or langgraph.json in `cwd`, else the bundled example graph (which it logs).
  */
-export async function loadGraphRegistry(options: {
-  configPath: string | undefined;
-  cwd: string;
-  log: Logger;
-}): Promise<GraphRegistry> {
+export async function loadGraphRegistry(
+  options: GraphRegistryOptions & { configPath: string | undefined; cwd: string },
+): Promise<GraphRegistry> {
   const { log } = options;
   const file = await findGraphConfigFile(options.configPath, options.cwd);
   const config = file === undefined ? exampleGraphConfig() : await loadGraphConfigFile(file);
   for (const warning of config.warnings) log.warn(`graph config: ${warning}`, { file });
-  const registry = await createGraphRegistry(config);
+  const registry = await createGraphRegistry(config, options);
   if (file === undefined) {
     log.info(
       "no agentplane.json or langgraph.json here and AGENTPLANE_CONFIG is not set: serving the bundled example graph",
@@ -107,7 +163,10 @@ export async function loadGraphRegistry(options: {
   return registry;
 }
 
-async function registerGraph(spec: GraphSpec): Promise<RegisteredGraph> {
+/** What {@link registerGraph} makes of a spec; the registry adds the rest. */
+type LoadedGraph = Pick<RegisteredGraph, "graphId" | "description" | "load">;
+
+async function registerGraph(spec: GraphSpec): Promise<LoadedGraph> {
   let module: Record<string, unknown>;
   try {
     module = (await import(pathToFileURL(spec.file).href)) as Record<string, unknown>;
@@ -131,7 +190,7 @@ async function registerGraph(spec: GraphSpec): Promise<RegisteredGraph> {
       graphId: spec.graphId,
       ...(description === undefined ? {} : { description }),
       async load(options = {}) {
-        const made = await factory(options.config ?? {});
+        const made = await withGraphLogContext(spec.graphId, async () => factory(options.config ?? {}));
         const compiled = toCompiled(made);
         if (!compiled) throw new GraphLoadError(spec, `the factory returned ${describe(made)}, not a graph`);
         return attach(compiled, options);

@@ -1,6 +1,7 @@
 /**
  * `AGENTPLANE_CONFIG=path/to/langgraph.json`: the server process loads a user's graph folder and
- * serves its graphs' system assistants; a broken graph stops start-up with a clear message.
+ * serves its graphs' system assistants (graph modules may call `getLogger()` at load); a broken graph
+ * or a bad `LANGGRAPH_CONFIG` stops start-up with a clear message.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -28,11 +29,19 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-/** Runs `node --import tsx server/main.ts` with AGENTPLANE_CONFIG; `onListening` gets the base URL. */
-function runServer(configFile: string, onListening: (baseUrl: string) => Promise<void>) {
+/**
+ * Runs `node --import tsx server/main.ts` with AGENTPLANE_CONFIG (and `env`); `onListening` gets the
+ * base URL.
+ */
+function runServer(
+  configFile: string,
+  onListening: (baseUrl: string) => Promise<void>,
+  env: Record<string, string> = {},
+) {
   const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
     env: {
       ...process.env,
+      ...env,
       AGENTPLANE_CONFIG: configFile,
       DATABASE_URL: db.url,
       AGENTPLANE_PORT: "0",
@@ -64,10 +73,17 @@ function runServer(configFile: string, onListening: (baseUrl: string) => Promise
   });
 }
 
+/** A graph module that logs through the platform logger while it loads. */
+const LOGGING_MODULE = `
+import { getLogger } from "@langchain/langgraph-sdk/logging";
+export { graph } from "./graphs.ts";
+getLogger().warn("loaded with the platform logger", { module: "logging" });
+`;
+
 it("serves the graphs of the config file AGENTPLANE_CONFIG names", async () => {
   const fixture = await writeGraphFixture(
-    { "graphs.ts": NESTED_GRAPH_MODULE },
-    { graphs: { weather: "./graphs.ts:graph" } },
+    { "graphs.ts": NESTED_GRAPH_MODULE, "logging.ts": LOGGING_MODULE },
+    { graphs: { weather: "./logging.ts:graph" } },
   );
   fixtures.push(fixture);
   let names: string[] = [];
@@ -80,6 +96,37 @@ it("serves the graphs of the config file AGENTPLANE_CONFIG names", async () => {
   expect(result.code, result.stderr).toBe(0);
   expect(names).toEqual(["weather"]);
   expect(id).toBe(systemAssistantId("weather"));
+  const logged = result.stderr
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(logged).toContainEqual(
+    expect.objectContaining({
+      level: "warn",
+      message: "loaded with the platform logger",
+      graph_id: "weather",
+      module: "logging",
+    }),
+  );
+});
+
+it("refuses to start with a LANGGRAPH_CONFIG that is not JSON, naming the variable", async () => {
+  const fixture = await writeGraphFixture(
+    { "graphs.ts": NESTED_GRAPH_MODULE },
+    { graphs: { weather: "./graphs.ts:graph" } },
+  );
+  fixtures.push(fixture);
+  const result = await runServer(
+    fixture.configFile,
+    async () => {
+      throw new Error("the server should not have started");
+    },
+    { LANGGRAPH_CONFIG: "{weather: {}}" },
+  );
+  expect(result.code).toBe(2);
+  expect(result.stderr).toMatch(
+    /agentplane: invalid configuration:\n {2}- LANGGRAPH_CONFIG is not valid JSON: /,
+  );
 });
 
 it("refuses to start with a broken graph, naming the graph, the file and the cause", async () => {

@@ -288,6 +288,7 @@ describe("thread state through @langchain/langgraph-sdk", () => {
       configPath: GRAPH_CONFIG,
       cwd: process.cwd(),
       log: createLogger("error"),
+      schemaTimeoutMs: 30_000,
     });
     const threadGraphs = createThreadGraphs({ sql, graphs });
     const graph = (await threadGraphs.forThread(workspaceId, {

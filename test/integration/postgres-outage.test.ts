@@ -41,6 +41,8 @@ beforeAll(async () => {
       logLevel: "error",
       graphConfigPath: undefined,
       usageReporting: true,
+      assistantDefaults: undefined,
+      schemaResolveTimeoutMs: 30_000,
     },
     createLogger("error"),
   );

@@ -33,7 +33,7 @@ export async function writeGraphFixture(
 
 /**
  * A zod-state graph `parent` with a two-node subgraph `child` (so xray drawing and subgraph
- * schemas have something to show), a config schema, and an Annotation graph without schemas.
+ * schemas have something to show), a config schema, and an Annotation graph.
  */
 export const NESTED_GRAPH_MODULE = `
 import { Annotation, END, MessagesZodState, START, StateGraph } from "@langchain/langgraph";

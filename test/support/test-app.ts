@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { type AgentplaneClient, type ClientProtocol, createClient } from "../../sdk/index.js";
 import { type App, startApp } from "../../server/app.js";
 import type { Config } from "../../server/config.js";
-import { createLogger } from "../../server/logger.js";
+import { createLogger, type Logger } from "../../server/logger.js";
 import { createTestDatabase } from "./database.js";
 
 /** A server started in-process for a test file, on its own database and port 0. */
@@ -29,9 +29,13 @@ export interface TestApp {
 /**
  * Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). With
  * `overrides.databaseUrl` it joins that database (another app's, to act as a second process) instead
- * of creating one, and leaves it in place when stopped.
+ * of creating one, and leaves it in place when stopped. `log` replaces the stderr logger (to read
+ * what the server logged).
  */
-export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+export async function startTestApp(
+  overrides: Partial<Config> = {},
+  options: { log?: Logger } = {},
+): Promise<TestApp> {
   const db = overrides.databaseUrl
     ? { url: overrides.databaseUrl, drop: async () => {} }
     : await createTestDatabase();
@@ -53,9 +57,11 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
     logLevel: "error",
     graphConfigPath: undefined,
     usageReporting: true,
+    assistantDefaults: undefined,
+    schemaResolveTimeoutMs: 30_000,
     ...overrides,
   };
-  const app = await startApp(config, createLogger(config.logLevel));
+  const app = await startApp(config, options.log ?? createLogger(config.logLevel));
   const baseUrl = `http://127.0.0.1:${app.address.port}`;
   return {
     baseUrl,

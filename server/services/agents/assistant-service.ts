@@ -2,8 +2,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { AssistantService } from "../../../gen/agentplane/agents/v1/assistant_service_pb.js";
 import { isUuid, uuidv7 } from "../../ids.js";
+import { syncAssistantSettings } from "../../runtime/assistant-settings.js";
 import { drawGraph, graphSchemas, subgraphSchemas } from "../../runtime/graph-introspection.js";
-import type { CompiledGraph, GraphRegistry } from "../../runtime/graph-registry.js";
+import type { CompiledGraph, GraphRegistry, RegisteredGraph } from "../../runtime/graph-registry.js";
 import {
   ASSISTANT_SORT_COLUMNS,
   type AssistantFields,
@@ -87,8 +88,10 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     return found;
   };
 
-  /** The compiled graph of an assistant, for drawing and schemas (no checkpointer needed). */
-  const graphOf = async (assistant: AssistantRecord): Promise<CompiledGraph> => {
+  /** The graph of an assistant, loaded for drawing and schemas (no checkpointer needed). */
+  const graphOf = async (
+    assistant: AssistantRecord,
+  ): Promise<{ registered: RegisteredGraph; graph: CompiledGraph }> => {
     const registered = graphs.get(assistant.graphId);
     if (!registered) {
       throw new ConnectError(
@@ -96,7 +99,10 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
         Code.FailedPrecondition,
       );
     }
-    return registered.load({ config: { ...assistant.config, configurable: { ...assistant.context } } });
+    const graph = await registered.load({
+      config: { ...assistant.config, configurable: { ...assistant.context } },
+    });
+    return { registered, graph };
   };
 
   return {
@@ -238,19 +244,21 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
       const workspaceId = await workspaceOf(ctx, "assistants:read");
       const xray = parseXray(request.xray);
       const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
-      return { graph: await drawGraph(await graphOf(assistant), xray) };
+      return { graph: await drawGraph((await graphOf(assistant)).graph, xray) };
     },
 
     async getAssistantSchemas(request, ctx) {
       const workspaceId = await workspaceOf(ctx, "assistants:read");
       const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
-      return graphSchemaMessage(graphSchemas(await graphOf(assistant)), assistant.graphId);
+      const { registered, graph } = await graphOf(assistant);
+      return graphSchemaMessage(await graphSchemas(registered, graph), assistant.graphId);
     },
 
     async getAssistantSubgraphs(request, ctx) {
       const workspaceId = await workspaceOf(ctx, "assistants:read");
       const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
-      const found = await subgraphSchemas(await graphOf(assistant), request.namespace, request.recurse);
+      const { registered, graph } = await graphOf(assistant);
+      const found = await subgraphSchemas(registered, graph, request.namespace, request.recurse);
       return {
         subgraphs: Object.fromEntries(
           Object.entries(found).map(([ns, schemas]) => [ns, graphSchemaMessage(schemas)]),
@@ -272,33 +280,14 @@ function filterOf(request: { metadata?: JsonObject; graphId?: string; name?: str
   };
 }
 
-/**
- * Config and context kept in sync: `config.configurable` and `context` hold the same object. One
- * given fills the other; both given must agree (the LangGraph server refuses both too).
- */
+/** {@link syncAssistantSettings}, refusing settings that cannot be reconciled with a 422. */
 function syncConfigAndContext(
   config: JsonObject | undefined,
   context: JsonObject | undefined,
 ): { config: JsonObject; context: JsonObject } {
-  const configurable = config?.configurable;
-  if (
-    configurable !== undefined &&
-    (typeof configurable !== "object" || configurable === null || Array.isArray(configurable))
-  )
-    throw new ConnectError("config.configurable must be a JSON object", Code.InvalidArgument);
-  const fromConfig = configurable as JsonObject | undefined;
-  if (fromConfig && context && Object.keys(context).length > 0 && Object.keys(fromConfig).length > 0) {
-    if (JSON.stringify(fromConfig) !== JSON.stringify(context)) {
-      throw new ConnectError(
-        "give either config.configurable or context, not both: they are the same settings (prefer context)",
-        Code.InvalidArgument,
-      );
-    }
-  }
-  const shared = context && Object.keys(context).length > 0 ? context : (fromConfig ?? context ?? {});
-  const synced: JsonObject = { ...(config ?? {}) };
-  if (fromConfig || Object.keys(shared).length > 0) synced.configurable = shared;
-  return { config: synced, context: shared };
+  const synced = syncAssistantSettings(config, context);
+  if ("problem" in synced) throw new ConnectError(synced.problem, Code.InvalidArgument);
+  return synced.settings;
 }
 
 function checkName(name: string): string {
