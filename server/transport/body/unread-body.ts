@@ -10,8 +10,8 @@ import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.j
  * HTTP/1.1: the rest is read and dropped up to {@link DRAIN_MAX_BYTES} (or {@link DRAIN_MAX_MS}), so
  * the connection can serve the next request; past that the server half-closes (the answer is already
  * out, the client reads it, then the end of the stream) and keeps reading for {@link LINGER_MS}
- * before closing, the lingering close of RFC 9112 §9.6. HTTP/2: RST_STREAM(NO_ERROR) once the answer
- * is sent, which RFC 9113 §8.1 defines as "stop sending the request body, without error".
+ * before closing, the lingering close of RFC 9112 §9.6. HTTP/2: RST_STREAM(NO_ERROR) shortly after
+ * the answer is sent, which RFC 9113 §8.1 defines as "stop sending the request body, without error".
  */
 
 /** A remainder this small is read so the connection stays usable; a LAN delivers it in milliseconds. */
@@ -20,13 +20,25 @@ const DRAIN_MAX_BYTES = 1024 * 1024;
 const DRAIN_MAX_MS = 1_000;
 /** Time the server keeps reading after half-closing: a few round trips for the client to see the answer. */
 const LINGER_MS = 2_000;
+/**
+ * Time an HTTP/2 client gets to end its upload itself once the answer is out. connect-node's client
+ * reports an early reset as a failed write ("Premature close") rather than the answer it already
+ * has; a client that read the answer cancels its stream well within this.
+ */
+const H2_RESET_GRACE_MS = 1_000;
 
 /** Watches one request: once its answer is sent, whatever is left of its body is settled as above. */
 export function settleUnreadBody(req: NodeServerRequest, res: NodeServerResponse): void {
   if ("stream" in req) {
-    res.once("finish", () => {
-      if (!req.complete && !req.stream.destroyed)
-        (req as Http2ServerRequest).stream.close(h2.NGHTTP2_NO_ERROR);
+    // Node closes such a stream itself only if nothing ever read from it, and the response emits
+    // "finish" only once the stream closes: watch the stream's own writable side instead.
+    const stream = (req as Http2ServerRequest).stream;
+    stream.once("finish", () => {
+      if (stream.closed || req.complete) return;
+      const timer = setTimeout(() => {
+        if (!stream.closed) stream.close(h2.NGHTTP2_NO_ERROR);
+      }, H2_RESET_GRACE_MS).unref();
+      stream.once("close", () => clearTimeout(timer));
     });
     return;
   }
@@ -39,6 +51,14 @@ export function settleUnreadBody(req: NodeServerRequest, res: NodeServerResponse
 
 function drainOrClose(req: IncomingMessage): void {
   const socket = req.socket;
+  if (socket.destroyed) return;
+  if (socket.writableEnded) {
+    // The answer was the connection's last (Connection: close, HTTP/1.0): Node has half-closed it
+    // and would destroy it the moment its FIN is out, resetting a client that is still sending.
+    socket.removeListener("finish", socket.destroy);
+    linger(req);
+    return;
+  }
   let drained = 0;
   let closing = false;
   const close = (): void => {
@@ -46,7 +66,7 @@ function drainOrClose(req: IncomingMessage): void {
     closing = true;
     clearTimeout(timer);
     socket.end();
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    linger(req);
   };
   const timer = setTimeout(close, DRAIN_MAX_MS).unref();
   req.on("data", (chunk: Buffer) => {
@@ -55,4 +75,10 @@ function drainOrClose(req: IncomingMessage): void {
   });
   req.once("end", () => clearTimeout(timer));
   req.resume();
+}
+
+/** Keeps reading (and dropping) a half-closed connection for {@link LINGER_MS}, then closes it. */
+function linger(req: IncomingMessage): void {
+  req.resume();
+  setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
 }
