@@ -11,7 +11,7 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { rawRequestChunks } from "./body/request-chunks.js";
+import { screenedRpcBody } from "./input/rpc-body.js";
 import { writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 
@@ -32,8 +32,9 @@ export interface ConnectAdapterOptions extends ConnectRouterOptions {
  * place of connect-node's `connectNodeAdapter`, which (2.1.2) throws inside the request listener
  * when an HTTP/1.0 request has no Host, destroys the request when it stops reading a body over the
  * limit (the client sees a reset instead of RESOURCE_EXHAUSTED), and prints failures with
- * `console.error`. Here the body is read through {@link rawRequestChunks}, which refuses an oversized
- * body without destroying anything; what is left of it is settled after the answer (unread-body.ts).
+ * `console.error`. Here the body is read through {@link screenedRpcBody}: it refuses an oversized
+ * body without destroying anything (what is left of it is settled after the answer, unread-body.ts)
+ * and screens the request message before protobuf-es decodes it.
  */
 export function createConnectAdapter(
   options: ConnectAdapterOptions,
@@ -58,7 +59,7 @@ export function createConnectAdapter(
       return;
     }
     const rpc = `${handler.service.typeName}/${handler.method.name}`;
-    handler({ ...request, body: rawRequestChunks(req, options.bodyMaxBytes) })
+    handler({ ...request, body: screenedRpcBody(req, handler.method, options.bodyMaxBytes) })
       .then((response) => universalResponseToNodeResponse(response, res))
       .catch((reason: unknown) => {
         // Writing failed because the client went away: nobody to answer, nothing to report.

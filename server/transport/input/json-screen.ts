@@ -53,3 +53,38 @@ function scalarProblem(value: unknown): string | undefined {
   if (typeof value === "number") return numberProblem(value);
   return undefined;
 }
+
+/**
+ * Whether JSON text may hold what {@link findJsonProblem} refuses: objects and arrays nested deeper
+ * than {@link MAX_JSON_DEPTH}, or a `\u0000` or surrogate (`\uD800`-`\uDFFF`) escape. One pass over
+ * the bytes, cheap enough for every JSON RPC body before protobuf-es decodes it (whose own recursion
+ * limit and UTF-8 check would refuse such input with messages that name no field). Raw control
+ * characters are not valid JSON and raw surrogates not valid UTF-8: those the parser refuses.
+ */
+export function jsonTextNeedsScreen(bytes: Uint8Array): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === 0x22 /* " */) inString = false;
+      else if (c === 0x5c /* \ */) {
+        if (bytes[i + 1] === 0x75 /* u */ && suspiciousEscape(bytes, i + 2)) return true;
+        i++;
+      }
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** Whether the four hex digits at `at` are 0000 or D800 to DFFF. */
+function suspiciousEscape(bytes: Uint8Array, at: number): boolean {
+  const hex = String.fromCharCode(...bytes.subarray(at, at + 4)).toLowerCase();
+  return hex === "0000" || /^d[89a-f]/.test(hex);
+}

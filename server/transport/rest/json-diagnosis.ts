@@ -16,8 +16,9 @@ import { describeElement, describeField, describeMessage } from "./field-value.j
  *
  * Only runs after `fromJson` failed, so it may be slow: it finds the culprit by decoding one
  * member at a time, which keeps the verdict identical to protobuf-es's own rules. It recurses one
- * level per message, and stops (leaving the caller's generic message) past MAX_JSON_DEPTH levels,
- * so no input can exhaust the stack here; the input screen refuses deeper documents before.
+ * level per message and gives up past MAX_JSON_DEPTH levels (the input screen refuses deeper
+ * documents before), and it never throws: when it cannot say, it says nothing and the caller's
+ * generic message stands.
  */
 
 /** One problem found in a JSON value. */
@@ -39,10 +40,26 @@ export function diagnoseMessage(
   schema: DescMessage,
   json: JsonValue,
   options: Partial<JsonReadOptions>,
-  path = "",
-  depth = 1,
 ): JsonProblem | undefined {
-  if (depth > MAX_JSON_DEPTH) return undefined;
+  try {
+    return diagnose(schema, json, options, "", 1);
+  } catch {
+    // Too deep to look into, or a failure while looking: the caller's generic message is the answer.
+    return undefined;
+  }
+}
+
+/** Thrown past MAX_JSON_DEPTH levels: the culprit cannot be named, so nothing is. */
+class TooDeepToDiagnose extends Error {}
+
+function diagnose(
+  schema: DescMessage,
+  json: JsonValue,
+  options: Partial<JsonReadOptions>,
+  path: string,
+  depth: number,
+): JsonProblem | undefined {
+  if (depth > MAX_JSON_DEPTH) throw new TooDeepToDiagnose();
   if (schema.typeName.startsWith("google.protobuf.")) {
     return decodes(schema, json, options) ? undefined : mismatch(path, describeMessage(schema), json);
   }
@@ -72,7 +89,7 @@ function diagnoseField(
   switch (field.fieldKind) {
     case "message":
       return (
-        diagnoseMessage(field.message, value, options, path, depth + 1) ??
+        diagnose(field.message, value, options, path, depth + 1) ??
         mismatch(path, describeField(field), value)
       );
     case "list": {
@@ -103,7 +120,7 @@ function diagnoseElement(
   path: string,
   depth: number,
 ): JsonProblem {
-  const nested = field.message ? diagnoseMessage(field.message, item, options, path, depth) : undefined;
+  const nested = field.message ? diagnose(field.message, item, options, path, depth) : undefined;
   return nested ?? mismatch(path, describeElement(field), item);
 }
 
