@@ -118,8 +118,9 @@ function readField(
         false,
       );
     case "list": {
-      const index = frame.counts?.get(number) ?? 0;
-      (frame.counts ??= new Map()).set(number, index + 1);
+      frame.counts ??= new Map();
+      const index = frame.counts.get(number) ?? 0;
+      frame.counts.set(number, index + 1);
       const item: PathStep = { parent: step, key: index };
       if (field.listKind !== "message") {
         const scalar = field.listKind === "enum" ? ScalarType.INT32 : field.scalar;

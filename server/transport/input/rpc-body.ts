@@ -4,7 +4,7 @@ import type { DescField, DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { rawRequestChunks } from "../body/request-chunks.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
 import { findBinaryProblem } from "./binary-screen.js";
-import { type InputProblem, problemError, tooDeep } from "./input-problem.js";
+import { type InputProblem, problemError } from "./input-problem.js";
 import { findJsonProblem, jsonTextNeedsScreen } from "./json-screen.js";
 
 const gunzipAsync = promisify(gunzip);
