@@ -22,6 +22,7 @@ import {
   MAX_JSON_DEPTH,
   PROTOBUF_BINARY_RECURSION_LIMIT,
 } from "../../server/transport/input/input-limits.js";
+import { type Layer, lengthPrefix, nestedMessageBytes } from "../support/hostile-input/nested-bytes.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 let t: TestApp;
@@ -89,25 +90,15 @@ async function refusal(call: Promise<unknown>): Promise<ConnectError> {
  * `fields` (1) map entries of key (1) and Value (2); a Value's struct_value is field 5.
  */
 function deepMetadataBytes(levels: number): Uint8Array {
-  const prefixes: Uint8Array[] = [];
-  let size = 0;
-  for (let i = 0; i < levels; i++) {
-    const value = new BinaryWriter().tag(5, WireType.LengthDelimited).uint32(size).finish();
-    size += value.length;
-    const entry = new BinaryWriter()
+  const entry: Layer = (size) =>
+    new BinaryWriter()
       .tag(1, WireType.LengthDelimited)
       .string("a")
       .tag(2, WireType.LengthDelimited)
       .uint32(size)
       .finish();
-    size += entry.length;
-    const struct = new BinaryWriter().tag(1, WireType.LengthDelimited).uint32(size).finish();
-    size += struct.length;
-    prefixes.push(value, entry, struct);
-  }
-  const metadata = CreateAssistantRequestSchema.field.metadata!.number;
-  prefixes.push(new BinaryWriter().tag(metadata, WireType.LengthDelimited).uint32(size).finish());
-  return Buffer.concat(prefixes.reverse());
+  const metadata = lengthPrefix(CreateAssistantRequestSchema.field.metadata!.number);
+  return nestedMessageBytes(levels, [lengthPrefix(5), entry, lengthPrefix(1)], metadata);
 }
 
 /** `{"a": {"a": ... {}}}`: `levels` objects inside one another. */

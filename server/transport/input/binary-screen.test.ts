@@ -3,6 +3,7 @@ import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { StructSchema, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { InputShapesSchema } from "../../../test/gen/agentplane/testing/v1/input_shapes_pb.js";
+import { lengthPrefix, nestedMessageBytes } from "../../../test/support/hostile-input/nested-bytes.js";
 import { findBinaryProblem } from "./binary-screen.js";
 import { MAX_JSON_DEPTH } from "./input-limits.js";
 import { describeProblem, type InputProblem } from "./input-problem.js";
@@ -26,24 +27,11 @@ function nestedStructs(levels: number): Value {
 }
 
 /**
- * InputShapes bytes whose `list` field (a ListValue) holds `levels` ListValues inside one another,
- * written iteratively from the inside out: far deeper than any encoder's recursion would allow.
+ * InputShapes bytes whose `list` field holds `levels` ListValues inside one another: a ListValue's
+ * `values` (1) hold a Value whose `list_value` (6) is the next ListValue; InputShapes.list is 16.
  */
 function nestedListBytes(levels: number): Uint8Array {
-  // ListValue.values = 1 (Value); Value.list_value = 6 (ListValue); InputShapes.list = 16.
-  const prefixes: Uint8Array[] = [];
-  let size = 0;
-  for (let i = 0; i < levels; i++) {
-    const value = new BinaryWriter().tag(6, WireType.LengthDelimited).uint32(size).finish();
-    const list = new BinaryWriter()
-      .tag(1, WireType.LengthDelimited)
-      .uint32(size + value.length)
-      .finish();
-    prefixes.push(value, list);
-    size += value.length + list.length;
-  }
-  prefixes.push(new BinaryWriter().tag(16, WireType.LengthDelimited).uint32(size).finish());
-  return Buffer.concat(prefixes.reverse());
+  return nestedMessageBytes(levels, [lengthPrefix(6), lengthPrefix(1)], lengthPrefix(16));
 }
 
 describe("findBinaryProblem", () => {
