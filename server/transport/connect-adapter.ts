@@ -54,8 +54,9 @@ export function createConnectAdapter(
     try {
       request = universalRequestFromNodeRequest(req, res, undefined, undefined);
     } catch {
-      // connect-node needs the authority for the request URL: only an HTTP/1.0 request can lack it.
-      writeRestError(res, 400, "the request has no Host header");
+      // connect-node builds the request URL from the authority: it is missing (only HTTP/1.0 may
+      // omit it) or not a host.
+      writeRestError(res, 400, "the request's Host header is missing or is not a valid host");
       return;
     }
     const rpc = `${handler.service.typeName}/${handler.method.name}`;

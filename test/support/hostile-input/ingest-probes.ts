@@ -198,6 +198,13 @@ export function serverWideProbes(headers: Record<string, string>): RawRequest[] 
       headers: { ...headers, "Content-Type": "application/json" },
     }),
     raw("HTTP/1.0 without Host to a REST path", "GET /ok HTTP/1.0"),
+    raw("invalid Host on a Connect path", "POST /agentplane.system.v1.SystemService/Ok HTTP/1.1", {
+      body: "{}",
+      headers: { ...headers, Host: "[bad", "Content-Type": "application/json" },
+    }),
+    raw("invalid Host on a REST path", "GET /api/v1/whoami HTTP/1.1", {
+      headers: { ...headers, Host: "[bad" },
+    }),
     raw("Content-Length far over the limit", "POST /threads HTTP/1.1", {
       body: "{}",
       contentLength: 999_999_999_999,

@@ -11,7 +11,7 @@ export interface RawRequest {
   readonly method: string;
   /** The request target exactly as sent. */
   readonly target: string;
-  /** Extra headers (Host, Connection and Content-Length are written by {@link sendRaw}). */
+  /** Extra headers; Connection and Content-Length are written by {@link sendRaw}, Host unless given. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: Buffer | string;
   /** Overrides the request line (protocol version or a broken line). */
@@ -45,7 +45,9 @@ export function describeRaw(request: RawRequest): string {
 export function encodeRaw(request: RawRequest): Buffer {
   const body = request.body === undefined ? Buffer.alloc(0) : Buffer.from(request.body);
   const lines = [request.requestLine ?? `${request.method} ${request.target} HTTP/1.1`];
-  lines.push("Host: 127.0.0.1", "Connection: close");
+  const hasHost = Object.keys(request.headers ?? {}).some((name) => name.toLowerCase() === "host");
+  if (!hasHost) lines.push("Host: 127.0.0.1");
+  lines.push("Connection: close");
   for (const [name, value] of Object.entries(request.headers ?? {})) lines.push(`${name}: ${value}`);
   const length = request.contentLength === undefined ? body.length : request.contentLength;
   if (length !== null) lines.push(`Content-Length: ${length}`);
