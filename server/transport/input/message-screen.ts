@@ -149,9 +149,9 @@ function screen(item: Pending, pending: Pending[]): InputProblem | undefined {
       const kind = (value as { kind?: { case?: string; value?: unknown } }).kind;
       switch (kind?.case) {
         case "stringValue":
-          return problemAt(step, textProblem(kind.value as string));
+          return problemAt(step, undefined, textProblem(kind.value as string));
         case "numberValue":
-          return problemAt(step, numberProblem(kind.value as number));
+          return problemAt(step, undefined, numberProblem(kind.value as number));
         case "structValue":
           pending.push({ kind: "struct-message", value: kind.value, step, depth });
           return undefined;
@@ -199,23 +199,40 @@ function screenFields(
       value = message[field.localName];
     }
     if (value === undefined || value === null) continue;
+    if (field.fieldKind !== "list" && field.fieldKind !== "map") {
+      if (!element) continue;
+      const problem = screenElement(
+        element,
+        value,
+        step,
+        field.name,
+        depth + 1,
+        pending,
+        field.oneof === undefined,
+      );
+      if (problem) return problem;
+      continue;
+    }
+    // The array or object of the field's JSON form is a level of its own.
     const at: PathStep = { parent: step, key: field.name };
-    if (field.fieldKind === "list" || field.fieldKind === "map") {
-      // The array or object of the field's JSON form is a level of its own.
-      if (depth + 1 > MAX_JSON_DEPTH) return { path: pathOf(at), reason: tooDeep };
-      const entries: [string | number, unknown][] =
-        field.fieldKind === "list" ? (value as unknown[]).map((item, i) => [i, item]) : Object.entries(value);
-      for (const [key, entry] of entries) {
-        if (textKeys) {
-          const nameProblem = memberNameProblem(key as string);
-          if (nameProblem) return { path: pathOf(at), reason: nameProblem };
-        }
-        if (!element) continue;
-        const problem = screenElement(element, entry, { parent: at, key }, depth + 2, pending, false);
+    if (depth + 1 > MAX_JSON_DEPTH) return { path: pathOf(at), reason: tooDeep };
+    if (field.fieldKind === "list") {
+      if (!element) continue;
+      const list = value as unknown[];
+      for (let i = 0; i < list.length; i++) {
+        const problem = screenElement(element, list[i], at, i, depth + 2, pending, false);
         if (problem) return problem;
       }
-    } else if (element) {
-      const problem = screenElement(element, value, at, depth + 1, pending, field.oneof === undefined);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      if (textKeys) {
+        const nameProblem = memberNameProblem(key);
+        if (nameProblem) return { path: pathOf(at), reason: nameProblem };
+      }
+      if (!element) continue;
+      const entry = (value as Record<string, unknown>)[key];
+      const problem = screenElement(element, entry, at, key, depth + 2, pending, false);
       if (problem) return problem;
     }
   }
@@ -223,43 +240,44 @@ function screenFields(
 }
 
 /**
- * Screens one element at `at` (a container there would be at level `depth`); containers go onto
- * `pending`. `unwrapped`: the element sits in a singular field outside a oneof, where protobuf-es
- * represents a wrapper type by its plain value.
+ * Screens one element, `key` of `parent` (a container there would be at level `depth`); containers
+ * go onto `pending`. Its path step is only built when needed. `unwrapped`: the element sits in a
+ * singular field outside a oneof, where protobuf-es represents a wrapper type by its plain value.
  */
 function screenElement(
   element: ElementKind,
   value: unknown,
-  at: PathStep,
+  parent: PathStep | undefined,
+  key: string | number,
   depth: number,
   pending: Pending[],
   unwrapped: boolean,
 ): InputProblem | undefined {
   switch (element.kind) {
     case "text":
-      return typeof value === "string" ? problemAt(at, textProblem(value)) : undefined;
+      return typeof value === "string" ? problemAt(parent, key, textProblem(value)) : undefined;
     case "number":
-      return typeof value === "number" ? problemAt(at, numberProblem(value)) : undefined;
+      return typeof value === "number" ? problemAt(parent, key, numberProblem(value)) : undefined;
     case "wrapped": {
       const inner = unwrapped ? value : (value as { value?: unknown }).value;
-      return screenElement({ kind: element.inner }, inner, at, depth, pending, true);
+      return screenElement({ kind: element.inner }, inner, parent, key, depth, pending, true);
     }
     case "timestamp":
-      return problemAt(at, timestampProblem(value as { seconds?: unknown; nanos?: unknown }));
+      return problemAt(parent, key, timestampProblem(value as { seconds?: unknown; nanos?: unknown }));
     case "struct":
       // protobuf-es represents a Struct in a message field as a plain JsonObject.
       if ((value as { $typeName?: unknown }).$typeName !== "google.protobuf.Struct")
-        return findJsonProblem(value, at, depth);
-      pending.push({ kind: "struct-message", value, step: at, depth });
+        return findJsonProblem(value, { parent, key }, depth);
+      pending.push({ kind: "struct-message", value, step: { parent, key }, depth });
       return undefined;
     case "value":
-      pending.push({ kind: "value", value, step: at, depth });
+      pending.push({ kind: "value", value, step: { parent, key }, depth });
       return undefined;
     case "list-value":
-      pending.push({ kind: "list-value", value, step: at, depth });
+      pending.push({ kind: "list-value", value, step: { parent, key }, depth });
       return undefined;
     case "message":
-      pending.push({ kind: "message", plan: element.plan, value, step: at, depth });
+      pending.push({ kind: "message", plan: element.plan, value, step: { parent, key }, depth });
       return undefined;
   }
 }
@@ -276,6 +294,12 @@ function timestampProblem(timestamp: { seconds?: unknown; nanos?: unknown }): st
   return inRange ? undefined : `must be a timestamp from ${TIMESTAMP_RANGE_TEXT}`;
 }
 
-function problemAt(step: PathStep | undefined, reason: string | undefined): InputProblem | undefined {
-  return reason === undefined ? undefined : { path: pathOf(step), reason };
+/** The problem `reason` at `key` of `parent` (or at `parent` itself without a key), if any. */
+function problemAt(
+  parent: PathStep | undefined,
+  key: string | number | undefined,
+  reason: string | undefined,
+): InputProblem | undefined {
+  if (reason === undefined) return undefined;
+  return { path: pathOf(key === undefined ? parent : { parent, key }), reason };
 }

@@ -36,6 +36,21 @@ export async function* screenedRpcBody(
 
 type Headers = NodeServerRequest["headers"];
 
+/**
+ * The content types whose messages come in envelopes, as connect-es serves them (gRPC-Web's base64
+ * "-text" variant is not among them: connect-es answers it 415 itself).
+ */
+const ENVELOPED_TYPES = new Set([
+  "application/connect+proto",
+  "application/connect+json",
+  "application/grpc",
+  "application/grpc+proto",
+  "application/grpc+json",
+  "application/grpc-web",
+  "application/grpc-web+proto",
+  "application/grpc-web+json",
+]);
+
 /** The envelope flag of a compressed message (gRPC, gRPC-Web, Connect streaming). */
 const COMPRESSED = 0x01;
 /** Envelope flags of what is not a request message: Connect's end-of-stream, gRPC-Web's trailers. */
@@ -61,7 +76,7 @@ async function findRpcBodyProblem(
     const message = await decompress(body, headers["content-encoding"], maxBytes);
     return message && screen(schema, message, json);
   }
-  if (!/^application\/(connect\+|grpc|grpc-web)/.test(type)) return undefined;
+  if (!ENVELOPED_TYPES.has(type)) return undefined;
   const encoding = type.startsWith("application/connect")
     ? headers["connect-content-encoding"]
     : headers["grpc-encoding"];
@@ -84,7 +99,7 @@ function screen(schema: DescMessage, message: Uint8Array, json: boolean): InputP
   // Rare: parse (V8's parser is iterative) and screen, to say what and where, in proto field names.
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(message).toString("utf8"));
+    value = JSON.parse(Buffer.from(message.buffer, message.byteOffset, message.byteLength).toString("utf8"));
   } catch {
     return undefined;
   }
@@ -120,7 +135,11 @@ function protoPath(schema: DescMessage, path: readonly (string | number)[]): (st
 }
 
 /** The message decompressed, or undefined when the encoding is unknown or the data broken. */
-async function decompress(data: Uint8Array, encoding: string | string[] | undefined, maxBytes: number) {
+async function decompress(
+  data: Uint8Array,
+  encoding: string | string[] | undefined,
+  maxBytes: number,
+): Promise<Uint8Array | undefined> {
   const name = String(encoding ?? "identity")
     .trim()
     .toLowerCase();
