@@ -54,7 +54,10 @@ export function encodeRaw(request: RawRequest): Buffer {
   return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), body]);
 }
 
-/** Sends a request and reads the answer until the server closes the connection. */
+/**
+ * Sends a request and reads the answer until the server closes the connection, or until the head
+ * of a Server-Sent Events stream has arrived (the stream itself may last as long as a run).
+ */
 export function sendRaw(port: number, request: RawRequest, timeoutMs: number): Promise<RawOutcome> {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
@@ -81,7 +84,12 @@ export function sendRaw(port: number, request: RawRequest, timeoutMs: number): P
       };
     };
     const timer = setTimeout(() => finish(answered() ?? { kind: "timeout" }), timeoutMs);
-    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      // A stream (SSE) that started is an answer: the rest of it may last as long as a run does.
+      const outcome = answered();
+      if (outcome?.kind === "answered" && /^content-type:\s*text\/event-stream/im.test(outcome.head)) finish(outcome);
+    });
     socket.on("end", () => finish(answered() ?? { kind: "closed", received: received().slice(0, 200) }));
     socket.on("error", (error: NodeJS.ErrnoException) => {
       // A reset after a complete answer was read costs the client nothing; before it, the answer is lost.
