@@ -88,7 +88,8 @@ export function sendRaw(port: number, request: RawRequest, timeoutMs: number): P
       chunks.push(chunk);
       // A stream (SSE) that started is an answer: the rest of it may last as long as a run does.
       const outcome = answered();
-      if (outcome?.kind === "answered" && /^content-type:\s*text\/event-stream/im.test(outcome.head)) finish(outcome);
+      if (outcome?.kind === "answered" && /^content-type:\s*text\/event-stream/im.test(outcome.head))
+        finish(outcome);
     });
     socket.on("end", () => finish(answered() ?? { kind: "closed", received: received().slice(0, 200) }));
     socket.on("error", (error: NodeJS.ErrnoException) => {
