@@ -108,6 +108,14 @@ export function createClient(options: ClientOptions): AgentplaneClient {
   };
 }
 
+/**
+ * How deep protobuf-es may recurse reading answers. The server accepts JSON values nested 128
+ * levels (README, "Input limits") and hands them back; protobuf-es counts up to one step per level
+ * in JSON and two in binary (a Value holding a Struct), past its default of 100. The margins match
+ * the server's own decoder settings.
+ */
+const RECURSION_LIMITS = { json: 128 + 8, binary: 2 * 128 + 16 } as const;
+
 /** The transport {@link createClient} uses, with the auth headers added to every call. */
 export function createTransport(options: ClientOptions): Transport {
   const headers: Interceptor = (next) => (req) => {
@@ -118,6 +126,8 @@ export function createTransport(options: ClientOptions): Transport {
   const common = {
     baseUrl: options.baseUrl,
     interceptors: [headers, ...(options.interceptors ?? [])],
+    jsonOptions: { recursionLimit: RECURSION_LIMITS.json },
+    binaryOptions: { recursionLimit: RECURSION_LIMITS.binary },
     ...(options.fetch ? { fetch: options.fetch } : {}),
   };
   switch (options.protocol ?? "connect") {

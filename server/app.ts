@@ -151,6 +151,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
         health,
         shutdownSignal: shutdown.signal,
         adapters: config.role === "worker" ? [] : createRestAdapters(deps, auth),
+        log,
       }),
       {
         shutdown,

@@ -24,9 +24,15 @@ export function createLogger(
 ): Logger {
   const log = (at: LogLevel, message: string, fields?: LogFields) => {
     if (ORDER[at] < ORDER[level]) return;
-    write(
-      `${JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) })}\n`,
-    );
+    const time = new Date().toISOString();
+    let line: string;
+    try {
+      line = JSON.stringify({ time, level: at, message, ...serializeFields(fields) });
+    } catch (error) {
+      // A field JSON cannot hold (a cycle, a BigInt): the line still goes out, saying so.
+      line = JSON.stringify({ time, level: at, message, unloggable: String(error) });
+    }
+    write(`${line}\n`);
   };
   return {
     debug: (m, f) => log("debug", m, f),
@@ -40,8 +46,21 @@ function serializeFields(fields: LogFields | undefined): LogFields | undefined {
   if (!fields) return undefined;
   const out: LogFields = {};
   for (const [key, value] of Object.entries(fields)) {
-    out[key] =
-      value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
+    out[key] = value instanceof Error ? serializeError(value, 0) : value;
   }
   return out;
+}
+
+/** Causes logged below an error: enough for a driver error wrapped twice, and bounded if they loop. */
+const MAX_CAUSES = 3;
+
+/** An error as one JSON object: its name, message, code (a SQLSTATE, a Node code), stack and causes. */
+function serializeError(error: Error, depth: number): LogFields {
+  const fields: LogFields = { name: error.name, message: error.message };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" || typeof code === "number") fields.code = code;
+  fields.stack = error.stack;
+  if (error.cause instanceof Error && depth < MAX_CAUSES)
+    fields.cause = serializeError(error.cause, depth + 1);
+  return fields;
 }

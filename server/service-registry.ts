@@ -31,10 +31,10 @@ import { createUsageService } from "./services/tracing/usage-service.js";
 import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
-import type { HttpAdapter } from "./transport/http-handler.js";
-import { createIngestAdapter } from "./transport/ingest/ingest-adapter.js";
-import { createUsageExportAdapter } from "./transport/usage-export-adapter.js";
-import { createUsagePageAdapter } from "./transport/usage-page-adapter.js";
+import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
+import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
+import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
+import { createUsagePageAdapter, USAGE_PAGE_ROUTES } from "./transport/usage-page-adapter.js";
 
 /** What the API services are built from. */
 export interface ServiceDeps {
@@ -93,16 +93,29 @@ export function createApiServices(
   ];
 }
 
+/** A REST-only adapter: the routes it declares, and how to build it. */
+export interface RestAdapterDefinition {
+  readonly routes: readonly AdapterRoute[];
+  create(deps: ServiceDeps, auth: Authenticator): HttpAdapter;
+}
+
 /**
  * The REST-only routes of the API (for what is not an RPC: multipart uploads, file downloads, web
- * pages), tried in order before the REST transcoder. The one list a new adapter is added to.
+ * pages), matched in order before the REST transcoder. The one list a new adapter is added to; the
+ * fuzz test (test/e2e/malformed-input.test.ts) reads the routes from here.
  */
+export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
+  { routes: USAGE_EXPORT_ROUTES, create: (deps, auth) => createUsageExportAdapter({ sql: deps.sql, auth }) },
+  { routes: USAGE_PAGE_ROUTES, create: () => createUsagePageAdapter() },
+  {
+    routes: INGEST_ROUTES,
+    create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth, version: deps.version }),
+  },
+];
+
+/** Every adapter of {@link REST_ADAPTERS}, built. */
 export function createRestAdapters(deps: ServiceDeps, auth: Authenticator): HttpAdapter[] {
-  return [
-    createUsageExportAdapter({ sql: deps.sql, auth }),
-    createUsagePageAdapter(),
-    createIngestAdapter({ ingest: deps.ingest, auth, log: deps.log, version: deps.version }),
-  ];
+  return REST_ADAPTERS.map((adapter) => adapter.create(deps, auth));
 }
 
 /** The graphs file's `store.ttl`, when it has one, as the store service's option. */

@@ -17,8 +17,13 @@ describe("normalizeTimestamp", () => {
   it("rejects what is not a timestamp", () => {
     expect(normalizeTimestamp("2026-13-01T00:00:00Z", "start_time")).toHaveProperty("error");
     expect(normalizeTimestamp(-1, "end_time")).toEqual({
-      error: "end_time must be an ISO 8601 string or epoch milliseconds, got -1",
+      error: "end_time must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z, got -1",
     });
+    expect(normalizeTimestamp("0001-01-01T00:00:00Z", "start_time")).toEqual({
+      error:
+        'start_time must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z, got "0001-01-01T00:00:00Z"',
+    });
+    expect(normalizeTimestamp(Number.POSITIVE_INFINITY, "end_time")).toHaveProperty("error");
     expect(normalizeTimestamp(true, "t")).toHaveProperty("error");
   });
 });

@@ -10,6 +10,8 @@ const ISO =
 const MICRO_DIGITS = 6;
 /** Latest epoch milliseconds accepted (9999-12-31T23:59:59.999Z): four-digit years, as ISO 8601 and dotted_order need. */
 const MAX_EPOCH_MS = 253_402_300_799_999;
+/** The accepted range, for error messages: from the epoch (as LangSmith) to the last four-digit year. */
+const RANGE_TEXT = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z";
 
 /**
  * The UTC ISO form (`YYYY-MM-DDTHH:MM:SS.ffffffZ`) of a timestamp, or an
@@ -18,8 +20,10 @@ const MAX_EPOCH_MS = 253_402_300_799_999;
  */
 export function normalizeTimestamp(value: unknown, field: string): { iso: string } | { error: string } {
   if (typeof value === "number") {
-    if (!Number.isFinite(value) || value < 0 || value > MAX_EPOCH_MS)
+    if (!Number.isFinite(value))
       return { error: `${field} must be an ISO 8601 string or epoch milliseconds, got ${value}` };
+    if (value < 0 || value > MAX_EPOCH_MS)
+      return { error: `${field} must be a time ${RANGE_TEXT}, got ${value}` };
     const micros = Math.round(value * 1000);
     const ms = Math.floor(micros / 1000);
     const fraction = String(micros % 1000).padStart(3, "0");
@@ -31,11 +35,13 @@ export function normalizeTimestamp(value: unknown, field: string): { iso: string
   const [, date, hm, seconds = "00", fraction = "", zone] = match ?? [];
   const micro = fraction.padEnd(MICRO_DIGITS, "0").slice(0, MICRO_DIGITS);
   const ms = Date.parse(`${date}T${hm}:${seconds}.${micro.slice(0, 3)}${zoneOf(zone)}`);
-  if (!match || Number.isNaN(ms) || ms < 0 || ms > MAX_EPOCH_MS) {
+  if (!match || Number.isNaN(ms)) {
     return {
-      error: `${field} must be an ISO 8601 timestamp such as 2024-09-19T17:16:48.521691Z, got "${value}"`,
+      error: `${field} must be an ISO 8601 timestamp such as 2024-09-19T17:16:48.521691Z, got ${JSON.stringify(value)}`,
     };
   }
+  if (ms < 0 || ms > MAX_EPOCH_MS)
+    return { error: `${field} must be a time ${RANGE_TEXT}, got ${JSON.stringify(value)}` };
   return { iso: `${new Date(ms).toISOString().slice(0, 23)}${micro.slice(3)}Z` };
 }
 

@@ -63,3 +63,13 @@ describe("rollupCover", () => {
     for (const range of cover.hours) expect(range.from.getTime()).toBe(range.to.getTime());
   });
 });
+
+describe("rollupCover at the end of year 9999", () => {
+  it("stays within four-digit years, still covering the last hour", () => {
+    const cover = rollupCover(at("9999-12-30T12:00:00Z"), at("9999-12-31T23:30:00Z"));
+    const ends = [cover.days.to, ...cover.hours.map((range) => range.to)];
+    for (const end of ends) expect(end.toISOString()).toMatch(/^9999-/);
+    // The last day is no longer whole, so its hours come from hourly rows, the last one included.
+    expect(cover.hours[0]).toEqual({ from: at("9999-12-30T12:00:00Z"), to: at("9999-12-31T23:59:59.999Z") });
+  });
+});

@@ -113,10 +113,18 @@ export interface RollupCover {
   hours: [TimeRange, TimeRange];
 }
 
+/**
+ * The last millisecond of year 9999. A range ending in that year's last hour would widen to
+ * 10000-01-01, which has no four-digit ISO 8601 form: postgres.js sends dates as such text, so
+ * Postgres would refuse it. Rollup buckets start on whole hours, so an end clamped here still covers
+ * the last one.
+ */
+const LATEST_END_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /** See {@link RollupCover}. */
 export function rollupCover(start: Date, end: Date): RollupCover {
   const from = Math.floor(start.getTime() / HOUR_MS) * HOUR_MS;
-  const to = Math.ceil(end.getTime() / HOUR_MS) * HOUR_MS;
+  const to = Math.min(Math.ceil(end.getTime() / HOUR_MS) * HOUR_MS, LATEST_END_MS);
   const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
   const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
   const at = (t: number) => new Date(t);

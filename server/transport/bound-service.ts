@@ -1,8 +1,11 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { problemError } from "./input/input-problem.js";
+import { messageScreen } from "./input/message-screen.js";
 
 /**
- * Runs before every call of a bound service, on every protocol (gRPC, gRPC-Web, Connect, REST, SSE).
+ * Runs before every call of a bound service, on every protocol (gRPC, gRPC-Web, Connect, REST, SSE),
+ * after the request message passed the input screen.
  * It authenticates the caller and puts what the handler needs into `ctx.values`; it throws a
  * `ConnectError` to refuse the call.
  */
@@ -12,9 +15,10 @@ export type CallGuard = (ctx: HandlerContext) => Promise<void>;
 export type InternalErrorReporter = (error: unknown, ctx: HandlerContext) => void;
 
 /**
- * A service implementation wrapped so that the guard runs first and every error leaving it is a
- * `ConnectError` whose message is safe to show. The Connect router and the REST transcoder both
- * serve `impl`, so both protocols share one pipeline.
+ * A service implementation wrapped so that the request message is screened first (the decoding
+ * layer's check, server/transport/input/: NUL, lone surrogates, nesting, float and timestamp ranges),
+ * then the guard runs, and every error leaving it is a `ConnectError` whose message is safe to show.
+ * The Connect router and the REST transcoder both serve `impl`, so every protocol shares one pipeline.
  */
 export interface BoundService {
   /** The service descriptor from gen/. */
@@ -85,10 +89,16 @@ function wrapMethod(
 ): BoundMethod {
   const toPublic = (error: unknown, ctx: HandlerContext) =>
     toPublicError(explainError?.(error) ?? error, ctx, onInternalError);
+  const screen = messageScreen(method.input);
+  const admit = (request: unknown): void => {
+    const problem = screen?.(request);
+    if (problem) throw problemError(problem);
+  };
   switch (method.methodKind) {
     case "unary":
       return async (request, ctx) => {
         try {
+          admit(request);
           if (guard) await guard(ctx);
           return await fn(request, ctx);
         } catch (error) {
@@ -98,6 +108,7 @@ function wrapMethod(
     case "server_streaming":
       return async function* (request, ctx) {
         try {
+          admit(request);
           if (guard) await guard(ctx);
           yield* fn(request, ctx) as AsyncIterable<unknown>;
         } catch (error) {

@@ -1,14 +1,21 @@
 import { createRegistry, type DescService, type Registry } from "@bufbuild/protobuf";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Logger } from "../logger.js";
+import { createAdapterRouter } from "./adapter-router.js";
+import { bodyTooLargeError, declaresTooLargeBody, maxRequestBodyBytes } from "./body/body-limit.js";
+import { settleUnreadBody } from "./body/unread-body.js";
 import type { BoundService } from "./bound-service.js";
+import { createConnectAdapter } from "./connect-adapter.js";
 import { createHealthService, type HealthRegistry } from "./health.js";
+import type { HttpAdapter } from "./http-adapter.js";
+import { PROTOBUF_BINARY_RECURSION_LIMIT, PROTOBUF_JSON_RECURSION_LIMIT } from "./input/input-limits.js";
 import type { NodeRequestHandler } from "./one-port-server.js";
 import { collectFiles, registerReflection } from "./reflection.js";
+import { checkRequestTarget } from "./request-target.js";
 import { applyCors } from "./rest/cors.js";
+import { writeConnectError, writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
-import { maxRequestBodyBytes } from "./rest/request-body.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 
 /**
@@ -19,10 +26,10 @@ import { createRestHandler } from "./rest/rest-handler.js";
 const WRITE_MAX_BYTES = 32 * 1024 * 1024;
 
 /**
- * A REST-only route handler; resolves true when it answered the request. It must answer errors as
- * `{"detail": ...}` itself (see `writeRestError` in rest/http-status.ts).
+ * Room in a Connect or gRPC request body beyond its message: the 5-byte envelope of each message
+ * and a Connect streaming request's end-of-stream message, which carries a few metadata entries.
  */
-export type HttpAdapter = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
+const ENVELOPE_ALLOWANCE_BYTES = 64 * 1024;
 
 /** Options of {@link createHttpHandler}. */
 export interface HttpHandlerOptions {
@@ -40,57 +47,82 @@ export interface HttpHandlerOptions {
   /** Aborts when the server gives up waiting for streams at shutdown; ends every open stream. */
   shutdownSignal: AbortSignal;
   /**
-   * REST-only routes that are not RPCs (multipart trace ingest, CSV downloads, web pages): each
-   * answers a request it recognises and resolves true, or resolves false without touching it. They
-   * are tried in order before the REST transcoder.
+   * REST-only routes that are not RPCs (multipart trace ingest, CSV downloads, web pages), matched
+   * by their declared routes before the REST transcoder.
    */
   adapters?: readonly HttpAdapter[];
-  /** Receives failures of the REST layer itself (bugs); default: `console.error`, as connect-node does. */
-  onInternalError?: (error: unknown) => void;
+  /**
+   * Where failures of the transport itself go (a bug in an adapter, a response that cannot be
+   * written): one JSON line each, never a raw stack on stderr.
+   */
+  log: Logger;
 }
 
 /**
- * The one request handler of the server: CORS first (it answers preflights and adds headers to
+ * The one request handler of the server. Every request's target is checked first (400 for one that
+ * is not a path or has a bad escape), then CORS (it answers preflights and adds headers to
  * everything, Connect and gRPC-Web included), then the Connect adapter with every bound service,
- * grpc.health.v1 and gRPC reflection (v1 and v1alpha); requests no RPC path matches go to the REST
- * transcoder, and what it does not route gets a JSON 404.
+ * grpc.health.v1 and gRPC reflection (v1 and v1alpha); requests no RPC path matches go to the
+ * REST-only adapters, then the REST transcoder, and what neither routes gets a JSON 404. A body the
+ * server answers before reading to the end is drained or its connection closed (unread-body.ts).
  */
 export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandler {
-  const { services, heartbeatMs, shutdownSignal } = options;
-  const onInternalError = options.onInternalError ?? ((error: unknown) => console.error(error));
+  const { services, heartbeatMs, shutdownSignal, log } = options;
   const registry = createServiceRegistry(services.map((bound) => bound.service));
+  const onInternalError = (error: unknown, ctx: { service: DescService; method: { name: string } }) =>
+    log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
   const rest = createRestHandler({ services, registry, heartbeatMs, shutdownSignal, onInternalError });
+  const adapters = createAdapterRouter(options.adapters ?? [], (error, route) =>
+    log.error("request failed", { error, route }),
+  );
 
-  const adapters = options.adapters ?? [];
   const route = async (req: NodeServerRequest, res: NodeServerResponse): Promise<boolean> => {
-    for (const adapter of adapters) if (await adapter(req, res)) return true;
-    return rest(req, res);
+    const adapted = await adapters(req, res);
+    if (adapted === true || (await rest(req, res))) return true;
+    if (adapted === false) return false;
+    const allow = adapted.join(", ");
+    writeRestError(res, 405, `${req.method} is not allowed here; use ${allow}`, { allow });
+    return true;
   };
 
   const fallback = (req: NodeServerRequest, res: NodeServerResponse): void => {
+    if (declaresTooLargeBody(req)) {
+      writeConnectError(res, bodyTooLargeError());
+      return;
+    }
     route(req, res).then(
       (handled) => {
-        if (!handled) sendJson(res, 404, { detail: `no route for ${req.method} ${pathOf(req)}` });
+        if (!handled) writeRestError(res, 404, `no route for ${req.method} ${pathOf(req)}`);
       },
       (error: unknown) => {
-        onInternalError(error);
+        log.error("request failed", { error, route: `${req.method} ${pathOf(req)}` });
         if (res.headersSent) res.destroy();
-        else sendJson(res, 500, { detail: "internal error" });
+        else writeRestError(res, 500, "internal error");
       },
     );
   };
 
-  const connect = connectNodeAdapter({
+  const connect = createConnectAdapter({
     routes: (router) => registerRoutes(router, options),
     fallback,
     shutdownSignal,
     readMaxBytes: maxRequestBodyBytes,
+    bodyMaxBytes: maxRequestBodyBytes + ENVELOPE_ALLOWANCE_BYTES,
     writeMaxBytes: WRITE_MAX_BYTES,
-    // Connect JSON resolves google.protobuf.Any from the same types as REST.
-    jsonOptions: { registry },
+    // Connect JSON resolves google.protobuf.Any from the same types as REST. The recursion limits let
+    // every message within MAX_JSON_DEPTH decode, so that the input screen is what refuses deeper ones.
+    jsonOptions: { registry, recursionLimit: PROTOBUF_JSON_RECURSION_LIMIT },
+    binaryOptions: { recursionLimit: PROTOBUF_BINARY_RECURSION_LIMIT },
+    onError: (error, rpc) => log.error("request failed", { error, rpc }),
   });
 
   return (req, res) => {
+    settleUnreadBody(req, res);
+    const badTarget = checkRequestTarget(req);
+    if (badTarget !== undefined) {
+      writeRestError(res, 400, badTarget);
+      return;
+    }
     if (applyCors(req, res)) return;
     connect(req, res);
   };
@@ -119,10 +151,4 @@ function pathOf(req: NodeServerRequest): string {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   return query === -1 ? url : url.slice(0, query);
-}
-
-function sendJson(res: NodeServerResponse, status: number, body: unknown): void {
-  const json = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
-  res.end(json);
 }

@@ -82,6 +82,12 @@ const H2_MAX_CONCURRENT_STREAMS = 250;
 const H2_STREAM_WINDOW_BYTES = 1 << 20;
 const H2_CONNECTION_WINDOW_BYTES = 16 << 20;
 
+/** The answer to a CONNECT request: this server is no proxy. */
+const CONNECT_REFUSAL = (() => {
+  const body = JSON.stringify({ detail: "CONNECT is not supported: this server is not a proxy" });
+  return `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+})();
+
 /**
  * Creates a server that hands each connection to an HTTP/2 server when it starts with the HTTP/2
  * preface and to an HTTP/1.1 server otherwise; both call `handler`. Node's own `allowHTTP1` works
@@ -220,6 +226,11 @@ function createHttp1Server(
     });
   });
   server.on("request", handler);
+  // Node hands CONNECT requests to "connect" listeners only, and closes the connection without an
+  // answer when there is none: answer like any other refused request instead.
+  server.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
+    socket.end(CONNECT_REFUSAL);
+  });
   // Node starts the timer that enforces headersTimeout and requestTimeout, and the bookkeeping that
   // closeIdleConnections relies on, on "listening"; this server never listens itself (connections
   // come from the sniffer), so it is told it does.

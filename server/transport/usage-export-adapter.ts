@@ -10,12 +10,17 @@ import {
   type GranularUsageRecord,
 } from "../services/tracing/granular-usage.js";
 import type { Sql } from "../store/db.js";
-import type { HttpAdapter } from "./http-handler.js";
-import { writeConnectError, writeRestError } from "./rest/http-status.js";
+import { type AdapterRoute, bindAdapter, type HttpAdapter } from "./http-adapter.js";
 import type { NodeServerRequest } from "./rest/node-types.js";
+import { parseQuery } from "./rest/query-string.js";
 
 /** The path of the CSV export; the same query parameters as the JSON API. */
 export const USAGE_EXPORT_PATH = "/api/v1/orgs/current/billing/granular-usage/export";
+
+/** The export's one route. */
+export const USAGE_EXPORT_ROUTES = [
+  { methods: ["GET"], path: USAGE_EXPORT_PATH },
+] as const satisfies readonly AdapterRoute[];
 
 /** The CSV columns, always all present and in this order; only those of the group_by are filled. */
 export const USAGE_CSV_COLUMNS = [
@@ -43,42 +48,29 @@ const FORMULA_START = /^[=+\-@\t\r]/;
  * computed by the same function as the JSON API, with the same validation and `{"detail"}` errors.
  */
 export function createUsageExportAdapter({ sql, auth }: { sql: Sql; auth: Authenticator }): HttpAdapter {
-  return async (req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    if (url.pathname !== USAGE_EXPORT_PATH) return false;
-    if (req.method !== "GET") {
-      writeRestError(res, 405, `${req.method} is not allowed here; use GET`, { allow: "GET" });
-      return true;
-    }
-    let usage: GranularUsageRecord[];
-    let params: GranularUsageParams;
-    try {
+  return bindAdapter(USAGE_EXPORT_ROUTES, {
+    [USAGE_EXPORT_PATH]: async (req, res, { query }) => {
       const principal = await auth.authenticate(headersOf(req));
-      params = readParams(url.searchParams);
-      usage = (await computeGranularUsage(sql, principal, params)).usage;
-    } catch (error) {
-      if (!(error instanceof ConnectError)) throw error;
-      writeConnectError(res, error);
-      return true;
-    }
-    const filename = `granular-usage-${compact(params.startTime)}-${compact(params.endTime)}.csv`;
-    res.writeHead(200, {
-      "content-type": "text/csv; charset=utf-8",
-      "content-disposition": `attachment; filename="${filename}"`,
-      "cache-control": "no-store",
-    });
-    const csv = format({ headers: [...USAGE_CSV_COLUMNS], rowDelimiter: "\r\n" });
-    const written = pipeline(csv, res);
-    for (const record of usage) csv.write(csvRow(record));
-    csv.end();
-    try {
-      await written;
-    } catch {
-      // The client went away mid-download: the response has started, so there is no one to tell.
-      res.destroy();
-    }
-    return true;
-  };
+      const params = readParams(parseQuery(query));
+      const { usage } = await computeGranularUsage(sql, principal, params);
+      const filename = `granular-usage-${compact(params.startTime)}-${compact(params.endTime)}.csv`;
+      res.writeHead(200, {
+        "content-type": "text/csv; charset=utf-8",
+        "content-disposition": `attachment; filename="${filename}"`,
+        "cache-control": "no-store",
+      });
+      const csv = format({ headers: [...USAGE_CSV_COLUMNS], rowDelimiter: "\r\n" });
+      const written = pipeline(csv, res);
+      for (const record of usage) csv.write(csvRow(record));
+      csv.end();
+      try {
+        await written;
+      } catch {
+        // The client went away mid-download: the response has started, so there is no one to tell.
+        res.destroy();
+      }
+    },
+  });
 }
 
 /** One CSV row of a record, every cell safe to open in a spreadsheet. */
@@ -113,7 +105,7 @@ function compact(at: Date | undefined): string {
   return at ? isoSeconds(at).replace(/[-:]/g, "") : "";
 }
 
-function readParams(query: URLSearchParams): GranularUsageParams {
+function readParams(query: readonly [string, string][]): GranularUsageParams {
   const invalid = (message: string) => new ConnectError(message, Code.InvalidArgument);
   const single = new Map<string, string>();
   const workspaceIds: string[] = [];

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import type { HttpAdapter } from "./http-handler.js";
-import { writeRestError } from "./rest/http-status.js";
+import type { AdapterRoute, AdapterServe, HttpAdapter } from "./http-adapter.js";
 
 /** Where the Granular Usage page is served (Settings › Billing and Usage › Granular Usage). */
 export const USAGE_PAGE_PATH = "/settings/billing/usage";
@@ -37,30 +36,34 @@ const SECURITY_HEADERS = {
   "referrer-policy": "no-referrer",
 };
 
+/** The page and each of its assets, for GET and HEAD. */
+export const USAGE_PAGE_ROUTES: readonly AdapterRoute[] = [...FILES.keys()].map((path) => ({
+  methods: ["GET", "HEAD"],
+  path,
+}));
+
 /** Serves the Granular Usage web page and its static assets (uPlot from node_modules). */
 export function createUsagePageAdapter(): HttpAdapter {
   const cache = new Map<string, Buffer>();
-  return async (req, res) => {
-    const pathname = new URL(req.url ?? "/", "http://localhost").pathname.replace(/\/$/, "");
-    const file = FILES.get(pathname);
-    if (!file) return false;
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      writeRestError(res, 405, `${req.method} is not allowed here; use GET`, { allow: "GET, HEAD" });
-      return true;
-    }
-    let body = cache.get(pathname);
-    if (!body) {
-      body = await readFile(file.path);
-      cache.set(pathname, body);
-    }
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      "content-type": file.type,
-      "content-length": String(body.length),
-      "cache-control": "no-cache",
-    });
-    if (req.method === "HEAD") res.end();
-    else res.end(body);
-    return true;
-  };
+  const serveFile =
+    (path: string, file: { path: string; type: string }): AdapterServe =>
+    async (req, res) => {
+      let body = cache.get(path);
+      if (!body) {
+        body = await readFile(file.path);
+        cache.set(path, body);
+      }
+      res.writeHead(200, {
+        ...SECURITY_HEADERS,
+        "content-type": file.type,
+        "content-length": String(body.length),
+        "cache-control": "no-cache",
+      });
+      if (req.method === "HEAD") res.end();
+      else res.end(body);
+    };
+  return USAGE_PAGE_ROUTES.map((route) => ({
+    ...route,
+    serve: serveFile(route.path, FILES.get(route.path)!),
+  }));
 }

@@ -362,7 +362,7 @@ describe("bad input answers 4xx with a clear detail, never 500", () => {
       "/assistants",
       { graph_id: "nested", metadata: { note: "a\u0000b" } },
       422,
-      /a JSON string in the request contains the NUL character \(\\u0000\), which cannot be stored/,
+      /^field "metadata\.note" contains the NUL character \(\\u0000\), which cannot be stored$/,
     ],
     [
       "create: bad id",

@@ -373,7 +373,7 @@ describe("ingest semantics", () => {
     });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { detail: string }).detail).toBe(
-      "a JSON string in the request contains the NUL character (\\u0000), which cannot be stored",
+      'field "post[1].inputs.q" contains the NUL character (\\u0000), which cannot be stored',
     );
     expect(await sql`select id from runs where id in (${ok}, ${nul})`).toHaveLength(0);
   });

@@ -19,6 +19,7 @@ import { SystemService } from "../../gen/agentplane/system/v1/system_service_pb.
 import { Health, HealthCheckResponse_ServingStatus as S } from "../../gen/grpc/health/v1/health_pb.js";
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { createLogger } from "../../server/logger.js";
 import { type BoundService, bindService } from "../../server/transport/bound-service.js";
 import { createHealthRegistry } from "../../server/transport/health.js";
 import { createHttpHandler } from "../../server/transport/http-handler.js";
@@ -66,9 +67,11 @@ function createFixture(options: { keepAliveTimeoutMs?: number; extraServices?: B
   const health = createHealthRegistry([SystemService.typeName, Health.typeName]);
   const shutdown = new AbortController();
   const services = [system, ...(options.extraServices ?? [])];
-  const handler = createHttpHandler({ services, health, shutdownSignal: shutdown.signal });
+  const logLines: string[] = [];
+  const log = createLogger("error", (line) => logLines.push(line));
+  const handler = createHttpHandler({ services, health, shutdownSignal: shutdown.signal, log });
   const server = createOnePortServer(handler, { shutdown, keepAliveTimeoutMs: options.keepAliveTimeoutMs });
-  return { server, health, slowCallsStarted, release, internalErrors };
+  return { server, health, slowCallsStarted, release, internalErrors, logLines };
 }
 
 async function start(server: OnePortServer): Promise<string> {

@@ -67,6 +67,7 @@ async function startServers(): Promise<Servers> {
     registry: createRegistry(file_agentplane_testing_v1_transcoding_service),
     heartbeatMs,
     shutdownSignal: shutdown.signal,
+    onInternalError: (error) => probe.internalErrors.push(error),
   });
   const adapter = connectNodeAdapter({
     // A BoundService's impl is keyed like a ServiceImpl; its wrapped methods are typed loosely.

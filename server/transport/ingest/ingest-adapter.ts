@@ -10,25 +10,18 @@
  * Bodies may be gzip-compressed (`Content-Encoding: gzip`). Success is 202 `{}`; errors are
  * `{"detail": ...}`. Not served at the root: the Agent Server API owns `/runs/...` there.
  */
-import type { Readable } from "node:stream";
-import { createGunzip } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import type { Logger } from "../../logger.js";
 import type { Authenticator } from "../../services/iam/authenticator.js";
 import { workspacePermissions } from "../../services/iam/permissions.js";
 import type { IngestActor, IngestBatch, IngestService } from "../../tracing/ingest-service.js";
 import type { RunInput } from "../../tracing/run-normalizer.js";
-import type { HttpAdapter } from "../http-handler.js";
-import {
-  malformedRequestError,
-  payloadTooLargeError,
-  unsupportedEncodingError,
-  writeConnectError,
-  writeRestError,
-} from "../rest/http-status.js";
+import { maxRequestBodyBytes } from "../body/body-limit.js";
+import { readJsonBody } from "../body/json-body.js";
+import { requestChunks } from "../body/request-chunks.js";
+import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
+import { payloadTooLargeError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
-import { maxRequestBodyBytes, readJsonBody } from "../rest/request-body.js";
 import { batchFromParts } from "./multipart-batch.js";
 import { boundaryOf, MultipartError, parseMultipart } from "./multipart-parser.js";
 import { serverInfo } from "./server-info.js";
@@ -37,13 +30,18 @@ import { serverInfo } from "./server-info.js";
 export interface IngestAdapterDeps {
   ingest: IngestService;
   auth: Authenticator;
-  log: Logger;
   /** agentplane's version, reported by `/info`. */
   version: string;
 }
 
-const PREFIX = "/api/v1";
-const RUN_PATH = /^\/api\/v1\/runs\/([^/]+)\/?$/;
+/** The ingest routes (a trailing `/` is accepted too, as the SDKs sometimes send one). */
+export const INGEST_ROUTES = [
+  { methods: ["GET"], path: "/api/v1/info" },
+  { methods: ["POST"], path: "/api/v1/runs/multipart" },
+  { methods: ["POST"], path: "/api/v1/runs/batch" },
+  { methods: ["POST"], path: "/api/v1/runs" },
+  { methods: ["PATCH"], path: "/api/v1/runs/{run_id}" },
+] as const satisfies readonly AdapterRoute[];
 
 /** Creates the ingest routes' adapter. */
 export function createIngestAdapter(deps: IngestAdapterDeps): HttpAdapter {
@@ -53,46 +51,29 @@ export function createIngestAdapter(deps: IngestAdapterDeps): HttpAdapter {
     req: NodeServerRequest,
     res: NodeServerResponse,
     read: () => Promise<IngestBatch>,
-  ) => {
+  ): Promise<void> => {
     const actor = await authorize(deps.auth, req);
     await deps.ingest.ingestRuns(actor, await read());
     sendJson(res, 202, "{}");
   };
 
-  return async (req, res) => {
-    const url = req.url ?? "/";
-    if (!url.startsWith(PREFIX)) return false;
-    const path = url.split("?", 1)[0] ?? url;
-    const method = req.method ?? "GET";
-    let handle: (() => Promise<void>) | undefined;
-    if (method === "GET" && (path === "/api/v1/info" || path === "/api/v1/info/")) {
-      handle = async () => sendJson(res, 200, info);
-    } else if (
-      method === "POST" &&
-      (path === "/api/v1/runs/multipart" || path === "/api/v1/runs/multipart/")
-    ) {
-      handle = () => ingestFrom(req, res, () => readMultipart(req));
-    } else if (method === "POST" && (path === "/api/v1/runs/batch" || path === "/api/v1/runs/batch/")) {
-      handle = () => ingestFrom(req, res, () => readBatch(req));
-    } else if (method === "POST" && (path === "/api/v1/runs" || path === "/api/v1/runs/")) {
-      handle = () => ingestFrom(req, res, async () => ({ post: [await readRun(req)] }));
-    } else if (method === "PATCH" && RUN_PATH.test(path)) {
-      const id = decodeURIComponent(RUN_PATH.exec(path)?.[1] ?? "");
-      handle = () =>
-        ingestFrom(req, res, async () => {
-          if (!isUuid(id))
-            throw new ConnectError(`run id "${id}" in the path must be a UUID`, Code.InvalidArgument);
-          return { patch: [{ ...(await readRun(req)), id }] };
-        });
-    }
-    if (!handle) return false;
-    try {
-      await handle();
-    } catch (error) {
-      answerError(res, req, error, deps.log);
-    }
-    return true;
-  };
+  return bindAdapter(INGEST_ROUTES, {
+    "/api/v1/info": async (_req, res) => sendJson(res, 200, info),
+    "/api/v1/runs/multipart": (req, res) => ingestFrom(req, res, () => readMultipart(req)),
+    "/api/v1/runs/batch": (req, res) => ingestFrom(req, res, () => readBatch(req)),
+    "/api/v1/runs": (req, res) => ingestFrom(req, res, async () => ({ post: [await readRun(req)] })),
+    "/api/v1/runs/{run_id}": (req, res, { vars }) => {
+      const id = vars.run_id ?? "";
+      return ingestFrom(req, res, async () => {
+        if (!isUuid(id))
+          throw new ConnectError(
+            `run id ${JSON.stringify(id)} in the path must be a UUID`,
+            Code.InvalidArgument,
+          );
+        return { patch: [{ ...(await readRun(req)), id }] };
+      });
+    },
+  });
 }
 
 /** The actor of an ingest request: its workspace, when the key holds `runs:create` there. */
@@ -114,19 +95,16 @@ async function authorize(auth: Authenticator, req: NodeServerRequest): Promise<I
 
 async function readMultipart(req: NodeServerRequest): Promise<IngestBatch> {
   const header = req.headers["content-type"];
-  const boundary = boundaryOf(Array.isArray(header) ? header[0] : header);
-  const body = decodedBody(req);
   try {
-    return batchFromParts(await parseMultipart(body, boundary, { maxBytes: maxRequestBodyBytes }));
+    const boundary = boundaryOf(Array.isArray(header) ? header[0] : header);
+    return batchFromParts(
+      await parseMultipart(requestChunks(req), boundary, { maxBytes: maxRequestBodyBytes }),
+    );
   } catch (error) {
-    // Read and drop the rest, so the answer reaches the client on a healthy connection.
-    if (body !== req) req.unpipe();
-    req.resume();
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code?.startsWith("Z_")) throw malformedRequestError("the request body is not valid gzip data");
-    if (code === "ECONNRESET" || (error as Error).message === "aborted")
-      throw new ConnectError("the request body was not fully received", Code.Canceled);
-    throw error;
+    if (!(error instanceof MultipartError)) throw error;
+    throw error.kind === "too-large"
+      ? payloadTooLargeError(error.message)
+      : new ConnectError(error.message, Code.InvalidArgument);
   }
 }
 
@@ -153,32 +131,6 @@ async function readRun(req: NodeServerRequest): Promise<RunInput> {
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new ConnectError("the body must be a run as a JSON object", Code.InvalidArgument);
   return body as RunInput;
-}
-
-/** The request body, gunzipped when `Content-Encoding: gzip`. */
-function decodedBody(req: NodeServerRequest): AsyncIterable<Uint8Array> {
-  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
-  if (encoding === undefined || encoding === "identity") return req;
-  if (encoding === "gzip" || encoding === "x-gzip") return (req as Readable).pipe(createGunzip());
-  throw unsupportedEncodingError(
-    `Content-Encoding "${encoding}" is not supported; send the body uncompressed or with gzip`,
-  );
-}
-
-function answerError(res: NodeServerResponse, req: NodeServerRequest, error: unknown, log: Logger): void {
-  if (error instanceof MultipartError) {
-    const connectError =
-      error.kind === "too-large"
-        ? payloadTooLargeError(error.message)
-        : new ConnectError(error.message, Code.InvalidArgument);
-    writeConnectError(res, connectError);
-  } else if (error instanceof ConnectError) {
-    writeConnectError(res, error);
-  } else {
-    log.error("trace ingest failed", { error, method: req.method, path: req.url });
-    writeRestError(res, 500, "internal error");
-  }
-  if (!req.readableEnded) req.resume();
 }
 
 function headersOf(req: NodeServerRequest): Headers {

@@ -3,6 +3,8 @@ import { isUuid } from "../../ids.js";
 import type { RunAttachment } from "../../store/run-store.js";
 import type { IngestBatch } from "../../tracing/ingest-service.js";
 import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
+import { describeProblem, textProblem } from "../input/input-problem.js";
+import { findJsonProblem } from "../input/json-screen.js";
 import { malformedRequestError } from "../rest/http-status.js";
 import type { MultipartPart } from "./multipart-parser.js";
 
@@ -17,7 +19,8 @@ const PART_NAMES =
  * `patch.<id>` hold a run without its large fields, which follow as `post.<id>.inputs` and so on;
  * `feedback.<id>` is a feedback item; `attachment.<run id>.<name>` raw bytes. Every part needs a
  * Content-Type and a declared length, and no part may have its own Content-Encoding (compress the
- * whole request instead), as LangSmith requires.
+ * whole request instead), as LangSmith requires. Part names, content types and JSON parts go through
+ * the same input screen as every other request (no NUL, no lone surrogates, bounded nesting).
  */
 export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
   const runs = { post: new Map<string, RunDraft>(), patch: new Map<string, RunDraft>() };
@@ -71,6 +74,10 @@ interface RunDraft {
 }
 
 function checkHeaders(part: MultipartPart): void {
+  const nameProblem = textProblem(part.name);
+  if (nameProblem) throw invalid(`part name ${JSON.stringify(part.name)} ${nameProblem}`);
+  const typeProblem = textProblem(part.contentType);
+  if (typeProblem) throw invalid(`the Content-Type of part ${JSON.stringify(part.name)} ${typeProblem}`);
   if (part.headers.has("content-encoding")) {
     throw invalid(
       `part "${part.name}" has its own Content-Encoding, which is not supported: compress the whole request instead`,
@@ -89,11 +96,15 @@ function requireUuid(id: string, name: string): string {
 }
 
 function parseJson(part: MultipartPart): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(part.data.toString("utf8"));
+    value = JSON.parse(part.data.toString("utf8"));
   } catch (error) {
     throw malformedRequestError(`part "${part.name}" is not valid JSON: ${(error as Error).message}`);
   }
+  const problem = findJsonProblem(value);
+  if (problem) throw invalid(`part "${part.name}": ${describeProblem(problem, "", "its value")}`);
+  return value;
 }
 
 function invalid(message: string): ConnectError {

@@ -6,6 +6,7 @@ import {
   type JsonReadOptions,
   type JsonValue,
 } from "@bufbuild/protobuf";
+import { MAX_JSON_DEPTH } from "../input/input-limits.js";
 import { describeElement, describeField, describeMessage } from "./field-value.js";
 
 /*
@@ -14,7 +15,10 @@ import { describeElement, describeField, describeMessage } from "./field-value.j
  * own messages name internal type names and camelCase paths, so they are not shown.
  *
  * Only runs after `fromJson` failed, so it may be slow: it finds the culprit by decoding one
- * member at a time, which keeps the verdict identical to protobuf-es's own rules.
+ * member at a time, which keeps the verdict identical to protobuf-es's own rules. It recurses one
+ * level per message and gives up past MAX_JSON_DEPTH levels (the input screen refuses deeper
+ * documents before), and it never throws: when it cannot say, it says nothing and the caller's
+ * generic message stands.
  */
 
 /** One problem found in a JSON value. */
@@ -36,8 +40,26 @@ export function diagnoseMessage(
   schema: DescMessage,
   json: JsonValue,
   options: Partial<JsonReadOptions>,
-  path = "",
 ): JsonProblem | undefined {
+  try {
+    return diagnose(schema, json, options, "", 1);
+  } catch {
+    // Too deep to look into, or a failure while looking: the caller's generic message is the answer.
+    return undefined;
+  }
+}
+
+/** Thrown past MAX_JSON_DEPTH levels: the culprit cannot be named, so nothing is. */
+class TooDeepToDiagnose extends Error {}
+
+function diagnose(
+  schema: DescMessage,
+  json: JsonValue,
+  options: Partial<JsonReadOptions>,
+  path: string,
+  depth: number,
+): JsonProblem | undefined {
+  if (depth > MAX_JSON_DEPTH) throw new TooDeepToDiagnose();
   if (schema.typeName.startsWith("google.protobuf.")) {
     return decodes(schema, json, options) ? undefined : mismatch(path, describeMessage(schema), json);
   }
@@ -50,7 +72,7 @@ export function diagnoseMessage(
       return { path: fieldPath, message: `is not a known field; the known fields here are: ${known}` };
     }
     if (decodes(schema, { [key]: value }, options)) continue;
-    return diagnoseField(schema, field, key, value, options, fieldPath);
+    return diagnoseField(schema, field, key, value, options, fieldPath, depth);
   }
   return undefined;
 }
@@ -62,18 +84,20 @@ function diagnoseField(
   value: JsonValue,
   options: Partial<JsonReadOptions>,
   path: string,
+  depth: number,
 ): JsonProblem {
   switch (field.fieldKind) {
     case "message":
       return (
-        diagnoseMessage(field.message, value, options, path) ?? mismatch(path, describeField(field), value)
+        diagnose(field.message, value, options, path, depth + 1) ??
+        mismatch(path, describeField(field), value)
       );
     case "list": {
       if (!Array.isArray(value)) return mismatch(path, describeField(field), value);
       for (let i = 0; i < value.length; i++) {
         const item = value[i]!;
         if (decodes(parent, { [key]: [item] }, options)) continue;
-        return diagnoseElement(field, item, options, `${path}[${i}]`);
+        return diagnoseElement(field, item, options, `${path}[${i}]`, depth + 2);
       }
       break;
     }
@@ -81,7 +105,7 @@ function diagnoseField(
       if (!isJsonObject(value)) return mismatch(path, describeField(field), value);
       for (const [mapKey, item] of Object.entries(value)) {
         if (decodes(parent, { [key]: { [mapKey]: item } }, options)) continue;
-        return diagnoseElement(field, item, options, `${path}.${mapKey}`);
+        return diagnoseElement(field, item, options, `${path}.${mapKey}`, depth + 2);
       }
       break;
     }
@@ -94,8 +118,9 @@ function diagnoseElement(
   item: JsonValue,
   options: Partial<JsonReadOptions>,
   path: string,
+  depth: number,
 ): JsonProblem {
-  const nested = field.message ? diagnoseMessage(field.message, item, options, path) : undefined;
+  const nested = field.message ? diagnose(field.message, item, options, path, depth) : undefined;
   return nested ?? mismatch(path, describeElement(field), item);
 }
 
@@ -112,9 +137,17 @@ function mismatch(path: string, expected: string, got: JsonValue): JsonProblem {
   return { path, message: `must be ${expected}, got ${echo(got)}` };
 }
 
-/** Renders a received value for an error message, shortened when long. */
+/**
+ * Renders a received value for an error message, shortened when long. Never throws: a value that
+ * cannot be rendered (nested beyond JSON.stringify's stack) is named by its kind.
+ */
 export function echo(value: JsonValue): string {
-  const text = JSON.stringify(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return Array.isArray(value) ? "an array" : "an object";
+  }
   return text.length > maxEchoedChars ? `${text.slice(0, maxEchoedChars)}…` : text;
 }
 

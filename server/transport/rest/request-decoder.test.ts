@@ -8,8 +8,8 @@ import {
   file_agentplane_testing_v1_transcoding_service,
   TranscodingService,
 } from "../../../test/gen/agentplane/testing/v1/transcoding_service_pb.js";
+import { maxRequestBodyBytes } from "../body/body-limit.js";
 import { restErrorStatus } from "./http-status.js";
-import { maxRequestBodyBytes } from "./request-body.js";
 import { createRequestDecoder } from "./request-decoder.js";
 import { createRouteTable } from "./route-table.js";
 

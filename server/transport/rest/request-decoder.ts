@@ -9,12 +9,15 @@ import {
   type Registry,
 } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { readJsonBody } from "../body/json-body.js";
+import { PROTOBUF_JSON_RECURSION_LIMIT } from "../input/input-limits.js";
+import { textProblem } from "../input/input-problem.js";
 import { describeElement, type StringConverter, stringConverter } from "./field-value.js";
 import { malformedRequestError } from "./http-status.js";
 import { diagnoseMessage, echo, isJsonObject, type JsonProblem } from "./json-diagnosis.js";
 import type { NodeServerRequest } from "./node-types.js";
 import { decodeVariable } from "./path-template.js";
-import { readJsonBody } from "./request-body.js";
+import { parseQuery } from "./query-string.js";
 import type { Route } from "./route-table.js";
 
 /**
@@ -50,7 +53,7 @@ const maxCachedQueryNames = 256;
 /** Compiles the decoder of `route`; everything that does not depend on the request is done here. */
 export function createRequestDecoder(route: Route, registry: Registry): RequestDecoder {
   const input = route.method.input;
-  const readOptions: Partial<JsonReadOptions> = { registry };
+  const readOptions: Partial<JsonReadOptions> = { registry, recursionLimit: PROTOBUF_JSON_RECURSION_LIMIT };
   const where = `${route.httpMethod} ${route.template.text}`;
   const bodyField = route.body.kind === "field" ? route.body.field : undefined;
   const pathTargets = route.pathBindings.map(({ fields }) => target(fields));
@@ -63,7 +66,7 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
 
   const readBody = async (req: NodeServerRequest): Promise<JsonObject> => {
     if (route.body.kind === "none") return {};
-    const body = await readJsonBody(req);
+    const body = await readJsonBody(req, bodyField?.name);
     if (route.body.kind === "field") return body === undefined ? {} : { [route.body.field.name]: body };
     if (body === undefined) return {};
     if (!isJsonObject(body)) throw invalid(`the request body must be a JSON object, got ${echo(body)}`);
@@ -118,7 +121,20 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     return resolved;
   };
 
+  /**
+   * Says which field `fromJson` refused and why. It only runs on input the screen accepted (at most
+   * MAX_JSON_DEPTH levels), and whatever goes wrong while it looks, the caller still gets a 422
+   * that is true if unspecific.
+   */
   const explain = (json: JsonObject, error: unknown): ConnectError => {
+    try {
+      return diagnose(json, error);
+    } catch {
+      return invalid(`the request does not match what ${where} accepts`);
+    }
+  };
+
+  const diagnose = (json: JsonObject, error: unknown): ConnectError => {
     if (bodyField && json[bodyField.name] !== undefined) {
       const body = json[bodyField.name]!;
       const problem = bodyField.message
@@ -144,12 +160,14 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
       const raw = decodeVariable(captures[i]!, route.pathBindings[i]!.variable.multiSegment);
       if (raw === undefined)
         throw malformedRequestError(`path parameter "${t.dotted}" is not validly percent-encoded`);
+      const problem = textProblem(raw);
+      if (problem) throw invalid(`path parameter "${t.dotted}" ${problem}`);
       const value = t.convert(raw);
       if (value === undefined) throw invalid(mustBe(`path parameter "${t.dotted}"`, t.leaf, raw));
       setField(json, t, value, true);
     }
     if (query !== "") {
-      for (const [name, raw] of new URLSearchParams(query)) {
+      for (const [name, raw] of parseQuery(query)) {
         const t = resolveQuery(name);
         const value = t.convert(raw);
         if (value === undefined) throw invalid(mustBe(`query parameter "${name}"`, t.leaf, raw));

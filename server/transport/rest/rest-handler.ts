@@ -34,9 +34,9 @@ export interface RestHandlerOptions {
   readonly shutdownSignal?: AbortSignal;
   /**
    * Receives errors the REST layer itself did not expect (for example a response that cannot be
-   * written as JSON); the client sees a generic internal error. Defaults to `console.error`.
+   * written as JSON); the client sees a generic internal error.
    */
-  readonly onInternalError?: InternalErrorReporter;
+  readonly onInternalError: InternalErrorReporter;
 }
 
 /**
@@ -68,7 +68,7 @@ interface Endpoint {
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const { registry, shutdownSignal } = options;
   const heartbeatMs = options.heartbeatMs ?? defaultHeartbeatMs;
-  const report = options.onInternalError ?? ((error: unknown) => console.error("REST transcoder:", error));
+  const report = options.onInternalError;
   const impls = new Map(options.services.map((s) => [s.service.typeName, s.impl]));
   const table = createRouteTable(options.services.map((s) => s.service));
   const writeOptions: Partial<JsonWriteOptions> = {

@@ -1,0 +1,85 @@
+import { Readable } from "node:stream";
+import { createGunzip } from "node:zlib";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { malformedRequestError, unsupportedEncodingError } from "../rest/http-status.js";
+import type { NodeServerRequest } from "../rest/node-types.js";
+import { bodyTooLargeError, maxRequestBodyBytes } from "./body-limit.js";
+
+/**
+ * Output chunk of the gzip decoder: zlib's 16 KiB default makes a body that inflates to the limit
+ * 2,048 chunks and costs 5× the CPU (measured: 480 ms against 90 ms for 32 MiB); 256 KiB per
+ * request in flight is a small price for that.
+ */
+const GUNZIP_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * The bytes of a request body as they arrive, undecoded. Refuses with 413 at once when
+ * Content-Length is over `maxBytes` ({@link maxRequestBodyBytes} by default), and as soon as more
+ * bytes than that arrive.
+ *
+ * A consumer that stops early (a bad multipart part, an oversized body) leaves the request alone:
+ * destroying it would reset the connection before the client reads the answer. What is left of the
+ * body is drained or the connection closed once the answer is sent (see unread-body.ts).
+ */
+export async function* rawRequestChunks(
+  req: NodeServerRequest,
+  maxBytes = maxRequestBodyBytes,
+): AsyncGenerator<Buffer> {
+  if (Number(req.headers["content-length"]) > maxBytes) throw bodyTooLargeError();
+  let size = 0;
+  try {
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw bodyTooLargeError();
+      yield chunk;
+    }
+  } catch (error) {
+    if (error instanceof ConnectError) throw error;
+    throw new ConnectError("the request body was not fully received", Code.Canceled);
+  }
+}
+
+/**
+ * The bytes of a request body, decompressed per its Content-Encoding (identity or gzip; 415 for
+ * anything else), at most {@link maxRequestBodyBytes} before and after decompression (413), and
+ * 400 for data that is not gzip. An empty gzip body is an empty body.
+ */
+export async function* requestChunks(req: NodeServerRequest): AsyncGenerator<Buffer> {
+  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+  const gzipped = encoding === "gzip" || encoding === "x-gzip";
+  if (encoding !== undefined && encoding !== "identity" && !gzipped) {
+    throw unsupportedEncodingError(
+      `Content-Encoding "${encoding}" is not supported; send the body uncompressed or with gzip`,
+    );
+  }
+  const raw = rawRequestChunks(req);
+  if (!gzipped) {
+    yield* raw;
+    return;
+  }
+  const first = await raw.next();
+  if (first.done) return;
+  const source = Readable.from(prepend(first.value, raw));
+  const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES });
+  source.on("error", (error) => gunzip.destroy(error));
+  source.pipe(gunzip);
+  let size = 0;
+  try {
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxRequestBodyBytes) throw bodyTooLargeError();
+      yield chunk;
+    }
+  } catch (error) {
+    if (error instanceof ConnectError) throw error;
+    throw malformedRequestError("the request body is not valid gzip data");
+  } finally {
+    source.destroy();
+    gunzip.destroy();
+  }
+}
+
+async function* prepend(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  yield head;
+  yield* rest;
+}
