@@ -1,6 +1,6 @@
 import { uuidv7 } from "../ids.js";
-import { type ExportRecord, insertExport, type NewExport } from "../store/bulk-export-store.js";
 import { insertExportRuns } from "../store/bulk-export-run-store.js";
+import { type ExportRecord, insertExport, type NewExport } from "../store/bulk-export-store.js";
 import type { Queryable } from "../store/db.js";
 import { dayPartitions } from "./partitions.js";
 

@@ -114,7 +114,11 @@ export async function listDestinations(q: Queryable, workspaceId: string): Promi
 }
 
 /** Marks a destination deleted; false when the workspace has no such live destination. */
-export async function markDestinationDeleted(q: Queryable, workspaceId: string, id: string): Promise<boolean> {
+export async function markDestinationDeleted(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<boolean> {
   const rows = await q`
     update bulk_export_destinations set deleted_at = now(), updated_at = now()
     where workspace_id = ${workspaceId} and id = ${id} and deleted_at is null

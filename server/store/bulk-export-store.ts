@@ -11,7 +11,12 @@ export type ExportStatus =
   | "IntervalScheduled";
 
 /** Statuses an export never leaves. */
-export const FINISHED_EXPORT_STATUSES: readonly ExportStatus[] = ["Completed", "Failed", "Cancelled", "TimedOut"];
+export const FINISHED_EXPORT_STATUSES: readonly ExportStatus[] = [
+  "Completed",
+  "Failed",
+  "Cancelled",
+  "TimedOut",
+];
 
 /** A bulk export row. */
 export interface ExportRecord {
@@ -115,7 +120,11 @@ export async function insertExport(q: Queryable, e: NewExport): Promise<ExportRe
 }
 
 /** An export of the workspace, or undefined. */
-export async function findExport(q: Queryable, workspaceId: string, id: string): Promise<ExportRecord | undefined> {
+export async function findExport(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<ExportRecord | undefined> {
   const [row] = await q<ExportRow[]>`
     select * from bulk_exports where workspace_id = ${workspaceId} and id = ${id}`;
   return row && toRecord(row);
@@ -211,7 +220,11 @@ export async function findDueSchedules(
  * Locks a live schedule until the transaction ends and returns it; undefined when it is no longer
  * live or another transaction holds it (that one spawns its windows).
  */
-export async function lockSchedule(q: Queryable, workspaceId: string, id: string): Promise<ExportRecord | undefined> {
+export async function lockSchedule(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+): Promise<ExportRecord | undefined> {
   const [row] = await q<ExportRow[]>`
     select * from bulk_exports
     where workspace_id = ${workspaceId} and id = ${id} and status = 'IntervalScheduled'
