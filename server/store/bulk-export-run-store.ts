@@ -240,7 +240,7 @@ export async function saveExportRunCheckpoint(
   const rows = await q`
     update bulk_export_runs set
       rows_written = rows_written + ${checkpoint.file.rows},
-      files = files || ${JSON.stringify([checkpoint.file])}::jsonb,
+      files = files || ${JSON.stringify([checkpoint.file])}::text::jsonb,
       cursor_start_time = ${checkpoint.cursor.startTime}::text::timestamptz,
       cursor_id = ${checkpoint.cursor.id}, updated_at = now()
     where id = ${runId} and lease_token = ${leaseToken} and status = 'Running'
