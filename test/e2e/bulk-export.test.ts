@@ -138,7 +138,7 @@ describe("a one-off export", () => {
     });
     const done = await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"]);
     expect(done.status).toBe("Completed");
-    runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body;
+    runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as unknown as Record<string, unknown>[];
   });
 
   it("has one completed run per UTC day, the first and last partial", async () => {
