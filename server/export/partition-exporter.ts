@@ -3,15 +3,10 @@ import type { Queryable } from "../store/db.js";
 import { type ExportableRunField, type ExportRow, readExportRows } from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
 import { dataFileKey, manifestKey, partitionFolder } from "./export-layout.js";
+import { type ObjectUpload, startObjectUpload } from "./object-upload.js";
 import { createParquetFileWriter, type WrittenFile } from "./parquet-file-writer.js";
 import { describeColumns } from "./parquet-schema.js";
-import {
-  createS3Client,
-  type ObjectUpload,
-  putObject,
-  type S3Target,
-  startObjectUpload,
-} from "./s3-destination.js";
+import { createS3Client, putObject, type S3Target } from "./s3-destination.js";
 import type { Compressor } from "./zstd-compressor.js";
 
 /** One partition of an export, and where its last attempt stopped. */

@@ -1,6 +1,4 @@
-import { PassThrough, type Writable } from "node:stream";
 import { DeleteObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
 import type { S3Location } from "../store/bulk-export-destination-store.js";
 import { destinationProblemOf } from "./destination-error.js";
 
@@ -21,14 +19,10 @@ export interface S3Target {
 const DEFAULT_REGION = "us-east-1";
 /** A store that does not accept a connection within 5 s is down or not there. */
 const CONNECT_TIMEOUT_MS = 5_000;
-/** One request (a part of at most PART_BYTES) that takes over two minutes has stalled. */
+/** One request (a part of 8 MiB at most) that takes over two minutes has stalled. */
 const REQUEST_TIMEOUT_MS = 120_000;
 /** The SDK's own retries of throttling and 5xx answers, inside one export attempt. */
 const MAX_SDK_ATTEMPTS = 3;
-/** Multipart part size: S3's minimum is 5 MiB; 8 MiB keeps memory bounded and requests few. */
-const PART_BYTES = 8 * 1024 * 1024;
-/** Parts uploaded at once: with PART_BYTES, at most 16 MiB of a file is buffered for S3. */
-const PARTS_IN_FLIGHT = 2;
 
 /**
  * An S3 client for a destination. With an `endpoint_url` (an S3-compatible store: MinIO, GCS XML,
@@ -53,48 +47,6 @@ export function createS3Client(target: S3Target): S3Client {
     maxAttempts: MAX_SDK_ATTEMPTS,
     requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
   });
-}
-
-/** An object being written with a multipart upload. */
-export interface ObjectUpload {
-  /** Write the object's bytes here, then end it; writes wait (backpressure) while parts upload. */
-  readonly body: Writable;
-  /** Resolves when the object is complete in the bucket. */
-  readonly done: Promise<void>;
-  /** Stops the upload (writers waiting on `body` see `reason`) and aborts its multipart upload (best effort: some stores refuse). */
-  abort(reason?: unknown): Promise<void>;
-}
-
-/**
- * Starts writing `key`: bytes written to `body` are sent as multipart parts, at most
- * {@link PARTS_IN_FLIGHT} at a time; an object smaller than a part is sent with one PUT. Nothing
- * appears under `key` until `done` resolves, so an attempt that dies leaves no partial object.
- */
-export function startObjectUpload(
-  client: S3Client,
-  bucket: string,
-  key: string,
-  contentType: string,
-): ObjectUpload {
-  const body = new PassThrough({ highWaterMark: PART_BYTES });
-  const upload = new Upload({
-    client,
-    params: { Bucket: bucket, Key: key, Body: body, ContentType: contentType },
-    partSize: PART_BYTES,
-    queueSize: PARTS_IN_FLIGHT,
-    leavePartsOnError: false,
-  });
-  const done = upload.done().then(() => undefined);
-  // An aborted or failed upload must not fail the process: whoever awaits `done` sees the error.
-  done.catch(() => {});
-  return {
-    body,
-    done,
-    async abort(reason) {
-      body.destroy(reason instanceof Error ? reason : new Error("the upload was aborted"));
-      await upload.abort().catch(() => {});
-    },
-  };
 }
 
 /** Writes a small object in one PUT. */

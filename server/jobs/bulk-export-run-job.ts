@@ -95,6 +95,7 @@ export function createExportRunJob(deps: ExportRunJobDeps): JobDefinition<Export
         (state) => {
           if (!state) stop.abort(new LeaseLost());
           else if (state.runStatus !== "Running") stop.abort(new ExportStopped(state.exportStatus));
+          else if (state.destinationDeleted) stop.abort(destinationDeleted());
         },
         // A missed heartbeat is retried at the next tick; the lease outlives three of them.
         (error: unknown) => log.warn("export run heartbeat failed", { runId, error }),
@@ -175,6 +176,11 @@ export function createExportRunJob(deps: ExportRunJobDeps): JobDefinition<Export
     handler: (payload, { signal }) => attempt(payload, signal),
   });
   return job;
+}
+
+/** The error of an attempt whose destination was deleted: the seed's "destination deleted", not retried. */
+function destinationDeleted(): DestinationError {
+  return new DestinationError("Destination was deleted", "recreate the destination and create a new export");
 }
 
 /**

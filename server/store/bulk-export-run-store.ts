@@ -208,22 +208,32 @@ export async function claimExportRun(
   return row && { run: toRecord(row), leaseToken: row.lease_token };
 }
 
+/** What a heartbeat learns about the run it renewed. */
+export interface LeaseState {
+  runStatus: ExportRunStatus;
+  exportStatus: string;
+  /** The export's destination was deleted meanwhile. */
+  destinationDeleted: boolean;
+}
+
 /**
- * Renews an attempt's lease and reports its export's status; undefined when the attempt no longer
- * holds the lease (another worker took the run over, or the run was deleted).
+ * Renews an attempt's lease and reports the run's, its export's and its destination's state;
+ * undefined when the attempt no longer holds the lease (another worker took the run over, or the
+ * run was deleted).
  */
 export async function renewExportRunLease(
   q: Queryable,
   runId: string,
   leaseToken: string,
   leaseSeconds: number,
-): Promise<{ runStatus: ExportRunStatus; exportStatus: string } | undefined> {
-  const [row] = await q<{ runStatus: ExportRunStatus; exportStatus: string }[]>`
+): Promise<LeaseState | undefined> {
+  const [row] = await q<LeaseState[]>`
     update bulk_export_runs as r set lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
-    from bulk_exports as e
+    from bulk_exports as e, bulk_export_destinations as d
     where r.id = ${runId} and r.lease_token = ${leaseToken}
       and e.workspace_id = r.workspace_id and e.id = r.bulk_export_id
-    returning r.status as "runStatus", e.status as "exportStatus"`;
+      and d.workspace_id = e.workspace_id and d.id = e.destination_id
+    returning r.status as "runStatus", e.status as "exportStatus", d.deleted_at is not null as "destinationDeleted"`;
   return row;
 }
 
