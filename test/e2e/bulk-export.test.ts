@@ -3,8 +3,10 @@
  * in-process S3 server that checks SigV4 signatures, exports created over REST, and every file read
  * back with DuckDB: row counts per day, column types, filter and export_fields, layout and manifest.
  */
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
@@ -319,5 +321,45 @@ describe("include_bucket_in_prefix", () => {
     }[];
     for (const key of runs.flatMap((r) => r.metadata.result.exported_files))
       expect(key.startsWith(`${BUCKET}/export_id=`)).toBe(true);
+  });
+});
+
+describe("the same RPCs on every protocol", () => {
+  it("reads exports with the SDK over Connect and gRPC-Web, and with buf curl over gRPC", async () => {
+    const rest = (await json("/api/v1/bulk-exports")).body as unknown as { id: string; status: string }[];
+    expect(rest.length).toBeGreaterThan(0);
+    for (const protocol of ["connect", "connect-binary", "grpc-web"] as const) {
+      const { bulkExports } = await t.client({ protocol }).bulkExports.listBulkExports({});
+      expect(
+        bulkExports.map((e) => [e.id, e.status]),
+        protocol,
+      ).toEqual(rest.map((e) => [e.id, e.status]));
+      const [first] = bulkExports;
+      const { runs } = await t
+        .client({ protocol })
+        .bulkExports.listBulkExportRuns({ bulkExportId: first?.id ?? "" });
+      expect(runs.every((r) => r.bulkExportId === first?.id)).toBe(true);
+    }
+    const { stdout } = await promisify(execFile)(
+      "node_modules/.bin/buf",
+      [
+        "curl",
+        "--protocol",
+        "grpc",
+        "-H",
+        `x-api-key: ${t.adminKey}`,
+        "-d",
+        JSON.stringify({ destinationId }),
+        `${t.baseUrl}/agentplane.export.v1.BulkExportService/GetDestination`,
+      ],
+      { timeout: 20_000 },
+    );
+    const destination = JSON.parse(stdout) as {
+      id: string;
+      config: { bucketName: string };
+      credentialsKeys: string[];
+    };
+    expect(destination).toMatchObject({ id: destinationId, config: { bucketName: BUCKET } });
+    expect(stdout).not.toContain(s3.secretAccessKey);
   });
 });
