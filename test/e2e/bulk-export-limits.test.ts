@@ -116,7 +116,7 @@ describe("a destination without credentials", () => {
     expect(created.body.credentials_keys).toEqual([]);
     const exportId = await createExport(String(created.body.id));
     expect((await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"])).status).toBe("Completed");
-    const runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as {
+    const runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as unknown as {
       metadata: { result: { exported_files: string[] } };
     }[];
     expect(
