@@ -3,7 +3,7 @@ import { once } from "node:events";
 import type { Writable } from "node:stream";
 import { ByteWriter, ParquetWriter } from "hyparquet-writer";
 import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
-import { columnValues, parquetSchema } from "./parquet-schema.js";
+import { columnValues, FIELD_KINDS, parquetSchema } from "./parquet-schema.js";
 import type { Compressor } from "./zstd-compressor.js";
 
 /** What a finished file holds. */
@@ -67,6 +67,14 @@ class StreamSink extends ByteWriter {
   }
 }
 
+/**
+ * JSON documents are long and all different: plain encoding (a dictionary attempt over them only
+ * costs time) and no min/max statistics (no reader prunes on a prefix of a JSON text).
+ */
+function columnOptions(field: ExportableRunField): { encoding?: "PLAIN"; statistics?: boolean } {
+  return FIELD_KINDS[field] === "json" ? { encoding: "PLAIN", statistics: false } : {};
+}
+
 /** Starts a Parquet file (ZSTD, v2_beta types) on `options.out`. */
 export function createParquetFileWriter(options: ParquetFileWriterOptions): ParquetFileWriter {
   const { out, fields, rowGroupRows } = options;
@@ -84,7 +92,7 @@ export function createParquetFileWriter(options: ParquetFileWriterOptions): Parq
   async function writeGroup(group: readonly ExportRow[]): Promise<void> {
     if (group.length === 0) return;
     await writer.write({
-      columnData: fields.map((name) => ({ name, data: columnValues(group, name) })),
+      columnData: fields.map((name) => ({ name, data: columnValues(group, name), ...columnOptions(name) })),
       rowGroupSize: group.length,
     });
   }
