@@ -7,7 +7,14 @@ import { randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
-import { listKeys, sendTraces, utcDay, waitForExportStatus } from "../support/bulk-export-fixtures.js";
+import {
+  createS3Destination,
+  listKeys,
+  restJson,
+  sendTraces,
+  utcDay,
+  waitForExportStatus,
+} from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -19,25 +26,10 @@ let projectId: string;
 
 type Json = Record<string, unknown>;
 
-async function json(path: string, init: RequestInit = {}): Promise<{ status: number; body: Json & Json[] }> {
-  const res = await t.fetch(path, init);
-  return { status: res.status, body: (await res.json()) as Json & Json[] };
-}
+const json = (path: string, init: RequestInit = {}) => restJson(t.fetch, path, init);
 
-async function createDestination(
-  credentials: { accessKeyId: string; secretAccessKey: string },
-  prefix: string,
-) {
-  const res = await json("/api/v1/bulk-exports/destinations", {
-    method: "POST",
-    body: JSON.stringify({
-      display_name: prefix,
-      config: { bucket_name: BUCKET, prefix, endpoint_url: s3.endpoint },
-      credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey },
-    }),
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return String(res.body.id);
+function createDestination(credentials: { accessKeyId: string; secretAccessKey: string }, prefix: string) {
+  return createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix, credentials });
 }
 
 async function createExport(destinationId: string): Promise<string> {
@@ -155,28 +147,36 @@ describe("cancel", () => {
   });
 });
 
+/**
+ * The export failed, and each of its runs either failed on its one attempt with `error` (both
+ * partitions start at once, so both may meet the problem) or was stopped with the export; no job
+ * was retried.
+ */
+async function expectFailedWithoutRetry(exportId: string, error: RegExp): Promise<void> {
+  await waitForExportStatus(t.fetch, exportId, ["Failed"]);
+  const runs = await runsOf(exportId);
+  expect(runs.filter((r) => r.status === "Failed").length).toBeGreaterThan(0);
+  for (const run of runs) {
+    if (run.status === "Cancelled") continue;
+    expect(run.status).toBe("Failed");
+    expect(run.retry_number).toBe(1);
+    expect(Object.keys(run.errors as Json)).toEqual(["retry_0"]);
+    expect(String((run.errors as Json).retry_0)).toMatch(error);
+  }
+  await expect
+    .poll(async () =>
+      (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+    )
+    .toBe(true);
+}
+
 describe("destination errors fail at once, without retries", () => {
   it("credentials revoked after the destination was created", async () => {
     const key = s3.addCredentials();
     const destinationId = await createDestination(key, "revoked");
     s3.revokeCredentials(key.accessKeyId);
     const exportId = await createExport(destinationId);
-    await waitForExportStatus(t.fetch, exportId, ["Failed"]);
-    // Both partitions start at once; each fails at its first upload, once, or is stopped with the export.
-    const runs = await runsOf(exportId);
-    expect(runs.filter((r) => r.status === "Failed").length).toBeGreaterThan(0);
-    for (const run of runs) {
-      if (run.status === "Cancelled") continue;
-      expect(run.status).toBe("Failed");
-      expect(run.retry_number).toBe(1);
-      expect(Object.keys(run.errors as Json)).toEqual(["retry_0"]);
-      expect(String((run.errors as Json).retry_0)).toMatch(/^Key ID you provided does not exist: /);
-    }
-    await expect
-      .poll(async () =>
-        (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
-      )
-      .toBe(true);
+    await expectFailedWithoutRetry(exportId, /^Key ID you provided does not exist: /);
   });
 
   it("a destination deleted during the export", async () => {
@@ -191,21 +191,10 @@ describe("destination errors fail at once, without retries", () => {
     ).toBe(200);
     await Promise.all(held.map((h) => h.abandoned));
     hold.release();
-    await waitForExportStatus(t.fetch, exportId, ["Failed"]);
-    const runs = await runsOf(exportId);
-    expect(runs.filter((r) => r.status === "Failed").length).toBeGreaterThan(0);
-    for (const run of runs) {
-      if (run.status === "Cancelled") continue;
-      expect(run.status).toBe("Failed");
-      expect(run.errors).toEqual({
-        retry_0: "Destination was deleted: recreate the destination and create a new export",
-      });
-    }
-    await expect
-      .poll(async () =>
-        (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
-      )
-      .toBe(true);
+    await expectFailedWithoutRetry(
+      exportId,
+      /^Destination was deleted: recreate the destination and create a new export$/,
+    );
     expect((await json(`/api/v1/bulk-exports/destinations/${destinationId}`)).status).toBe(404);
     // A new export cannot name it.
     const refused = await json("/api/v1/bulk-exports", {

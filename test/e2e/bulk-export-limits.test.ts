@@ -5,7 +5,13 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
-import { sendTraces, utcDay, waitForExportStatus } from "../support/bulk-export-fixtures.js";
+import {
+  createS3Destination,
+  restJson,
+  sendTraces,
+  utcDay,
+  waitForExportStatus,
+} from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -17,10 +23,7 @@ let destinationId: string;
 
 type Json = Record<string, unknown>;
 
-async function json(path: string, init: RequestInit = {}): Promise<{ status: number; body: Json & Json[] }> {
-  const res = await t.fetch(path, init);
-  return { status: res.status, body: (await res.json()) as Json & Json[] };
-}
+const json = (path: string, init: RequestInit = {}) => restJson(t.fetch, path, init);
 
 async function createExport(destination: string): Promise<string> {
   const res = await json("/api/v1/bulk-exports", {
@@ -55,15 +58,7 @@ beforeAll(async () => {
     { start: utcDay(2, 1) },
   ]);
   projectId = String(((await json(`/api/v1/sessions?name=${project}`)).body[0] as Json).id);
-  const created = await json("/api/v1/bulk-exports/destinations", {
-    method: "POST",
-    body: JSON.stringify({
-      display_name: "limits",
-      config: { bucket_name: BUCKET, prefix: "limits", endpoint_url: s3.endpoint },
-      credentials: { access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey },
-    }),
-  });
-  destinationId = String(created.body.id);
+  destinationId = await createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix: "limits" });
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendTraces, utcDay } from "../support/bulk-export-fixtures.js";
+import { restJson, sendTraces, utcDay } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -16,13 +16,12 @@ let projectId: string;
 
 type Json = Record<string, unknown>;
 
-async function call(method: string, path: string, body?: unknown, apiKey?: string) {
-  const res = await t.fetch(path, {
+function call(method: string, path: string, body?: unknown, apiKey?: string) {
+  return restJson(t.fetch, path, {
     method,
     ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
     ...(apiKey ? { apiKey } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as Json & Json[] };
+  } as RequestInit);
 }
 
 /** A destination body for the test S3 server, with `config` and `credentials` changed as given. */

@@ -12,6 +12,7 @@ import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   downloadPrefix,
   duckdb,
+  restJson,
   type SentTrace,
   sendTraces,
   utcDay,
@@ -34,10 +35,7 @@ const DAY1 = [utcDay(1, 0), utcDay(1, 5), utcDay(1, 6)];
 /** The export range: 2 days ago 06:00 to yesterday 06:00 (exclusive), so both partitions are partial. */
 const RANGE = { start: utcDay(2, 6), end: utcDay(1, 6) };
 
-async function json(path: string, init: RequestInit = {}) {
-  const res = await t.fetch(path, init);
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> & unknown[] };
-}
+const json = (path: string, init: RequestInit = {}) => restJson(t.fetch, path, init);
 
 beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
@@ -316,7 +314,7 @@ describe("include_bucket_in_prefix", () => {
     expect((await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"])).status).toBe("Completed");
     const { objects } = await downloadPrefix(s3, BUCKET, `${BUCKET}/export_id=${exportId}/`);
     expect(objects.filter((o) => o.key.endsWith(".parquet")).length).toBeGreaterThan(0);
-    const runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as {
+    const runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as unknown as {
       metadata: { result: { exported_files: string[] } };
     }[];
     for (const key of runs.flatMap((r) => r.metadata.result.exported_files))

@@ -161,3 +161,42 @@ export function utcDay(daysAgo: number, hours = 0): Date {
   const now = new Date();
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - daysAgo, hours));
 }
+
+/** A REST answer: its status and JSON body (an object, or an array for the list routes). */
+export interface RestAnswer {
+  status: number;
+  body: Record<string, unknown> & Record<string, unknown>[];
+}
+
+/** Calls `path` with `fetcher` (a TestApp's `fetch`, which adds the key) and reads the JSON answer. */
+export async function restJson(
+  fetcher: (path: string, init?: RequestInit) => Promise<Response>,
+  path: string,
+  init: RequestInit = {},
+): Promise<RestAnswer> {
+  const res = await fetcher(path, init);
+  return { status: res.status, body: (await res.json()) as RestAnswer["body"] };
+}
+
+/**
+ * Creates a destination in bucket `bucket` of the test S3 server under `prefix`, with `credentials`
+ * (the server's own pair by default); returns its id.
+ */
+export async function createS3Destination(
+  fetcher: (path: string, init?: RequestInit) => Promise<Response>,
+  s3: S3Server,
+  target: { bucket: string; prefix: string; credentials?: { accessKeyId: string; secretAccessKey: string } },
+): Promise<string> {
+  const credentials = target.credentials ?? s3;
+  const res = await restJson(fetcher, "/api/v1/bulk-exports/destinations", {
+    method: "POST",
+    body: JSON.stringify({
+      display_name: target.prefix,
+      config: { bucket_name: target.bucket, prefix: target.prefix, endpoint_url: s3.endpoint },
+      credentials: { access_key_id: credentials.accessKeyId, secret_access_key: credentials.secretAccessKey },
+    }),
+  });
+  if (res.status !== 200)
+    throw new Error(`destination not created: ${res.status} ${JSON.stringify(res.body)}`);
+  return String(res.body.id);
+}
