@@ -9,11 +9,12 @@
  *
  * Aims (issue 10): at least 40k rows/s, at least 0.8 of the writer's own rate, peak RSS at most
  * 400 MB, and RSS flat between 100k and 1M rows (the RSS after the first file against the largest
- * after any later one).
+ * after any later one). Besides wall-clock rows/s it prints rows per CPU-second of the measured
+ * process, which other load on a shared machine does not distort.
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { parseArgs, promisify } from "node:util";
 import { uuidv7 } from "../server/ids.js";
 import { createSql } from "../server/store/db.js";
@@ -124,11 +125,11 @@ try {
     return { first, later, ratio: later / first };
   };
 
-  const widths = [34, 12, 10, 12, 22];
+  const widths = [34, 10, 14, 10, 12, 22];
   console.log(
     `bench:export  ${count.toLocaleString("en")} runs in one partition, files of ${fileMaxRows.toLocaleString("en")} rows, ${availableParallelism()} cores, Node ${process.version}`,
   );
-  console.log(tableRow(["", "rows/s", "file MB", "peak RSS MB", "RSS 1st file → max"], widths));
+  console.log(tableRow(["", "rows/s", "rows/CPU-s", "file MB", "peak RSS MB", "RSS 1st file → max"], widths));
   for (const [name, r] of [
     ["export (Postgres → Parquet → S3)", exported],
     ["writer alone (→ /dev/null)", writer],
@@ -162,6 +163,12 @@ try {
     ],
   ] as const;
   for (const [text, met] of verdicts) console.log(`${met ? "met    " : "MISSED "} ${text}`);
+  // The machine may be shared: its load says how far wall-clock rates are from what the code can do.
+  console.log(
+    `load average during the bench: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} on ${availableParallelism()} cores`,
+  );
   console.log(
     "RSS after each file (export):",
     exported.rssAfterFile.map((s) => `${s.rows / 1000}k:${s.rssMb}`).join(" "),

@@ -32,6 +32,8 @@ export interface ChildSettings {
 export interface ChildResult {
   rows: number;
   seconds: number;
+  /** CPU seconds of this process (all its threads) in the same span: contention on the machine does not inflate it. */
+  cpuSeconds: number;
   bytes: number;
   peakRssMb: number;
   /** RSS in MB after each file, with the rows written so far. */
@@ -59,9 +61,16 @@ const rssAfterFile: ChildResult["rssAfterFile"] = [];
 let rows = 0;
 let bytes = 0;
 let seconds = 0;
+let cpuSeconds = 0;
+/** CPU seconds since `from` (a process.cpuUsage() reading). */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(from);
+  return (used.user + used.system) / 1e6;
+};
 
 if (settings.mode === "export") {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await exportPartition(
     sql,
     {
@@ -99,6 +108,7 @@ if (settings.mode === "export") {
     },
   );
   seconds = (performance.now() - started) / 1000;
+  cpuSeconds = cpuSince(cpu);
 } else {
   let cursor: RunCursor | null = null;
   for (;;) {
@@ -121,6 +131,7 @@ if (settings.mode === "export") {
         break;
       }
       const timed = performance.now();
+      const cpu = process.cpuUsage();
       writer ??= createParquetFileWriter({
         out: createWriteStream("/dev/null"),
         fields: EXPORTABLE_RUN_FIELDS,
@@ -129,13 +140,16 @@ if (settings.mode === "export") {
       });
       await writer.write(page);
       seconds += (performance.now() - timed) / 1000;
+      cpuSeconds += cpuSince(cpu);
       fileRows += page.length;
       cursor = cursorOf(page[page.length - 1] as (typeof page)[number]);
     }
     if (writer) {
       const timed = performance.now();
+      const cpu = process.cpuUsage();
       const file = await writer.finish();
       seconds += (performance.now() - timed) / 1000;
+      cpuSeconds += cpuSince(cpu);
       rows += file.rows;
       bytes += file.bytes;
       rssAfterFile.push({ rows, rssMb: mb(process.memoryUsage.rss()) });
@@ -148,6 +162,7 @@ await sql.end();
 const result: ChildResult = {
   rows,
   seconds,
+  cpuSeconds,
   bytes,
   peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
   rssAfterFile,

@@ -6,7 +6,7 @@ const CHUNK = 100_000;
 /**
  * Inserts `count` runs shaped like what the langsmith SDK sends for an LLM app, spread over the UTC
  * day starting at `day`: traces of four runs (a chain with an llm call, a tool call and a second llm
- * call), chat messages as inputs, generations as outputs (about 1.3 kB of JSON per run), SDK
+ * call), chat messages as inputs, generations as outputs (about 1.2 kB of JSON per run, 1.9 kB per row as exported), SDK
  * metadata with token usage in `extra`, start and end events, two tags, token counts and costs.
  * Texts vary per run (md5 of its number) so compression sees realistic entropy.
  */
@@ -34,10 +34,10 @@ export async function seedRuns(
         case when r.pos = 0 then r.root_order else r.root_order || '.' || r.own_order end,
         jsonb_build_object('messages', jsonb_build_array(
           jsonb_build_object('role', 'system', 'content', 'You are a helpful assistant that answers questions about the product catalogue.'),
-          jsonb_build_object('role', 'user', 'content', 'Question ' || r.i || ': ' || repeat(r.h || ' ', 5)))),
+          jsonb_build_object('role', 'user', 'content', 'Question ' || r.i || ': ' || repeat(r.h || ' ', 3)))),
         jsonb_build_object(
           'generations', jsonb_build_array(jsonb_build_object(
-            'text', 'Answer: ' || repeat(md5((r.i + 1)::text) || ' ', 6),
+            'text', 'Answer: ' || repeat(md5((r.i + 1)::text) || ' ', 4),
             'generation_info', jsonb_build_object('finish_reason', 'stop', 'logprobs', null))),
           'llm_output', jsonb_build_object('model_name', 'gpt-4o-mini', 'token_usage',
             jsonb_build_object('prompt_tokens', 50 + r.i % 100, 'completion_tokens', 80 + r.i % 50))),

@@ -169,16 +169,23 @@ async function writeFile(
   let last = first.rows[first.rows.length - 1] as ExportRow;
   for (;;) {
     opts.signal.throwIfAborted();
-    await writer.write(page.rows);
     last = page.rows[page.rows.length - 1] as ExportRow;
-    if (page.rows.length < page.limit) {
+    // A short page was the partition's last; otherwise the next page is read while this one is
+    // encoded, so Postgres works on it in parallel.
+    const exhausted = page.rows.length < page.limit;
+    const room = limits.fileMaxRows - writer.rowCount() - page.rows.length;
+    const next = exhausted
+      ? undefined
+      : opts.read(cursorOf(last), room > 0 ? Math.min(PAGE_ROWS, room) : opts.firstPageRows);
+    // If the write fails, nobody awaits the read; its failure must not go unhandled.
+    next?.catch(() => {});
+    await writer.write(page.rows);
+    if (!next) {
       page = { rows: [], limit: page.limit };
       break;
     }
-    const room = limits.fileMaxRows - writer.rowCount();
-    const full = room <= 0 || writer.bytesWritten() >= limits.fileMaxBytes;
-    page = await opts.read(cursorOf(last), full ? opts.firstPageRows : Math.min(PAGE_ROWS, room));
-    if (full || page.rows.length === 0) break;
+    page = await next;
+    if (room <= 0 || writer.bytesWritten() >= limits.fileMaxBytes || page.rows.length === 0) break;
   }
   const file = await writer.finish();
   await upload.done;
