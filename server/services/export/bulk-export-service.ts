@@ -5,7 +5,7 @@ import { sealCredentials } from "../../export/destination-credentials.js";
 import { DestinationError } from "../../export/destination-error.js";
 import { probeKey } from "../../export/export-layout.js";
 import { insertExportWithRuns } from "../../export/new-export.js";
-import { checkDestination } from "../../export/s3-destination.js";
+import { checkDestination, type S3Credentials } from "../../export/s3-destination.js";
 import type { SecretBox } from "../../export/secret-box.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchExportRuns, type ExportDispatchDeps } from "../../jobs/bulk-export-dispatch.js";
@@ -20,7 +20,6 @@ import { findExportRun, listExportRuns } from "../../store/bulk-export-run-store
 import { type ExportRecord, findExport, finishExport, listExports } from "../../store/bulk-export-store.js";
 import type { Sql } from "../../store/db.js";
 import { findProjectIds } from "../../store/run-query-store.js";
-import type { WorkspacePermission } from "../iam/permissions.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { toDestinationMessage, toExportMessage, toRunMessage } from "./bulk-export-messages.js";
@@ -69,7 +68,7 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
         credentialsSealed: input.credentials
           ? sealCredentials(secrets, { workspaceId: workspace.id, destinationId: id }, input.credentials)
           : null,
-        credentialsKeys: input.credentials ? Object.keys(credentialFieldNames(input.credentials)) : [],
+        credentialsKeys: input.credentials ? credentialFieldNames(input.credentials) : [],
       });
       return toDestinationMessage(destination);
     },
@@ -193,8 +192,7 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
 
 /** The caller may manage exports in its workspace, and its organization's plan includes bulk export. */
 async function authorizeExport(ctx: HandlerContext) {
-  const permission: WorkspacePermission = "bulk-exports:manage";
-  const authorized = await authorizeWorkspace(ctx, permission);
+  const authorized = await authorizeWorkspace(ctx, "bulk-exports:manage");
   const plan = authorized.principal.organization.plan;
   if (!EXPORT_PLANS.includes(plan))
     throw new ConnectError(
@@ -205,12 +203,8 @@ async function authorizeExport(ctx: HandlerContext) {
 }
 
 /** The names of the credential fields given, as `credentials_keys` lists them. */
-function credentialFieldNames(c: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }) {
-  return {
-    access_key_id: true,
-    secret_access_key: true,
-    ...(c.sessionToken ? { session_token: true } : {}),
-  };
+function credentialFieldNames(c: S3Credentials): string[] {
+  return ["access_key_id", "secret_access_key", ...(c.sessionToken ? ["session_token"] : [])];
 }
 
 function destinationNotFound(id: string): ConnectError {

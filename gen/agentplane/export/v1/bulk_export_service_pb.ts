@@ -612,7 +612,7 @@ export const UpdateBulkExportRequestSchema: GenMessage<UpdateBulkExportRequest> 
  */
 export type BulkExportRunProgress = Message<"agentplane.export.v1.BulkExportRunProgress"> & {
   /**
-   * Rows written to the bucket.
+   * Rows written to the bucket. A double, so JSON keeps it a number beyond 2^31.
    *
    * @generated from field: double rows_written = 1;
    */
@@ -675,14 +675,14 @@ export type BulkExportFile = Message<"agentplane.export.v1.BulkExportFile"> & {
   key: string;
 
   /**
-   * Rows in the file.
+   * Rows in the file (a double, so JSON keeps it a number beyond 2^31).
    *
    * @generated from field: double rows = 2;
    */
   rows: number;
 
   /**
-   * Size in bytes.
+   * Size in bytes (a double, so JSON keeps it a number beyond 2^31).
    *
    * @generated from field: double bytes = 3;
    */
