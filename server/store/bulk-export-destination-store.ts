@@ -23,14 +23,11 @@ export interface DestinationRecord extends S3Location {
   deletedAt: Date | null;
 }
 
-/** The fields of a new destination. */
-export interface NewDestination extends S3Location {
-  id: string;
-  workspaceId: string;
-  displayName: string;
-  credentialsSealed: Uint8Array | null;
-  credentialsKeys: string[];
-}
+/** The fields of a new destination: a record without its type (always s3) and timestamps. */
+export type NewDestination = Omit<
+  DestinationRecord,
+  "destinationType" | "createdAt" | "updatedAt" | "deletedAt"
+>;
 
 interface DestinationRow {
   id: string;

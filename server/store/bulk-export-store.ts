@@ -41,23 +41,10 @@ export interface ExportRecord {
   finishedAt: Date | null;
 }
 
-/** The fields of a new export. */
-export interface NewExport {
-  id: string;
-  workspaceId: string;
-  destinationId: string;
-  sessionId: string;
-  startTime: Date;
-  endTime: Date | null;
-  filter: string | null;
-  exportFields: string[] | null;
-  intervalHours: number | null;
-  formatVersion: string;
-  compression: string;
+/** The fields of a new export: a record without its timestamps, in one of the two first statuses. */
+export type NewExport = Omit<ExportRecord, "status" | "createdAt" | "updatedAt" | "finishedAt"> & {
   status: "Created" | "IntervalScheduled";
-  sourceBulkExportId: string | null;
-  nextWindowStart: Date | null;
-}
+};
 
 interface ExportRow {
   id: string;
