@@ -63,9 +63,9 @@ beforeAll(async () => {
   t = await startTestApp({
     bulkExport: {
       ...DEFAULT_BULK_EXPORT_SETTINGS,
-      // One row per file, many files: uploads to hold on to. Heartbeats every 500 ms.
+      // One row per file, many files: uploads to hold on to. Heartbeats every second.
       fileMaxRows: 1,
-      leaseSeconds: 2,
+      leaseSeconds: 4,
       maintenanceIntervalSeconds: 1,
       retryDelaySeconds: 1,
     },
@@ -207,5 +207,39 @@ describe("destination errors fail at once, without retries", () => {
       }),
     });
     expect(refused.status).toBe(404);
+  });
+});
+
+describe("the export time limit", () => {
+  it("ends an export that runs past it TimedOut, its runs too, without retries", async () => {
+    // A second server on the same database whose exports may take one second.
+    const short = await startTestApp({
+      databaseUrl: t.databaseUrl,
+      bootstrapApiKey: t.adminKey,
+      bulkExport: {
+        ...DEFAULT_BULK_EXPORT_SETTINGS,
+        exportTimeoutSeconds: 1,
+        leaseSeconds: 4,
+        maintenanceIntervalSeconds: 1,
+      },
+    });
+    try {
+      const destinationId = await createDestination(s3, "timeout");
+      const hold = s3.hold((method, key) => method === "PUT" && key.startsWith("timeout/"));
+      const exportId = await createExport(destinationId);
+      const held = await hold.held(1);
+      await waitForExportStatus(t.fetch, exportId, ["TimedOut"]);
+      await held[0]?.abandoned;
+      hold.release();
+      const runs = await runsOf(exportId);
+      expect(runs.map((r) => r.status)).toEqual(["TimedOut", "TimedOut"]);
+      await expect
+        .poll(async () =>
+          (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+        )
+        .toBe(true);
+    } finally {
+      await short.app.stop();
+    }
   });
 });
