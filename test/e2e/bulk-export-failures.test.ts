@@ -210,6 +210,28 @@ describe("destination errors fail at once, without retries", () => {
   });
 });
 
+describe("other errors", () => {
+  it("are retried after the delay, each attempt's error kept, and the run resumes", async () => {
+    const destinationId = await createDestination(s3, "flaky");
+    // The SDK tries each request three times; four failures fail the first attempt of one run.
+    s3.failNext(
+      (method, key) => method === "PUT" && key.startsWith("flaky/") && key.endsWith("-00001.parquet"),
+      4,
+    );
+    const exportId = await createExport(destinationId);
+    expect((await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"])).status).toBe("Completed");
+    const runs = await runsOf(exportId);
+    const retried = runs.filter((r) => r.retry_number === 1);
+    expect(retried).toHaveLength(1);
+    expect(Object.keys(retried[0]?.errors as Json)).toEqual(["retry_0"]);
+    expect(String((retried[0]?.errors as Json).retry_0)).toMatch(/^InternalError: /);
+    // Resumed from its checkpoint: its first file was written once, and it has every row.
+    const files = (retried[0]?.metadata as { result: { exported_files: string[] } }).result.exported_files;
+    expect(files.map((k) => k.slice(-14))).toEqual(files.map((_, i) => `-0000${i}.parquet`));
+    expect(retried[0]?.rows_exported).toBe(files.length);
+  });
+});
+
 describe("the export time limit", () => {
   it("ends an export that runs past it TimedOut, its runs too, without retries", async () => {
     // A second server on the same database whose exports may take one second.

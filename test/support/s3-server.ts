@@ -51,6 +51,8 @@ export interface S3Server {
    * are checked after release. For tests that must catch a client in the middle of an upload.
    */
   hold(match: (method: string, key: string) => boolean): S3Hold;
+  /** Answers the next `count` requests that `match` with 500 InternalError, as a struggling store would. */
+  failNext(match: (method: string, key: string) => boolean, count: number): void;
   /** Destroys the clients, closes the server and deletes its files. */
   stop(): Promise<void>;
 }
@@ -94,9 +96,19 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     released: Promise<void>;
   }[] = [];
   server.middleware.unshift(createSigV4Verifier(secrets));
+  const failures: { match: (method: string, key: string) => boolean; left: number }[] = [];
   server.middleware.unshift(async (ctx, next) => {
     const [path = ""] = splitOnce(ctx.originalUrl, "?");
     const key = decode(path.split("/").slice(2).join("/"));
+    const failure = failures.find((f) => f.left > 0 && f.match(ctx.method, key));
+    if (failure) {
+      failure.left -= 1;
+      return fail(ctx, {
+        status: 500,
+        code: "InternalError",
+        message: "We encountered an internal error. Please try again.",
+      });
+    }
     for (const hold of holds) {
       if (!hold.match(ctx.method, key)) continue;
       let gone = false;
@@ -172,6 +184,9 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
           release();
         },
       };
+    },
+    failNext(match, count) {
+      failures.push({ match, left: count });
     },
     async stop() {
       for (const client of clients) client.destroy();
