@@ -140,6 +140,7 @@ try {
         [
           name,
           Math.round(rate(r)).toLocaleString("en"),
+          Math.round(r.rows / r.cpuSeconds).toLocaleString("en"),
           (r.bytes / 1024 / 1024).toFixed(1),
           String(r.peakRssMb),
           `${f.first} → ${f.later} MB`,
