@@ -50,6 +50,9 @@ async function runsOf(exportId: string): Promise<Json[]> {
   return (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body;
 }
 
+/** How long a stopped attempt may take to finish its job on a loaded machine. */
+const JOB_SETTLE = { timeout: 15_000, interval: 100 };
+
 /** The pg-boss jobs of an export's runs: how often each was retried and how it ended. */
 async function queueJobs(exportId: string) {
   return sql<{ state: string; retry_count: number }[]>`
@@ -113,7 +116,7 @@ describe("cancel", () => {
     }
     // Both partitions ran at once (each held at its second file); each job ended once, not retried.
     await expect
-      .poll(async () => (await queueJobs(exportId)).map((j) => `${j.state}/${j.retry_count}`))
+      .poll(async () => (await queueJobs(exportId)).map((j) => `${j.state}/${j.retry_count}`), JOB_SETTLE)
       .toEqual(["completed/0", "completed/0"]);
     expect(
       (await listKeys(s3.client(), BUCKET, `cancel/export_id=${exportId}/`)).filter((k) =>
@@ -164,8 +167,9 @@ async function expectFailedWithoutRetry(exportId: string, error: RegExp): Promis
     expect(String((run.errors as Json).retry_0)).toMatch(error);
   }
   await expect
-    .poll(async () =>
-      (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+    .poll(
+      async () => (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+      JOB_SETTLE,
     )
     .toBe(true);
 }
@@ -263,8 +267,10 @@ describe("the export time limit", () => {
       const runs = await runsOf(exportId);
       expect(runs.map((r) => r.status)).toEqual(["TimedOut", "TimedOut"]);
       await expect
-        .poll(async () =>
-          (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+        .poll(
+          async () =>
+            (await queueJobs(exportId)).every((j) => j.state === "completed" && j.retry_count === 0),
+          JOB_SETTLE,
         )
         .toBe(true);
     } finally {
