@@ -259,7 +259,7 @@ describe("the export time limit", () => {
     try {
       const destinationId = await createDestination(s3, "timeout");
       const hold = s3.hold((method, key) => method === "PUT" && key.startsWith("timeout/"));
-      // Uploads are held, so the export cannot finish before its second is up (or it never starts).
+      // Uploads are held, so the export cannot finish before its time limit ends it.
       const exportId = await createExport(destinationId);
       await waitForExportStatus(t.fetch, exportId, ["TimedOut"]);
       hold.release();
