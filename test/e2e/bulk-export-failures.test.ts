@@ -234,12 +234,13 @@ describe("other errors", () => {
     const runs = await runsOf(exportId);
     const retried = runs.filter((r) => r.retry_number === 1);
     expect(retried).toHaveLength(1);
-    expect(Object.keys(retried[0]?.errors as Json)).toEqual(["retry_0"]);
-    expect(String((retried[0]?.errors as Json).retry_0)).toMatch(/^InternalError: /);
+    const run = retried[0] as Json;
+    expect(Object.keys(run.errors as Json)).toEqual(["retry_0"]);
+    expect(String((run.errors as Json).retry_0)).toMatch(/^InternalError: /);
     // Resumed from its checkpoint: its first file was written once, and it has every row.
-    const files = (retried[0]?.metadata as { result: { exported_files: string[] } }).result.exported_files;
+    const files = (run.metadata as { result: { exported_files: string[] } }).result.exported_files;
     expect(files.map((k) => k.slice(-14))).toEqual(files.map((_, i) => `-0000${i}.parquet`));
-    expect(retried[0]?.rows_exported).toBe(files.length);
+    expect(run.rows_exported).toBe(files.length);
   });
 });
 
