@@ -1,5 +1,3 @@
-import { S3ServiceException } from "@aws-sdk/client-s3";
-
 /**
  * What is wrong with a destination, in the seed's words. An export run that meets one of these
  * fails at once (no retry: only the user can fix it); destination creation answers it as a 4xx.
@@ -58,6 +56,8 @@ interface SdkErrorShape {
   code?: unknown;
   message?: unknown;
   $metadata?: { httpStatusCode?: unknown };
+  /** Set on errors the store answered in S3's error format ("client" or "server"). */
+  $fault?: unknown;
   $response?: unknown;
 }
 
@@ -80,7 +80,8 @@ export function destinationProblemOf(error: unknown, validating = false): Destin
   if (BAD_BUCKET.has(name)) return new DestinationError("Bucket is not valid", message);
   // Only an answer that parsed as an S3 error says something about the bucket by its status; an
   // answer that did not parse (HTML, JSON) comes from something that is not S3.
-  if (error instanceof S3ServiceException) {
+  const s3Answer = typeof e.$fault === "string";
+  if (s3Answer) {
     if (status === 403) return new DestinationError("Access denied", message);
     if (status === 404 || status === 301) return new DestinationError("Bucket is not valid", message);
   }
@@ -88,7 +89,7 @@ export function destinationProblemOf(error: unknown, validating = false): Destin
   if (UNREACHABLE.has(code) || name === "TimeoutError" || name === "RequestTimeout")
     return new DestinationError("Invalid endpoint", `cannot reach the endpoint (${code || name})`);
   // Anything else while validating: the endpoint answered something that is not S3.
-  if (status === undefined || status < 500 || !(error instanceof S3ServiceException))
+  if (status === undefined || status < 500 || !s3Answer)
     return new DestinationError(
       "Invalid endpoint",
       "the endpoint does not answer like an S3-compatible store",

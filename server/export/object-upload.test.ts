@@ -32,7 +32,7 @@ async function writeAll(body: NodeJS.WritableStream, data: Buffer): Promise<void
 describe("startObjectUpload", () => {
   it("sends a large object as a multipart upload, byte for byte", async () => {
     const data = randomBytes(2 * PART_BYTES + 12345);
-    const upload = startObjectUpload(client, BUCKET, "big.bin", "application/octet-stream");
+    const upload = await startObjectUpload(client, BUCKET, "big.bin", "application/octet-stream");
     await writeAll(upload.body, data);
     upload.body.end();
     await upload.done;
@@ -40,7 +40,7 @@ describe("startObjectUpload", () => {
   });
 
   it("sends a small object with one PUT", async () => {
-    const upload = startObjectUpload(client, BUCKET, "small.bin", "application/octet-stream");
+    const upload = await startObjectUpload(client, BUCKET, "small.bin", "application/octet-stream");
     upload.body.end(Buffer.from("hello"));
     await upload.done;
     expect((await read("small.bin")).toString()).toBe("hello");
@@ -48,7 +48,7 @@ describe("startObjectUpload", () => {
 
   it("holds the writer back while parts are uploading", async () => {
     const hold = s3.hold((method, key) => method === "PUT" && key === "held.bin");
-    const upload = startObjectUpload(client, BUCKET, "held.bin", "application/octet-stream");
+    const upload = await startObjectUpload(client, BUCKET, "held.bin", "application/octet-stream");
     const data = randomBytes(8 * PART_BYTES);
     let accepted = 0;
     let finished = false;
@@ -74,7 +74,7 @@ describe("startObjectUpload", () => {
 
   it("leaves no object behind when aborted, and cancels the request in flight", async () => {
     const hold = s3.hold((method, key) => method === "PUT" && key === "aborted.bin");
-    const upload = startObjectUpload(client, BUCKET, "aborted.bin", "application/octet-stream");
+    const upload = await startObjectUpload(client, BUCKET, "aborted.bin", "application/octet-stream");
     upload.body.end(Buffer.from("never stored"));
     const [held] = await hold.held(1);
     await upload.abort(new Error("stop"));

@@ -1,13 +1,6 @@
 import { Writable } from "node:stream";
-import {
-  AbortMultipartUploadCommand,
-  type CompletedPart,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  PutObjectCommand,
-  type S3Client,
-  UploadPartCommand,
-} from "@aws-sdk/client-s3";
+import type { CompletedPart, S3Client } from "@aws-sdk/client-s3";
+import { loadS3Sdk, type S3Sdk } from "./s3-sdk.js";
 
 /** Multipart part size: S3's minimum is 5 MiB; 8 MiB keeps memory bounded and requests few. */
 export const PART_BYTES = 8 * 1024 * 1024;
@@ -37,12 +30,20 @@ export interface ObjectUpload {
  * Every request carries the upload's abort signal, so an abort cancels it instead of letting the
  * SDK retry it later.
  */
-export function startObjectUpload(
+export async function startObjectUpload(
   client: S3Client,
   bucket: string,
   key: string,
   contentType: string,
-): ObjectUpload {
+): Promise<ObjectUpload> {
+  const sdk: S3Sdk = await loadS3Sdk();
+  const {
+    AbortMultipartUploadCommand,
+    CompleteMultipartUploadCommand,
+    CreateMultipartUploadCommand,
+    PutObjectCommand,
+    UploadPartCommand,
+  } = sdk;
   const controller = new AbortController();
   const send = { abortSignal: controller.signal };
   let uploadId: string | undefined;

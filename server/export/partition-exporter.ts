@@ -73,7 +73,7 @@ export async function exportPartition(
     day: work.start,
   });
   const files = [...work.files];
-  const client = createS3Client(work.target);
+  const client = await createS3Client(work.target);
   const read = async (after: RunCursor | null, limit: number): Promise<Page> => ({
     limit,
     rows: await readExportRows(sql, {
@@ -93,7 +93,7 @@ export async function exportPartition(
     while (page.rows.length > 0) {
       signal.throwIfAborted();
       const key = dataFileKey(folder, work.runId, files.length);
-      const upload = startObjectUpload(client, location.bucketName, key, PARQUET_TYPE);
+      const upload = await startObjectUpload(client, location.bucketName, key, PARQUET_TYPE);
       const stop = () => void upload.abort(signal.reason);
       signal.addEventListener("abort", stop, { once: true });
       let written: WrittenPart;

@@ -1,6 +1,7 @@
-import { DeleteObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import type { S3Location } from "../store/bulk-export-destination-store.js";
 import { destinationProblemOf } from "./destination-error.js";
+import { loadS3Sdk } from "./s3-sdk.js";
 
 /** Static credentials of a destination. */
 export interface S3Credentials {
@@ -30,7 +31,8 @@ const MAX_SDK_ATTEMPTS = 3;
  * such stores handle; for AWS (no endpoint) it keeps the SDK's defaults. Without credentials the
  * SDK's standard environment chain applies (self-hosted only, as the seed says).
  */
-export function createS3Client(target: S3Target): S3Client {
+export async function createS3Client(target: S3Target): Promise<S3Client> {
+  const { S3Client } = await loadS3Sdk();
   const { location, credentials } = target;
   const custom = location.endpointUrl !== null;
   return new S3Client({
@@ -57,6 +59,7 @@ export async function putObject(
   body: string,
   contentType: string,
 ): Promise<void> {
+  const { PutObjectCommand } = await loadS3Sdk();
   await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
 }
 
@@ -67,7 +70,8 @@ export async function putObject(
  * when the store failed in a way worth retrying (a 5xx answer).
  */
 export async function checkDestination(target: S3Target, key: string): Promise<void> {
-  const client = createS3Client(target);
+  const { DeleteObjectCommand } = await loadS3Sdk();
+  const client = await createS3Client(target);
   try {
     await putObject(
       client,
