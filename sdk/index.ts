@@ -18,6 +18,7 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
+import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
@@ -31,6 +32,7 @@ export { Code, ConnectError } from "@connectrpc/connect";
 export * from "../gen/agentplane/agents/v1/assistant_service_pb.js";
 export * from "../gen/agentplane/agents/v1/store_service_pb.js";
 export * from "../gen/agentplane/agents/v1/thread_service_pb.js";
+export * from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
 export * from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 export * from "../gen/agentplane/iam/v1/iam_pb.js";
 export * from "../gen/agentplane/iam/v1/identity_service_pb.js";
@@ -84,6 +86,8 @@ export interface AgentplaneClient {
   readonly runs: Client<typeof RunService>;
   /** Granular usage: traces per time bucket by workspace, project, user or API key. */
   readonly usage: Client<typeof UsageService>;
+  /** Bulk export: S3 destinations, one-off and scheduled exports of trace runs, and their runs. */
+  readonly bulkExports: Client<typeof BulkExportService>;
   /** The transport, to build clients of services this object does not list. */
   readonly transport: Transport;
 }
@@ -104,6 +108,7 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     projects: client(ProjectService),
     runs: client(RunService),
     usage: client(UsageService),
+    bulkExports: client(BulkExportService),
     transport,
   };
 }

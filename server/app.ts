@@ -2,7 +2,10 @@ import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
-import type { Config } from "./config.js";
+import { type Clock, systemClock } from "./clock.js";
+import { type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "./config.js";
+import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
+import { scheduleExportMaintenance } from "./jobs/bulk-export-maintenance-job.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
 import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
@@ -39,11 +42,17 @@ export interface App {
 /** Time between background checks of Postgres and the queue: quick to notice an outage, cheap to run. */
 const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
 
+/** What a caller can replace in the process it starts (tests drive export schedules with a clock). */
+export interface AppHooks {
+  /** Where calendar-driven work reads the time; the system clock by default. */
+  clock?: Clock;
+}
+
 /**
  * The composition root: config → Postgres → migrations → bootstrap → queue → services → transport.
  * Everything is built here and passed down; nothing below reads the environment.
  */
-export async function startApp(config: Config, log: Logger): Promise<App> {
+export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const cleanup of cleanups.reverse())
@@ -82,7 +91,14 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
 
-    const jobs = createJobRegistry({ sql, queue: () => queue, settings: graphs.settings });
+    const bulkExport = config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS;
+    const secrets = createSecretBox(await loadSecretKey(config.secretKey, config.dataDir));
+    const jobs = createJobRegistry({
+      sql,
+      queue: () => queue,
+      settings: graphs.settings,
+      bulkExport: { settings: bulkExport, secrets, clock: hooks.clock ?? systemClock, log },
+    });
     const queue = createQueue({
       sql,
       jobs: allJobs(jobs),
@@ -92,6 +108,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     await queue.start();
     if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
+    if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
     cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
 
     const monitor = createDependencyMonitor({
@@ -118,7 +135,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
-    const deps = { config, sql, queue, jobs, log, graphs, ingest, version, identities };
+    const deps = { config, sql, queue, jobs, log, graphs, ingest, version, identities, secrets };
     const services: BoundService[] = [
       bindService(
         SystemService,

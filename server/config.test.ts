@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, isLoopback, loadConfig } from "./config.js";
+import { ConfigError, DEFAULT_BULK_EXPORT_SETTINGS, isLoopback, loadConfig } from "./config.js";
 
 describe("loadConfig", () => {
   it("applies the documented defaults", () => {
@@ -110,6 +110,62 @@ describe("loadConfig", () => {
   it("requires a shared DATABASE_URL when the roles are split", () => {
     expect(() => loadConfig({ AGENTPLANE_ROLE: "api" })).toThrow(/AGENTPLANE_ROLE=api .* set DATABASE_URL/);
     expect(loadConfig({ AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" }).role).toBe("api");
+  });
+});
+
+describe("bulk export settings", () => {
+  it("default to the seed's limits", () => {
+    expect(loadConfig({}).bulkExport).toEqual(DEFAULT_BULK_EXPORT_SETTINGS);
+    expect(DEFAULT_BULK_EXPORT_SETTINGS).toMatchObject({
+      maxRetries: 20,
+      retryDelaySeconds: 30,
+      runTimeoutSeconds: 4 * 3600,
+      exportTimeoutSeconds: 72 * 3600,
+      maxConcurrentRunsPerExport: 45,
+      maxConcurrentExportsPerWorkspace: 15,
+    });
+    expect(loadConfig({}).secretKey).toBeUndefined();
+  });
+
+  it("reads every variable", () => {
+    const key = "ab".repeat(32);
+    const config = loadConfig({
+      AGENTPLANE_SECRET_KEY: key,
+      AGENTPLANE_EXPORT_MAX_RETRIES: "3",
+      AGENTPLANE_EXPORT_RETRY_DELAY_SECONDS: "5",
+      AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS: "600",
+      AGENTPLANE_EXPORT_TIMEOUT_SECONDS: "3600",
+      AGENTPLANE_EXPORT_MAX_CONCURRENT_RUNS: "5",
+      AGENTPLANE_EXPORT_MAX_CONCURRENT_EXPORTS: "3",
+      AGENTPLANE_EXPORT_WORKERS: "2",
+      AGENTPLANE_EXPORT_LEASE_SECONDS: "10",
+      AGENTPLANE_EXPORT_MAINTENANCE_INTERVAL_SECONDS: "5",
+      AGENTPLANE_EXPORT_FILE_MAX_ROWS: "1000",
+      AGENTPLANE_EXPORT_FILE_MAX_MB: "64",
+    });
+    expect(config.secretKey).toBe(key);
+    expect(config.bulkExport).toEqual({
+      maxRetries: 3,
+      retryDelaySeconds: 5,
+      runTimeoutSeconds: 600,
+      exportTimeoutSeconds: 3600,
+      maxConcurrentRunsPerExport: 5,
+      maxConcurrentExportsPerWorkspace: 3,
+      workers: 2,
+      leaseSeconds: 10,
+      maintenanceIntervalSeconds: 5,
+      fileMaxRows: 1000,
+      fileMaxBytes: 64 * 1024 * 1024,
+    });
+  });
+
+  it("refuses a secret key that is not 32 bytes and a run timeout pg-boss cannot keep", () => {
+    expect(() => loadConfig({ AGENTPLANE_SECRET_KEY: "password" })).toThrow(
+      "AGENTPLANE_SECRET_KEY must be 64 hex digits",
+    );
+    expect(() => loadConfig({ AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS: "86400" })).toThrow(
+      "AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS=86400 must be a whole number from 60 to 86399",
+    );
   });
 });
 

@@ -18,6 +18,35 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 /** Plan tiers an organization can be on. */
 export type PlanTier = "developer" | "plus" | "enterprise";
 
+/** Limits and tuning of bulk export (the seed's Limits table, as settings). */
+export interface BulkExportSettings {
+  /** Retries of a failed export run (`AGENTPLANE_EXPORT_MAX_RETRIES`). */
+  readonly maxRetries: number;
+  /** Seconds between an export run's retries, fixed (`AGENTPLANE_EXPORT_RETRY_DELAY_SECONDS`). */
+  readonly retryDelaySeconds: number;
+  /** Seconds one attempt of an export run may take (`AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS`). */
+  readonly runTimeoutSeconds: number;
+  /** Seconds a whole export may take before it is TimedOut (`AGENTPLANE_EXPORT_TIMEOUT_SECONDS`). */
+  readonly exportTimeoutSeconds: number;
+  /** Runs of one export in flight at once (`AGENTPLANE_EXPORT_MAX_CONCURRENT_RUNS`). */
+  readonly maxConcurrentRunsPerExport: number;
+  /** Exports of one workspace in flight at once (`AGENTPLANE_EXPORT_MAX_CONCURRENT_EXPORTS`). */
+  readonly maxConcurrentExportsPerWorkspace: number;
+  /** Export runs one worker process works on at once (`AGENTPLANE_EXPORT_WORKERS`). */
+  readonly workers: number;
+  /** Seconds an attempt's lease lasts without a heartbeat (`AGENTPLANE_EXPORT_LEASE_SECONDS`). */
+  readonly leaseSeconds: number;
+  /**
+   * Seconds between maintenance passes: lapsed leases, timeouts, schedules, waiting work
+   * (`AGENTPLANE_EXPORT_MAINTENANCE_INTERVAL_SECONDS`).
+   */
+  readonly maintenanceIntervalSeconds: number;
+  /** Rows per Parquet file at most (`AGENTPLANE_EXPORT_FILE_MAX_ROWS`). */
+  readonly fileMaxRows: number;
+  /** Bytes per Parquet file, roughly, at most (`AGENTPLANE_EXPORT_FILE_MAX_MB`, in MiB). */
+  readonly fileMaxBytes: number;
+}
+
 /** The validated configuration of one process. Built once at start-up by {@link loadConfig}. */
 export interface Config {
   /** TCP port for every protocol (`AGENTPLANE_PORT`). */
@@ -60,7 +89,37 @@ export interface Config {
   readonly assistantDefaults: SystemAssistantDefaults | undefined;
   /** How long reading one graph's schemas from its TypeScript types may take (`LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS`). */
   readonly schemaResolveTimeoutMs: number;
+  /**
+   * Key that encrypts destination credentials (`AGENTPLANE_SECRET_KEY`: 64 hex digits or base64 of
+   * 32 bytes); undefined keeps a generated one in `dataDir`.
+   */
+  readonly secretKey?: string | undefined;
+  /** Bulk export limits; {@link DEFAULT_BULK_EXPORT_SETTINGS} where a hand-built config has none. */
+  readonly bulkExport?: BulkExportSettings;
 }
+
+/** The seed's bulk export limits and this server's tuning defaults. */
+export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
+  // The seed's Limits table: 20 retries 30 s apart, 4 h per run, 72 h per export, 45 runs per
+  // export and 15 exports per workspace at once.
+  maxRetries: 20,
+  retryDelaySeconds: 30,
+  runTimeoutSeconds: 4 * 60 * 60,
+  exportTimeoutSeconds: 72 * 60 * 60,
+  maxConcurrentRunsPerExport: 45,
+  maxConcurrentExportsPerWorkspace: 15,
+  // Partitions are I/O bound (Postgres reads, S3 writes) with CPU bursts to encode: four per process
+  // keep two cores busy without letting one process's memory grow past a few row groups.
+  workers: 4,
+  // A heartbeat every quarter lease; a dead worker is noticed after lease + maintenance interval,
+  // 35 s, inside the issue's "within a minute".
+  leaseSeconds: 20,
+  maintenanceIntervalSeconds: 15,
+  // Files of at most 250k rows or 128 MiB: big enough for analytical readers, small enough that a
+  // crash redoes little.
+  fileMaxRows: 250_000,
+  fileMaxBytes: 128 * 1024 * 1024,
+});
 
 /** Thrown by {@link loadConfig} with every problem found, one per line. */
 export class ConfigError extends Error {
@@ -161,6 +220,49 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail))
     problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
 
+  const secretKey = text("AGENTPLANE_SECRET_KEY");
+  if (secretKey !== undefined && !/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/.test(secretKey))
+    problems.push(
+      "AGENTPLANE_SECRET_KEY must be 64 hex digits or the base64 of 32 random bytes (openssl rand -hex 32)",
+    );
+  const d = DEFAULT_BULK_EXPORT_SETTINGS;
+  const bulkExport: BulkExportSettings = Object.freeze({
+    maxRetries: integer("AGENTPLANE_EXPORT_MAX_RETRIES", d.maxRetries, 0, 100),
+    retryDelaySeconds: integer("AGENTPLANE_EXPORT_RETRY_DELAY_SECONDS", d.retryDelaySeconds, 0, 3600),
+    // pg-boss refuses job expirations of a day or more.
+    runTimeoutSeconds: integer("AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS", d.runTimeoutSeconds, 60, 86_399),
+    exportTimeoutSeconds: integer(
+      "AGENTPLANE_EXPORT_TIMEOUT_SECONDS",
+      d.exportTimeoutSeconds,
+      60,
+      30 * 86_400,
+    ),
+    maxConcurrentRunsPerExport: integer(
+      "AGENTPLANE_EXPORT_MAX_CONCURRENT_RUNS",
+      d.maxConcurrentRunsPerExport,
+      1,
+      1000,
+    ),
+    maxConcurrentExportsPerWorkspace: integer(
+      "AGENTPLANE_EXPORT_MAX_CONCURRENT_EXPORTS",
+      d.maxConcurrentExportsPerWorkspace,
+      1,
+      1000,
+    ),
+    workers: integer("AGENTPLANE_EXPORT_WORKERS", d.workers, 1, 64),
+    leaseSeconds: integer("AGENTPLANE_EXPORT_LEASE_SECONDS", d.leaseSeconds, 2, 600),
+    maintenanceIntervalSeconds: integer(
+      "AGENTPLANE_EXPORT_MAINTENANCE_INTERVAL_SECONDS",
+      d.maintenanceIntervalSeconds,
+      1,
+      600,
+    ),
+    fileMaxRows: integer("AGENTPLANE_EXPORT_FILE_MAX_ROWS", d.fileMaxRows, 1, 10_000_000),
+    // S3 multipart allows 10,000 parts; 8 MiB parts make 80 GB the ceiling, far above 16 GiB.
+    fileMaxBytes:
+      integer("AGENTPLANE_EXPORT_FILE_MAX_MB", d.fileMaxBytes / 1024 / 1024, 1, 16 * 1024) * 1024 * 1024,
+  });
+
   const config: Config = Object.freeze({
     port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
     host,
@@ -189,6 +291,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       1,
       MAX_SCHEMA_RESOLVE_TIMEOUT_MS,
     ),
+    secretKey,
+    bulkExport,
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,6 +1,7 @@
 import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
+import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
@@ -8,7 +9,8 @@ import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
-import type { Config } from "./config.js";
+import { type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "./config.js";
+import type { SecretBox } from "./export/secret-box.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
@@ -18,6 +20,7 @@ import { createStoreService, type StoreServiceDeps } from "./services/agents/sto
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
 import { createThreadGraphs } from "./services/agents/thread-graph.js";
 import { createThreadService, type ThreadServiceDeps } from "./services/agents/thread-service.js";
+import { createBulkExportService } from "./services/export/bulk-export-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
 import type { Authenticator, Identity } from "./services/iam/authenticator.js";
 import type { IdentityCache } from "./services/iam/identity-cache.js";
@@ -51,6 +54,8 @@ export interface ServiceDeps {
   readonly version: string;
   /** The credentials the authenticator keeps; the IAM services clear it after every change. */
   readonly identities: IdentityCache<Identity>;
+  /** Seals bulk-export destination credentials. */
+  readonly secrets: SecretBox;
 }
 
 /**
@@ -80,6 +85,17 @@ export function createApiServices(
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
+    bindService(
+      BulkExportService,
+      createBulkExportService({
+        sql,
+        secrets: deps.secrets,
+        queue: () => queue,
+        runJob: () => jobs.bulkExportRun,
+        settings: deps.config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS,
+      }),
+      bind,
+    ),
     bindService(StoreService, createStoreService({ sql, ...storeTtlOption(graphs) }), bind),
     bindService(
       ThreadService,

@@ -1,5 +1,11 @@
+import type { Clock } from "../clock.js";
+import type { BulkExportSettings } from "../config.js";
+import type { SecretBox } from "../export/secret-box.js";
+import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
+import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";
+import { createExportRunJob } from "./bulk-export-run-job.js";
 import type { JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";
 import { createStoreTtlSweepJob } from "./store-ttl-sweep-job.js";
@@ -14,6 +20,10 @@ export interface JobRegistry {
   readonly threadTtlSweep: ReturnType<typeof createThreadTtlSweepJob>;
   /** Deletes expired store items; reschedules itself. */
   readonly storeTtlSweep: ReturnType<typeof createStoreTtlSweepJob>;
+  /** Exports one partition of a bulk export. */
+  readonly bulkExportRun: ReturnType<typeof createExportRunJob>;
+  /** Resumes orphaned export runs, times exports out, spawns scheduled exports; reschedules itself. */
+  readonly bulkExportMaintenance: ReturnType<typeof createExportMaintenanceJob>;
 }
 
 /** Builds the registry; the one place a new job type is added. */
@@ -23,8 +33,19 @@ export function createJobRegistry(deps: {
   settings: GraphRegistry["settings"];
   /** The queue the jobs are registered with, for jobs that schedule their successor (built after). */
   queue: () => Pick<Queue, "enqueue">;
+  /** What the bulk export jobs need: their limits, the key of destination credentials, the clock of schedules. */
+  bulkExport: { settings: BulkExportSettings; secrets: SecretBox; clock: Clock; log: Logger };
 }): JobRegistry {
+  const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
   return {
+    bulkExportRun,
+    bulkExportMaintenance: createExportMaintenanceJob({
+      sql: deps.sql,
+      queue: deps.queue,
+      runJob: () => bulkExportRun,
+      settings: deps.bulkExport.settings,
+      clock: deps.bulkExport.clock,
+    }),
     workspacePurge: createWorkspacePurgeJob(deps.sql),
     threadTtlSweep: createThreadTtlSweepJob({
       sql: deps.sql,

@@ -2,21 +2,17 @@
  * An API process and a worker process share one database: a job the API enqueues runs in the
  * worker, and SIGTERM to both loses no job.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AgentplaneProcess, startAgentplaneProcess } from "../support/agentplane-process.js";
 import { createTestDatabase } from "../support/database.js";
 
 const API_KEY = "ap_pt_multi_process_test_key_0123";
 
-interface Proc {
-  child: ChildProcess;
-  baseUrl: string;
-  exited: Promise<string>;
-}
+type Proc = AgentplaneProcess;
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let sql: postgres.Sql;
@@ -25,39 +21,13 @@ const procs: Proc[] = [];
 
 /** Starts `npm start`'s entry point with a role; resolves once it prints where it listens. */
 async function startProcess(role: "api" | "worker"): Promise<Proc> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
-    env: {
-      ...process.env,
-      DATABASE_URL: db.url,
-      AGENTPLANE_ROLE: role,
-      AGENTPLANE_PORT: "0",
-      AGENTPLANE_API_KEY: API_KEY,
-      AGENTPLANE_DATA_DIR: dataDir,
-      AGENTPLANE_SHUTDOWN_GRACE_MS: "5000",
-      AGENTPLANE_LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  const proc = await startAgentplaneProcess({
+    DATABASE_URL: db.url,
+    AGENTPLANE_ROLE: role,
+    AGENTPLANE_API_KEY: API_KEY,
+    AGENTPLANE_DATA_DIR: dataDir,
+    AGENTPLANE_SHUTDOWN_GRACE_MS: "5000",
   });
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  // "exit 0" on a clean exit; otherwise the code or signal and the end of stderr, for the failure message.
-  const exited = new Promise<string>((resolve) =>
-    child.on("exit", (code, signal) =>
-      resolve(code === 0 ? "exit 0" : `exit ${code ?? signal}: ${stderr.slice(-2000)}`),
-    ),
-  );
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/\S+)\n/.exec(out);
-      if (match?.[1]) resolve(match[1]);
-    });
-    exited.then((code) => reject(new Error(`${role} exited with ${code} before listening: ${stderr}`)));
-  });
-  const proc = { child, baseUrl, exited };
   procs.push(proc);
   return proc;
 }

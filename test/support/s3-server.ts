@@ -42,8 +42,36 @@ export interface S3Server {
    * replace any of that, for example other credentials. The client is destroyed by `stop()`.
    */
   client(overrides?: Partial<S3ClientConfig>): S3Client;
+  /** Adds another accepted key pair (a random one) and returns it. */
+  addCredentials(): S3Credentials;
+  /** Stops accepting a key pair: its requests then fail with InvalidAccessKeyId, as AWS answers a deleted key. */
+  revokeCredentials(accessKeyId: string): void;
+  /**
+   * Holds every request whose method and object key `match` until the hold is released; signatures
+   * are checked after release. For tests that must catch a client in the middle of an upload.
+   */
+  hold(match: (method: string, key: string) => boolean): S3Hold;
+  /** Answers the next `count` requests that `match` with 500 InternalError, as a struggling store would. */
+  failNext(match: (method: string, key: string) => boolean, count: number): void;
   /** Destroys the clients, closes the server and deletes its files. */
   stop(): Promise<void>;
+}
+
+/** A request {@link S3Server.hold} is holding. */
+export interface HeldRequest {
+  method: string;
+  /** The object key (path without the bucket, decoded). */
+  key: string;
+  /** Resolves when the client gives up on the request (closes it before an answer). */
+  abandoned: Promise<void>;
+}
+
+/** Requests held by {@link S3Server.hold}. */
+export interface S3Hold {
+  /** Resolves once `count` requests are held, with them. */
+  held(count: number): Promise<HeldRequest[]>;
+  /** Lets every held request (and later ones) through. */
+  release(): void;
 }
 
 /**
@@ -61,9 +89,42 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     directory,
     configureBuckets: options.buckets.map((name) => ({ name })),
   });
-  server.middleware.unshift(
-    createSigV4Verifier(new Map([[credentials.accessKeyId, credentials.secretAccessKey]])),
-  );
+  const secrets = new Map([[credentials.accessKeyId, credentials.secretAccessKey]]);
+  const holds: {
+    match: (method: string, key: string) => boolean;
+    held: (r: HeldRequest) => void;
+    released: Promise<void>;
+  }[] = [];
+  server.middleware.unshift(createSigV4Verifier(secrets));
+  const failures: { match: (method: string, key: string) => boolean; left: number }[] = [];
+  server.middleware.unshift(async (ctx, next) => {
+    const [path = ""] = splitOnce(ctx.originalUrl, "?");
+    const key = decode(path.split("/").slice(2).join("/"));
+    const failure = failures.find((f) => f.left > 0 && f.match(ctx.method, key));
+    if (failure) {
+      failure.left -= 1;
+      return fail(ctx, {
+        status: 500,
+        code: "InternalError",
+        message: "We encountered an internal error. Please try again.",
+      });
+    }
+    for (const hold of holds) {
+      if (!hold.match(ctx.method, key)) continue;
+      let gone = false;
+      const abandoned = new Promise<void>((resolve) =>
+        ctx.res.once("close", () => {
+          gone = !ctx.res.writableEnded;
+          if (gone) resolve();
+        }),
+      );
+      hold.held({ method: ctx.method, key, abandoned });
+      await hold.released;
+      // A request its client gave up on is dropped, even when its body had arrived in full.
+      if (gone) return;
+    }
+    await next();
+  });
   // s3rver looks the key up in its own registry after the verifier; it rejects keys it does not know.
   s3rverAccount.DUMMY_ACCOUNT.createKeyPair(credentials.accessKeyId, credentials.secretAccessKey);
   const { port } = await server.run();
@@ -87,9 +148,49 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
       clients.push(client);
       return client;
     },
+    addCredentials() {
+      const added = randomCredentials();
+      secrets.set(added.accessKeyId, added.secretAccessKey);
+      s3rverAccount.DUMMY_ACCOUNT.createKeyPair(added.accessKeyId, added.secretAccessKey);
+      return added;
+    },
+    revokeCredentials(accessKeyId) {
+      secrets.delete(accessKeyId);
+      s3rverAccount.DUMMY_ACCOUNT.revokeAccessKey(accessKeyId);
+    },
+    hold(match) {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const requests: HeldRequest[] = [];
+      const waiters: { count: number; resolve: (r: HeldRequest[]) => void }[] = [];
+      const held = (request: HeldRequest) => {
+        requests.push(request);
+        for (const w of waiters.filter((w) => w.count <= requests.length)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(requests.slice(0, w.count));
+        }
+      };
+      const entry = { match, held, released };
+      holds.push(entry);
+      return {
+        held: (count) =>
+          requests.length >= count
+            ? Promise.resolve(requests.slice(0, count))
+            : new Promise((resolve) => waiters.push({ count, resolve })),
+        release() {
+          holds.splice(holds.indexOf(entry), 1);
+          release();
+        },
+      };
+    },
+    failNext(match, count) {
+      failures.push({ match, left: count });
+    },
     async stop() {
       for (const client of clients) client.destroy();
-      s3rverAccount.DUMMY_ACCOUNT.revokeAccessKey(credentials.accessKeyId);
+      for (const accessKeyId of secrets.keys()) s3rverAccount.DUMMY_ACCOUNT.revokeAccessKey(accessKeyId);
       const closed = server.close();
       server.httpServer?.closeAllConnections();
       await closed;

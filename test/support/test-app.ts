@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentplaneClient, type ClientProtocol, createClient } from "../../sdk/index.js";
-import { type App, startApp } from "../../server/app.js";
+import { type App, type AppHooks, startApp } from "../../server/app.js";
 import type { Config } from "../../server/config.js";
 import { createLogger, type Logger } from "../../server/logger.js";
 import { createTestDatabase } from "./database.js";
@@ -29,12 +29,12 @@ export interface TestApp {
 /**
  * Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). With
  * `overrides.databaseUrl` it joins that database (another app's, to act as a second process) instead
- * of creating one, and leaves it in place when stopped. `log` replaces the stderr logger (to read
- * what the server logged).
+ * of creating one, and leaves it in place when stopped. `options.log` replaces the stderr logger (to
+ * read what the server logged); `options.hooks` replace parts of the process (its clock).
  */
 export async function startTestApp(
   overrides: Partial<Config> = {},
-  options: { log?: Logger } = {},
+  options: { log?: Logger; hooks?: AppHooks } = {},
 ): Promise<TestApp> {
   const db = overrides.databaseUrl
     ? { url: overrides.databaseUrl, drop: async () => {} }
@@ -61,7 +61,7 @@ export async function startTestApp(
     schemaResolveTimeoutMs: 30_000,
     ...overrides,
   };
-  const app = await startApp(config, options.log ?? createLogger(config.logLevel));
+  const app = await startApp(config, options.log ?? createLogger(config.logLevel), options.hooks);
   const baseUrl = `http://127.0.0.1:${app.address.port}`;
   return {
     baseUrl,

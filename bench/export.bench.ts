@@ -1,0 +1,180 @@
+/**
+ * Export bench (`npm run bench:export`): one partition of 1M SDK-shaped runs (chat inputs,
+ * generations, metadata, events, tags, tokens) exported by the partition exporter, the code the
+ * export run job runs, from Postgres into s3rver (SigV4-checked, in this process), beside the
+ * ceiling in the same run: the Parquet writer alone writing the same rows to /dev/null. Each
+ * measured run is a process of its own, so its peak RSS is its own.
+ *
+ *   npm run bench:export -- [--runs 1000000] [--file-rows 100000]
+ *
+ * Aims (issue 10): at least 40k rows/s, at least 0.8 of the writer's own rate, peak RSS at most
+ * 400 MB, and RSS flat between 100k and 1M rows (the RSS after the first file against the largest
+ * after any later one). Besides wall-clock rows/s it prints rows per CPU-second of the measured
+ * process, which other load on a shared machine does not distort.
+ */
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { availableParallelism, loadavg } from "node:os";
+import { parseArgs, promisify } from "node:util";
+import { uuidv7 } from "../server/ids.js";
+import { createSql } from "../server/store/db.js";
+import { migrate } from "../server/store/migrate.js";
+import { insertOrganization } from "../server/store/organization-store.js";
+import { insertProject } from "../server/store/project-store.js";
+import { insertWorkspace } from "../server/store/workspace-store.js";
+import { startS3Server } from "../test/support/s3-server.js";
+import type { ChildResult, ChildSettings } from "./export/export-child.js";
+import { seedRuns } from "./export/seed-runs.js";
+import { startBenchPostgres } from "./support/bench-postgres.js";
+import { tableRow } from "./support/table-row.js";
+
+/** The aims the issue sets. */
+const AIM_ROWS_PER_SECOND = 40_000;
+const AIM_RATIO = 0.8;
+const AIM_PEAK_RSS_MB = 400;
+/** RSS may grow this much after the first file and still count as flat (allocator noise). */
+const FLAT_TOLERANCE = 1.1;
+/** A measured child may take this long before the bench gives up on it. */
+const CHILD_TIMEOUT_MS = 15 * 60 * 1000;
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "1000000" },
+    "file-rows": { type: "string", default: "100000" },
+  },
+});
+const count = Number(values.runs);
+const fileMaxRows = Number(values["file-rows"]);
+
+const pg = await startBenchPostgres("export");
+const s3 = await startS3Server({ buckets: ["bench"] });
+try {
+  const sql = createSql(pg.url, { max: 4, statementTimeoutMs: 0, applicationName: "bench-export-seed" });
+  await migrate(sql);
+  const organizationId = uuidv7();
+  const workspaceId = uuidv7();
+  const sessionId = randomUUID();
+  await insertOrganization(sql, { id: organizationId, displayName: "Bench", plan: "enterprise" });
+  await insertWorkspace(sql, {
+    id: workspaceId,
+    organizationId,
+    displayName: "bench",
+    tenantHandle: "bench",
+    isPersonal: false,
+  });
+  await insertProject(sql, {
+    id: sessionId,
+    workspaceId,
+    name: "bench",
+    description: null,
+    metadata: {},
+    extra: {},
+    referenceDatasetId: null,
+    defaultDatasetId: null,
+    traceTier: null,
+    startTime: null,
+    endTime: null,
+  });
+  const day = new Date(Date.UTC(2026, 10, 20));
+  process.stderr.write(`seeding ${count.toLocaleString("en")} runs...\n`);
+  const seedStarted = Date.now();
+  await seedRuns(sql, { workspaceId, sessionId, day, count });
+  const [size] = await sql<{ mb: number }[]>`select (pg_total_relation_size('runs') / 1048576)::int as mb`;
+  await sql.end();
+  process.stderr.write(
+    `seeded in ${Math.round((Date.now() - seedStarted) / 1000)} s (runs table ${size?.mb} MB)\n`,
+  );
+
+  const run = async (mode: ChildSettings["mode"]): Promise<ChildResult> => {
+    const settings: ChildSettings = {
+      mode,
+      databaseUrl: pg.url,
+      workspaceId,
+      sessionId,
+      day: day.toISOString(),
+      fileMaxRows,
+      s3: {
+        endpoint: s3.endpoint,
+        region: s3.region,
+        bucket: "bench",
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+      },
+    };
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "bench/export/export-child.ts", JSON.stringify(settings)],
+      { maxBuffer: 1 << 20, timeout: CHILD_TIMEOUT_MS },
+    );
+    const result = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as ChildResult;
+    if (result.rows !== count) throw new Error(`${mode} wrote ${result.rows} rows, expected ${count}`);
+    return result;
+  };
+  // Warm the Postgres cache for both (the first read of a freshly loaded table also sets hint bits).
+  process.stderr.write("measuring (writer, export, writer, export)...\n");
+  const measured = { writer: [] as ChildResult[], export: [] as ChildResult[] };
+  for (const mode of ["writer", "export", "writer", "export"] as const) measured[mode].push(await run(mode));
+  const best = (results: ChildResult[]) =>
+    results.reduce((a, b) => (b.rows / b.seconds > a.rows / a.seconds ? b : a));
+  const writer = best(measured.writer);
+  const exported = best(measured.export);
+  const rate = (r: ChildResult) => r.rows / r.seconds;
+  const flatness = (r: ChildResult) => {
+    const first = r.rssAfterFile[0]?.rssMb ?? 0;
+    const later = Math.max(...r.rssAfterFile.slice(1).map((s) => s.rssMb));
+    return { first, later, ratio: later / first };
+  };
+
+  const widths = [34, 10, 14, 10, 12, 22];
+  console.log(
+    `bench:export  ${count.toLocaleString("en")} runs in one partition, files of ${fileMaxRows.toLocaleString("en")} rows, ${availableParallelism()} cores, Node ${process.version}`,
+  );
+  console.log(tableRow(["", "rows/s", "rows/CPU-s", "file MB", "peak RSS MB", "RSS 1st file → max"], widths));
+  for (const [name, r] of [
+    ["export (Postgres → Parquet → S3)", exported],
+    ["writer alone (→ /dev/null)", writer],
+  ] as const) {
+    const f = flatness(r);
+    console.log(
+      tableRow(
+        [
+          name,
+          Math.round(rate(r)).toLocaleString("en"),
+          Math.round(r.rows / r.cpuSeconds).toLocaleString("en"),
+          (r.bytes / 1024 / 1024).toFixed(1),
+          String(r.peakRssMb),
+          `${f.first} → ${f.later} MB`,
+        ],
+        widths,
+      ),
+    );
+  }
+  const ratio = rate(exported) / rate(writer);
+  const f = flatness(exported);
+  const verdicts = [
+    [`export rows/s ≥ ${AIM_ROWS_PER_SECOND.toLocaleString("en")}`, rate(exported) >= AIM_ROWS_PER_SECOND],
+    [`export / writer = ${ratio.toFixed(2)} ≥ ${AIM_RATIO}`, ratio >= AIM_RATIO],
+    [
+      `export peak RSS ${exported.peakRssMb} MB ≤ ${AIM_PEAK_RSS_MB} MB`,
+      exported.peakRssMb <= AIM_PEAK_RSS_MB,
+    ],
+    [
+      `RSS flat from 100k to 1M rows (×${f.ratio.toFixed(2)} ≤ ×${FLAT_TOLERANCE})`,
+      f.ratio <= FLAT_TOLERANCE,
+    ],
+  ] as const;
+  for (const [text, met] of verdicts) console.log(`${met ? "met    " : "MISSED "} ${text}`);
+  // The machine may be shared: its load says how far wall-clock rates are from what the code can do.
+  console.log(
+    `load average during the bench: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} on ${availableParallelism()} cores`,
+  );
+  console.log(
+    "RSS after each file (export):",
+    exported.rssAfterFile.map((s) => `${s.rows / 1000}k:${s.rssMb}`).join(" "),
+  );
+} finally {
+  await s3.stop();
+  await pg.stop();
+}

@@ -1,0 +1,170 @@
+/**
+ * One measured run of `bench:export`, in a process of its own so its memory is its own:
+ *
+ *   node --import tsx bench/export/export-child.ts '<json settings>'
+ *
+ * `export` runs the partition exporter (the code the export run job runs) from Postgres into S3;
+ * `writer` reads the same rows from Postgres the same way but times only the Parquet writer, which
+ * writes them to /dev/null (the ceiling: the same code path minus S3 and Postgres). Prints one JSON
+ * line: rows, seconds, bytes, peak RSS, and RSS after each file (every `fileMaxRows` rows).
+ */
+import { createWriteStream } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { createParquetFileWriter } from "../../server/export/parquet-file-writer.js";
+import { cursorOf, exportPartition } from "../../server/export/partition-exporter.js";
+import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
+import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
+import { createSql } from "../../server/store/db.js";
+import { EXPORTABLE_RUN_FIELDS, readExportRows } from "../../server/store/run-export-store.js";
+
+/** What the parent passes. */
+export interface ChildSettings {
+  mode: "export" | "writer";
+  databaseUrl: string;
+  workspaceId: string;
+  sessionId: string;
+  day: string;
+  fileMaxRows: number;
+  s3: { endpoint: string; region: string; bucket: string; accessKeyId: string; secretAccessKey: string };
+}
+
+/** What the child prints. */
+export interface ChildResult {
+  rows: number;
+  seconds: number;
+  /** CPU seconds of this process (all its threads) in the same span: contention on the machine does not inflate it. */
+  cpuSeconds: number;
+  bytes: number;
+  peakRssMb: number;
+  /** RSS in MB after each file, with the rows written so far. */
+  rssAfterFile: { rows: number; rssMb: number }[];
+}
+
+/** The exporter's page size, so both modes read alike. */
+const PAGE_ROWS = 2_000;
+/** The row group size the exporter uses. */
+const ROW_GROUP_ROWS = 10_000;
+/** No byte bound: files are cut by rows, the same in both modes. */
+const NO_BYTE_BOUND = Number.MAX_SAFE_INTEGER;
+
+const settings = JSON.parse(process.argv[2] ?? "{}") as ChildSettings;
+const sql = createSql(settings.databaseUrl, {
+  max: 4,
+  statementTimeoutMs: 0,
+  applicationName: "bench-export",
+});
+const zstd = await loadZstdCompressor();
+const day = new Date(settings.day);
+const end = new Date(day.getTime() + 24 * 60 * 60 * 1000);
+const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
+const rssAfterFile: ChildResult["rssAfterFile"] = [];
+let rows = 0;
+let bytes = 0;
+let seconds = 0;
+let cpuSeconds = 0;
+/** CPU seconds since `from` (a process.cpuUsage() reading). */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(from);
+  return (used.user + used.system) / 1e6;
+};
+
+if (settings.mode === "export") {
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  await exportPartition(
+    sql,
+    {
+      workspaceId: settings.workspaceId,
+      exportId: "00000000-0000-7000-8000-00000000be01",
+      runId: "00000000-0000-7000-8000-00000000be02",
+      sessionId: settings.sessionId,
+      start: day,
+      end,
+      condition: undefined,
+      fields: EXPORTABLE_RUN_FIELDS,
+      formatVersion: "v2_beta",
+      target: {
+        location: {
+          bucketName: settings.s3.bucket,
+          prefix: "bench",
+          region: settings.s3.region,
+          endpointUrl: settings.s3.endpoint,
+          includeBucketInPrefix: false,
+        },
+        credentials: { accessKeyId: settings.s3.accessKeyId, secretAccessKey: settings.s3.secretAccessKey },
+      },
+      cursor: null,
+      files: [],
+    },
+    { fileMaxRows: settings.fileMaxRows, fileMaxBytes: NO_BYTE_BOUND },
+    zstd,
+    {
+      signal: new AbortController().signal,
+      async checkpoint(file) {
+        rows += file.rows;
+        bytes += file.bytes;
+        rssAfterFile.push({ rows, rssMb: mb(process.memoryUsage.rss()) });
+      },
+    },
+  );
+  seconds = (performance.now() - started) / 1000;
+  cpuSeconds = cpuSince(cpu);
+} else {
+  let cursor: RunCursor | null = null;
+  for (;;) {
+    let writer: ReturnType<typeof createParquetFileWriter> | undefined;
+    let fileRows = 0;
+    let exhausted = false;
+    while (fileRows < settings.fileMaxRows) {
+      const page = await readExportRows(sql, {
+        workspaceId: settings.workspaceId,
+        sessionId: settings.sessionId,
+        from: day,
+        to: end,
+        condition: undefined,
+        after: cursor,
+        limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
+        fields: EXPORTABLE_RUN_FIELDS,
+      });
+      if (page.length === 0) {
+        exhausted = true;
+        break;
+      }
+      const timed = performance.now();
+      const cpu = process.cpuUsage();
+      writer ??= createParquetFileWriter({
+        out: createWriteStream("/dev/null"),
+        fields: EXPORTABLE_RUN_FIELDS,
+        zstd,
+        rowGroupRows: Math.min(ROW_GROUP_ROWS, settings.fileMaxRows),
+      });
+      await writer.write(page);
+      seconds += (performance.now() - timed) / 1000;
+      cpuSeconds += cpuSince(cpu);
+      fileRows += page.length;
+      cursor = cursorOf(page[page.length - 1] as (typeof page)[number]);
+    }
+    if (writer) {
+      const timed = performance.now();
+      const cpu = process.cpuUsage();
+      const file = await writer.finish();
+      seconds += (performance.now() - timed) / 1000;
+      cpuSeconds += cpuSince(cpu);
+      rows += file.rows;
+      bytes += file.bytes;
+      rssAfterFile.push({ rows, rssMb: mb(process.memoryUsage.rss()) });
+    }
+    if (exhausted || !writer) break;
+  }
+}
+
+await sql.end();
+const result: ChildResult = {
+  rows,
+  seconds,
+  cpuSeconds,
+  bytes,
+  peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+  rssAfterFile,
+};
+process.stdout.write(`${JSON.stringify(result)}\n`);

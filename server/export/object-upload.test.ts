@@ -1,0 +1,90 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type S3Server, startS3Server } from "../../test/support/s3-server.js";
+import { PART_BYTES, startObjectUpload } from "./object-upload.js";
+
+const BUCKET = "uploads";
+let s3: S3Server;
+let client: S3Client;
+
+beforeAll(async () => {
+  s3 = await startS3Server({ buckets: [BUCKET] });
+  client = s3.client();
+});
+afterAll(() => s3?.stop());
+
+async function read(key: string): Promise<Buffer> {
+  const res = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  return Buffer.from(
+    await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+  );
+}
+
+/** Writes `data` in 1 MiB chunks, waiting for `drain` whenever the body asks to. */
+async function writeAll(body: NodeJS.WritableStream, data: Buffer): Promise<void> {
+  for (let at = 0; at < data.length; at += 1 << 20) {
+    if (!body.write(data.subarray(at, at + (1 << 20)))) await once(body, "drain");
+  }
+}
+
+describe("startObjectUpload", () => {
+  it("sends a large object as a multipart upload, byte for byte", async () => {
+    const data = randomBytes(2 * PART_BYTES + 12345);
+    const upload = await startObjectUpload(client, BUCKET, "big.bin", "application/octet-stream");
+    await writeAll(upload.body, data);
+    upload.body.end();
+    await upload.done;
+    expect((await read("big.bin")).equals(data)).toBe(true);
+  });
+
+  it("sends a small object with one PUT", async () => {
+    const upload = await startObjectUpload(client, BUCKET, "small.bin", "application/octet-stream");
+    upload.body.end(Buffer.from("hello"));
+    await upload.done;
+    expect((await read("small.bin")).toString()).toBe("hello");
+  });
+
+  it("holds the writer back while parts are uploading", async () => {
+    const hold = s3.hold((method, key) => method === "PUT" && key === "held.bin");
+    const upload = await startObjectUpload(client, BUCKET, "held.bin", "application/octet-stream");
+    const data = randomBytes(8 * PART_BYTES);
+    let accepted = 0;
+    let finished = false;
+    const writer = (async () => {
+      for (let at = 0; at < data.length; at += 1 << 20) {
+        const ok = upload.body.write(data.subarray(at, at + (1 << 20)));
+        accepted += 1 << 20;
+        if (!ok) await once(upload.body, "drain");
+      }
+      finished = true;
+    })();
+    // Both parts the upload sends at once are held by the server: the writer cannot get far.
+    await hold.held(2);
+    expect(finished).toBe(false);
+    // The two parts in flight, one being cut, and the stream's own buffer of one part.
+    expect(accepted).toBeLessThanOrEqual(4 * PART_BYTES);
+    hold.release();
+    await writer;
+    upload.body.end();
+    await upload.done;
+    expect((await read("held.bin")).equals(data)).toBe(true);
+  });
+
+  it("leaves no object behind when aborted, and cancels the request in flight", async () => {
+    const hold = s3.hold((method, key) => method === "PUT" && key === "aborted.bin");
+    const upload = await startObjectUpload(client, BUCKET, "aborted.bin", "application/octet-stream");
+    upload.body.end(Buffer.from("never stored"));
+    const [held] = await hold.held(1);
+    await upload.abort(new Error("stop"));
+    await held?.abandoned;
+    hold.release();
+    await expect(upload.done).rejects.toThrow("stop");
+    await expect(
+      client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: "aborted.bin" })),
+    ).rejects.toMatchObject({
+      name: "NotFound",
+    });
+  });
+});

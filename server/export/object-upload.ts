@@ -1,0 +1,166 @@
+import { Writable } from "node:stream";
+import type { CompletedPart, S3Client } from "@aws-sdk/client-s3";
+import { loadS3Sdk, type S3Sdk } from "./s3-sdk.js";
+
+/** Multipart part size: S3's minimum is 5 MiB; 8 MiB keeps memory bounded and requests few. */
+export const PART_BYTES = 8 * 1024 * 1024;
+/** Parts uploaded at once: with PART_BYTES, at most 24 MiB of a file waits in memory for S3. */
+const PARTS_IN_FLIGHT = 2;
+
+/** An object being written. */
+export interface ObjectUpload {
+  /**
+   * Write the object's bytes here, then end it. A write waits (backpressure) while
+   * {@link PARTS_IN_FLIGHT} parts are uploading; `finish` is emitted once the object is complete.
+   */
+  readonly body: Writable;
+  /** Resolves when the object is complete in the bucket; rejects when the upload fails or is aborted. */
+  readonly done: Promise<void>;
+  /**
+   * Stops the upload: requests in flight are cancelled (never retried), `body` fails with `reason`,
+   * and a multipart upload is aborted (best effort: some stores refuse) so no part is left behind.
+   */
+  abort(reason?: unknown): Promise<void>;
+}
+
+/**
+ * Starts writing `key`. Bytes are cut into parts of {@link PART_BYTES} and sent as a multipart
+ * upload; an object smaller than one part is sent with a single PUT when the body ends. Nothing
+ * appears under `key` until the upload completes, so an attempt that dies leaves no partial object.
+ * Every request carries the upload's abort signal, so an abort cancels it instead of letting the
+ * SDK retry it later.
+ */
+export async function startObjectUpload(
+  client: S3Client,
+  bucket: string,
+  key: string,
+  contentType: string,
+): Promise<ObjectUpload> {
+  const sdk: S3Sdk = await loadS3Sdk();
+  const {
+    AbortMultipartUploadCommand,
+    CompleteMultipartUploadCommand,
+    CreateMultipartUploadCommand,
+    PutObjectCommand,
+    UploadPartCommand,
+  } = sdk;
+  const controller = new AbortController();
+  const send = { abortSignal: controller.signal };
+  let uploadId: string | undefined;
+  let creating: Promise<string> | undefined;
+  const parts: CompletedPart[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+
+  const multipartId = () => {
+    creating ??= client
+      .send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }), send)
+      .then((created) => {
+        if (!created.UploadId) throw new Error(`the store started no multipart upload for ${key}`);
+        uploadId = created.UploadId;
+        return uploadId;
+      });
+    return creating;
+  };
+
+  const takePending = (): Buffer => {
+    const all = Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    return all;
+  };
+
+  /** Starts uploading `data` as the next part; resolves once fewer than the limit are in flight. */
+  async function sendPart(data: Buffer): Promise<void> {
+    const partNumber = parts.length + 1;
+    parts.push({ PartNumber: partNumber });
+    const upload = multipartId()
+      .then((id) =>
+        client.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: id,
+            PartNumber: partNumber,
+            Body: data,
+          }),
+          send,
+        ),
+      )
+      .then((result) => {
+        parts[partNumber - 1] = { PartNumber: partNumber, ETag: result.ETag };
+      });
+    const tracked = upload.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    // A failed part fails the next write or the final flush, whichever comes first.
+    tracked.catch(() => {});
+    while (inFlight.size >= PARTS_IN_FLIGHT) await Promise.race(inFlight);
+  }
+
+  let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  // Whoever awaits `done` sees its error; an unobserved failure must not end the process.
+  done.catch(() => {});
+
+  const body = new Writable({
+    highWaterMark: PART_BYTES,
+    write(chunk: Buffer, _encoding, callback) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes < PART_BYTES) return callback();
+      sendPart(takePending()).then(() => callback(), callback);
+    },
+    final(callback) {
+      const finish = async () => {
+        if (creating === undefined) {
+          await client.send(
+            new PutObjectCommand({ Bucket: bucket, Key: key, Body: takePending(), ContentType: contentType }),
+            send,
+          );
+          return;
+        }
+        if (pendingBytes > 0) await sendPart(takePending());
+        await Promise.all(inFlight);
+        await client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: await multipartId(),
+            MultipartUpload: { Parts: parts },
+          }),
+          send,
+        );
+      };
+      finish().then(
+        () => {
+          settle?.resolve();
+          callback();
+        },
+        (error: unknown) => {
+          settle?.reject(error);
+          callback(error as Error);
+        },
+      );
+    },
+  });
+  body.on("error", (error) => settle?.reject(error));
+
+  return {
+    body,
+    done,
+    async abort(reason) {
+      const error = reason instanceof Error ? reason : new Error("the upload was aborted");
+      controller.abort(error);
+      body.destroy(error);
+      settle?.reject(error);
+      const id = uploadId ?? (await creating?.catch(() => undefined));
+      if (id === undefined) return;
+      await client
+        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id }))
+        .catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,220 @@
+import type { ExportedFile, RunCursor } from "../store/bulk-export-run-store.js";
+import type { Queryable } from "../store/db.js";
+import { type ExportableRunField, type ExportRow, readExportRows } from "../store/run-export-store.js";
+import type { RunCondition } from "../tracing/filter/index.js";
+import { dataFileKey, manifestKey, partitionFolder } from "./export-layout.js";
+import { type ObjectUpload, startObjectUpload } from "./object-upload.js";
+import { createParquetFileWriter, type WrittenFile } from "./parquet-file-writer.js";
+import { describeColumns } from "./parquet-schema.js";
+import { createS3Client, putObject, type S3Target } from "./s3-destination.js";
+import type { Compressor } from "./zstd-compressor.js";
+
+/** One partition of an export, and where its last attempt stopped. */
+export interface PartitionWork {
+  workspaceId: string;
+  exportId: string;
+  runId: string;
+  sessionId: string;
+  /** The partition's window: runs that started in [start, end). */
+  start: Date;
+  end: Date;
+  condition: RunCondition | undefined;
+  fields: readonly ExportableRunField[];
+  formatVersion: string;
+  target: S3Target;
+  /** The last checkpoint: continue after this row, with these files already in the bucket. */
+  cursor: RunCursor | null;
+  files: readonly ExportedFile[];
+}
+
+/** How files are cut and rows read. */
+export interface PartitionLimits {
+  /** Rows per file at most. */
+  fileMaxRows: number;
+  /** Compressed bytes after which a file is closed (at the next page boundary). */
+  fileMaxBytes: number;
+}
+
+/** What the exporter calls back while it works. */
+export interface PartitionHooks {
+  /** Records a file that is complete in the bucket and the position after its last row. */
+  checkpoint(file: ExportedFile, cursor: RunCursor): Promise<void>;
+  /** Stops the work: the file being written is abandoned and its multipart upload aborted. */
+  signal: AbortSignal;
+}
+
+/** Rows read from Postgres per query: large enough to amortise a round trip, small in memory. */
+const PAGE_ROWS = 2_000;
+/** Rows per Parquet row group: readers skip by row group; the writer holds one in memory. */
+const ROW_GROUP_ROWS = 10_000;
+/** The media type of Parquet files (IANA registration of application/vnd.apache.parquet). */
+const PARQUET_TYPE = "application/vnd.apache.parquet";
+
+/**
+ * Exports one partition: reads its runs in keyset order from the last checkpoint on, writes them
+ * as Parquet files of bounded size with deterministic names (`runs-<run>-<seq>.parquet`), and
+ * checkpoints after each file is in the bucket; then writes the manifest. A retry with the last
+ * checkpoint rewrites at most the one file that was in flight, under the same name, so every
+ * source row ends in the bucket exactly once. Returns the manifest's key.
+ */
+export async function exportPartition(
+  sql: Queryable,
+  work: PartitionWork,
+  limits: PartitionLimits,
+  zstd: Compressor,
+  hooks: PartitionHooks,
+): Promise<string> {
+  const { signal } = hooks;
+  const location = work.target.location;
+  const folder = partitionFolder(location, {
+    exportId: work.exportId,
+    tenantId: work.workspaceId,
+    sessionId: work.sessionId,
+    day: work.start,
+  });
+  const files = [...work.files];
+  const client = await createS3Client(work.target);
+  const read = async (after: RunCursor | null, limit: number): Promise<Page> => ({
+    limit,
+    rows: await readExportRows(sql, {
+      workspaceId: work.workspaceId,
+      sessionId: work.sessionId,
+      from: work.start,
+      to: work.end,
+      condition: work.condition,
+      after,
+      limit,
+      fields: work.fields,
+    }),
+  });
+  const firstPageRows = Math.min(PAGE_ROWS, limits.fileMaxRows);
+  try {
+    let page = await read(work.cursor, firstPageRows);
+    while (page.rows.length > 0) {
+      signal.throwIfAborted();
+      const key = dataFileKey(folder, work.runId, files.length);
+      const upload = await startObjectUpload(client, location.bucketName, key, PARQUET_TYPE);
+      const stop = () => void upload.abort(signal.reason);
+      signal.addEventListener("abort", stop, { once: true });
+      let written: WrittenPart;
+      try {
+        written = await writeFile(upload, page, {
+          fields: work.fields,
+          zstd,
+          limits,
+          signal,
+          read,
+          firstPageRows,
+        });
+      } catch (error) {
+        await upload.abort(error);
+        throw signal.aborted ? signal.reason : error;
+      } finally {
+        signal.removeEventListener("abort", stop);
+      }
+      const file: ExportedFile = { key, ...written.file };
+      await hooks.checkpoint(file, cursorOf(written.last));
+      files.push(file);
+      page = written.next;
+    }
+    signal.throwIfAborted();
+    const key = manifestKey(folder, work.runId);
+    await putObject(
+      client,
+      location.bucketName,
+      key,
+      JSON.stringify(manifest(work, files), null, 2),
+      "application/json",
+    );
+    return key;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Rows read with the limit they were read with: fewer rows than the limit means nothing follows. */
+interface Page {
+  rows: ExportRow[];
+  limit: number;
+}
+
+/** A file written: what it holds, its last row, and the page read after it (empty at the end). */
+interface WrittenPart {
+  file: WrittenFile;
+  last: ExportRow;
+  next: Page;
+}
+
+/** Writes one file from `first` on, until it is full or the partition has no more rows. */
+async function writeFile(
+  upload: ObjectUpload,
+  first: Page,
+  opts: {
+    fields: readonly ExportableRunField[];
+    zstd: Compressor;
+    limits: PartitionLimits;
+    signal: AbortSignal;
+    read: (after: RunCursor, limit: number) => Promise<Page>;
+    firstPageRows: number;
+  },
+): Promise<WrittenPart> {
+  const { limits } = opts;
+  const writer = createParquetFileWriter({
+    out: upload.body,
+    fields: opts.fields,
+    zstd: opts.zstd,
+    rowGroupRows: Math.min(ROW_GROUP_ROWS, limits.fileMaxRows),
+  });
+  let page = first;
+  let last = first.rows[first.rows.length - 1] as ExportRow;
+  for (;;) {
+    opts.signal.throwIfAborted();
+    last = page.rows[page.rows.length - 1] as ExportRow;
+    // A short page was the partition's last; otherwise the next page is read while this one is
+    // encoded, so Postgres works on it in parallel.
+    const exhausted = page.rows.length < page.limit;
+    const room = limits.fileMaxRows - writer.rowCount() - page.rows.length;
+    const next = exhausted
+      ? undefined
+      : opts.read(cursorOf(last), room > 0 ? Math.min(PAGE_ROWS, room) : opts.firstPageRows);
+    // If the write fails, nobody awaits the read; its failure must not go unhandled.
+    next?.catch(() => {});
+    await writer.write(page.rows);
+    if (!next) {
+      page = { rows: [], limit: page.limit };
+      break;
+    }
+    page = await next;
+    if (room <= 0 || writer.bytesWritten() >= limits.fileMaxBytes || page.rows.length === 0) break;
+  }
+  const file = await writer.finish();
+  await upload.done;
+  return { file, last, next: page };
+}
+
+/** The cursor after `row`: its start time as ISO text with microseconds, and its id. */
+export function cursorOf(row: ExportRow): RunCursor {
+  const micros = BigInt(row.cursor_start_us);
+  const iso = new Date(Number(micros / 1000n)).toISOString();
+  const sub = String(((micros % 1000n) + 1000n) % 1000n).padStart(3, "0");
+  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: row.cursor_id };
+}
+
+/** The manifest of a finished partition: enough to check every file without opening it. */
+function manifest(work: PartitionWork, files: readonly ExportedFile[]) {
+  return {
+    manifest_version: 1,
+    export_id: work.exportId,
+    run_id: work.runId,
+    tenant_id: work.workspaceId,
+    session_id: work.sessionId,
+    partition: { start_time: work.start.toISOString(), end_time: work.end.toISOString() },
+    format: "parquet",
+    format_version: work.formatVersion,
+    compression: "zstd",
+    row_count: files.reduce((sum, f) => sum + f.rows, 0),
+    byte_count: files.reduce((sum, f) => sum + f.bytes, 0),
+    files: files.map((f) => ({ key: f.key, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
+    schema: describeColumns(work.fields),
+  };
+}

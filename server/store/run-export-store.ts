@@ -1,0 +1,132 @@
+import type { RunCondition, SqlFragment } from "../tracing/filter/index.js";
+import { runFilterSql } from "../tracing/filter/index.js";
+import type { RunCursor } from "./bulk-export-run-store.js";
+import type { Queryable } from "./db.js";
+import { inWorkspace } from "./sql-conditions.js";
+
+/**
+ * The run fields a bulk export can write, in column order: the seed's exportable fields (tenant_id
+ * and is_root included, which only exports name).
+ */
+export const EXPORTABLE_RUN_FIELDS = [
+  "id",
+  "tenant_id",
+  "session_id",
+  "trace_id",
+  "parent_run_id",
+  "parent_run_ids",
+  "reference_example_id",
+  "name",
+  "run_type",
+  "start_time",
+  "end_time",
+  "status",
+  "is_root",
+  "dotted_order",
+  "trace_tier",
+  "inputs",
+  "outputs",
+  "error",
+  "extra",
+  "events",
+  "tags",
+  "feedback_stats",
+  "total_tokens",
+  "prompt_tokens",
+  "completion_tokens",
+  "total_cost",
+  "prompt_cost",
+  "completion_cost",
+  "first_token_time",
+] as const;
+
+/** One of {@link EXPORTABLE_RUN_FIELDS}. */
+export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
+
+/**
+ * A run as an export reads it: each selected field in the shape its Parquet column takes. UUIDs
+ * and text are strings, lists arrays of strings, timestamps microseconds since the epoch and token counts
+ * as decimal text (so no precision is lost), JSON fields their JSON text, costs numbers.
+ */
+export type ExportRow = Partial<Record<ExportableRunField, unknown>> & {
+  /** The keyset position of the row: its start time in epoch microseconds (decimal text) and id. */
+  readonly cursor_start_us: string;
+  readonly cursor_id: string;
+};
+
+/** What an export partition reads. */
+export interface ExportRowQuery {
+  workspaceId: string;
+  sessionId: string;
+  /** Runs that started at or after. */
+  from: Date;
+  /** Runs that started before. */
+  to: Date;
+  /** The export's filter. */
+  condition: RunCondition | undefined;
+  /** Continue after this position. */
+  after: RunCursor | null;
+  limit: number;
+  fields: readonly ExportableRunField[];
+}
+
+/** Microseconds since the epoch of a timestamptz column, as bigint. */
+function micros(q: Queryable, column: string): SqlFragment {
+  return q`(extract(epoch from ${q("run")}.${q(column)}) * 1000000)::bigint`;
+}
+
+/** The SQL of one exportable field over the runs row aliased `run`. */
+function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
+  const col = (name: string) => q`${q("run")}.${q(name)}`;
+  switch (field) {
+    case "tenant_id":
+      return col("workspace_id");
+    case "start_time":
+    case "end_time":
+    case "first_token_time":
+      return q`${micros(q, field)}::text`;
+    case "inputs":
+    case "outputs":
+    case "extra":
+    case "events":
+    case "feedback_stats":
+      return q`${col(field)}::text`;
+    case "total_tokens":
+    case "prompt_tokens":
+    case "completion_tokens":
+      return q`${col(field)}::text`;
+    case "total_cost":
+    case "prompt_cost":
+    case "completion_cost":
+      return q`${col(field)}::float8`;
+    default:
+      return col(field);
+  }
+}
+
+/**
+ * One page of a partition's runs in keyset order (start_time, id), after `query.after`. The
+ * workspace, the project, the time window, the position and the export's filter are combined with
+ * `inWorkspace`, so nothing in the filter can reach another workspace's or project's runs.
+ */
+export async function readExportRows(q: Queryable, query: ExportRowQuery): Promise<ExportRow[]> {
+  const where: SqlFragment[] = [
+    q`run.session_id = ${query.sessionId}`,
+    q`run.start_time >= ${query.from}`,
+    q`run.start_time < ${query.to}`,
+  ];
+  if (query.condition) where.push(runFilterSql(q, query.condition, "run"));
+  if (query.after) {
+    where.push(
+      q`(run.start_time, run.id) > (${query.after.startTime}::text::timestamptz, ${query.after.id}::uuid)`,
+    );
+  }
+  const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
+  const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
+  return q<ExportRow[]>`
+    select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
+    from runs as run
+    where ${inWorkspace(q, "run", query.workspaceId, where)}
+    order by run.start_time, run.id
+    limit ${query.limit}`;
+}
