@@ -48,6 +48,7 @@ import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from
 import { listValue } from "./support/cli-values.js";
 import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
+import { roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -141,7 +142,7 @@ function bestOf(cells: readonly CellResult[]): CellResult | undefined {
 /**
  * Prints one row per operation × concurrency: each server's best round (errors summed over all
  * rounds), the agentplane / JS ratio against the aim and, per baseline, the ratio of the best
- * rounds with the range of same-round ratios. Returns false when the JS ratio misses the aim or a
+ * rounds with the median and range of same-round ratios. Returns false when the JS ratio misses the aim or a
  * call failed.
  */
 function printReport(settings: Settings, results: Results): boolean {
@@ -154,7 +155,7 @@ function printReport(settings: Settings, results: Results): boolean {
   if (peer) widths.push(5, 9);
   for (const b of baselines) {
     headers.push(`÷ ${b}`);
-    widths.push(Math.max(16, b.length + 2));
+    widths.push(Math.max(34, b.length + 2));
   }
   console.log(`\n${tableRow(headers, widths)}`);
   console.log(tableRow(["", "", ...labels.flatMap(() => ["req/s", "", ""])], widths));
@@ -186,14 +187,8 @@ function printReport(settings: Settings, results: Results): boolean {
         if (!(ratio >= AIM_RATIO)) ok = false;
         row.push(ratio.toFixed(2), ratio >= AIM_RATIO ? "PASS" : "FAIL");
       }
-      for (const b of baselines) {
-        const base = cellsOf(b);
-        const perRound = cellsOf("agentplane").map((c, i) => c.rps / (base[i]?.rps ?? Number.NaN));
-        const best = (ours?.rps ?? Number.NaN) / (bestOf(base)?.rps ?? Number.NaN);
-        row.push(
-          `${best.toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)})`,
-        );
-      }
+      const rps = (label: string) => cellsOf(label).map((c) => c.rps);
+      for (const b of baselines) row.push(roundRatios(rps("agentplane"), rps(b)));
       console.log(tableRow(row, widths));
     }
   }

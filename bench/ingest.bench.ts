@@ -33,6 +33,7 @@ import { type BenchPostgres, startBenchPostgres } from "./support/bench-postgres
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
+import { roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -398,12 +399,13 @@ async function measureQueries(
 
 /**
  * One row per cell: each checkout's best round and its range over rounds, then for each baseline
- * the ratio of this checkout's best to the baseline's best, with the range of same-round ratios.
+ * the ratio of this checkout's best to the baseline's best, with the median and range of the
+ * same-round ratios.
  */
 function printReport(settings: Settings, cells: Cells): void {
   const labels = settings.checkouts.map((c) => c.label);
   const baselines = labels.slice(1);
-  const widths = [40, ...labels.map(() => 22), ...baselines.map(() => 20)];
+  const widths = [40, ...labels.map(() => 22), ...baselines.map(() => 34)];
   console.log(
     `\n${tableRow(["cell (best, range over rounds)", ...labels, ...baselines.map((b) => `÷ ${b}`)], widths)}`,
   );
@@ -416,13 +418,7 @@ function printReport(settings: Settings, cells: Cells): void {
       );
     }
     const ours = byLabel.get(THIS_CHECKOUT.label) ?? [];
-    for (const baseline of baselines) {
-      const theirs = byLabel.get(baseline) ?? [];
-      const perRound = ours.map((v, i) => v / (theirs[i] ?? Number.NaN));
-      row.push(
-        `${(Math.max(...ours) / Math.max(...theirs)).toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)})`,
-      );
-    }
+    for (const baseline of baselines) row.push(roundRatios(ours, byLabel.get(baseline) ?? []));
     console.log(tableRow(row, widths));
   }
 }

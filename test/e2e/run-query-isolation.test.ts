@@ -6,13 +6,16 @@
  * ids, cursors...) are sent with a viewer key of B to both servers, over REST and, for a share,
  * over Connect. Every answer must (1) hold no row of A, and (2) equal, run for run and byte for
  * byte, the answer of the server where A does not exist: so B sees exactly its own matching rows,
- * and a query cannot pass by returning nothing.
+ * and a query cannot pass by returning nothing. Half the cases run as deployed; the other half with
+ * row-level security switched off in both databases, so that the SQL's own workspace conditions
+ * are proven on their own and not only the two layers together.
  *
  * The seed is random per run and printed with the failing case; to replay one:
  *   AGENTPLANE_ISOLATION_SEED=<seed> npx vitest run test/e2e/run-query-isolation.test.ts
  */
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { Client } from "langsmith";
+import postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   QueryRunsRequestSchema,
@@ -28,11 +31,23 @@ import {
 } from "../support/look-alike-traces.js";
 import { filterCoverage, missingCoverage } from "../support/run-filter-generator.js";
 import { randomRunQuery } from "../support/run-query-generator.js";
-import { freshSeed, seededRandom } from "../support/seeded-random.js";
+import { freshSeed, type Random, seededRandom } from "../support/seeded-random.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** Cases per run: thousands, within the suite's time budget on 2 cores (about 10 s). */
-const CASES = 2000;
+/**
+ * Cases per layer of defence: first through row-level security and the SQL's own workspace
+ * conditions together, then with row-level security switched off, through the SQL alone. Two
+ * thousand in all, within the suite's time budget on 2 cores.
+ */
+const CASES_PER_LAYER = 1000;
+/** The tables under row-level security (migration 0009). */
+const ROW_LEVEL_SECURITY_TABLES = [
+  "tracing_projects",
+  "runs",
+  "run_feedback",
+  "run_attachments",
+  "usage_rollups",
+];
 /** Every n-th case goes through Connect instead of REST. */
 const CONNECT_EVERY = 5;
 /** Requests in flight per server: enough to keep both servers busy. */
@@ -185,8 +200,8 @@ function fault(shared: Answer, alone: Answer): string | undefined {
   return undefined;
 }
 
-it("never shows B a row of A, and shows B exactly what it would see if A did not exist", async () => {
-  const random = seededRandom(seed ^ 0x5eed);
+/** The random cases of one phase, and which functions and fields of the grammar they used. */
+function generateCases(random: Random, count: number, first: number) {
   const vocabulary = vocabularyOf(data);
   const runs = [...data.a.runs, ...data.b.runs];
   const pools = {
@@ -197,12 +212,17 @@ it("never shows B a row of A, and shows B exactly what it would see if A did not
     exampleIds: (vocabulary.columns.reference_example_id ?? []).map(String),
   };
   const coverage = filterCoverage();
-  const cases = Array.from({ length: CASES }, (_, index) => ({
-    index,
+  const cases = Array.from({ length: count }, (_, i) => ({
+    index: first + i,
     body: randomRunQuery(random, vocabulary, pools, coverage),
-    protocol: index % CONNECT_EVERY === 0 ? ("connect" as const) : ("rest" as const),
+    protocol: (first + i) % CONNECT_EVERY === 0 ? ("connect" as const) : ("rest" as const),
   }));
+  return { cases, coverage };
+}
 
+/** Sends every case to both servers and checks B's answers; see the file's comment. */
+async function checkCases(random: Random, count: number, first: number): Promise<void> {
+  const { cases, coverage } = generateCases(random, count, first);
   const failures: string[] = [];
   let answered = 0;
   let nonEmpty = 0;
@@ -224,9 +244,29 @@ it("never shows B a row of A, and shows B exactly what it would see if A did not
 
   expect(failures, `replay with AGENTPLANE_ISOLATION_SEED=${seed}\n${failures.join("\n\n")}`).toEqual([]);
   // The cases are not vacuous: most are answered, and many return B's own rows.
-  expect(answered / CASES, `seed ${seed}`).toBeGreaterThan(0.7);
-  expect(nonEmpty / CASES, `seed ${seed}`).toBeGreaterThan(0.3);
+  expect(answered / count, `seed ${seed}`).toBeGreaterThan(0.7);
+  expect(nonEmpty / count, `seed ${seed}`).toBeGreaterThan(0.3);
   expect(missingCoverage(coverage), `seed ${seed}`).toEqual([]);
+}
+
+/** One sequence for both phases, so the seed alone replays every case. */
+const caseRandom = seededRandom(seed ^ 0x5eed);
+
+it("never shows B a row of A, and shows B exactly what it would see if A did not exist", async () => {
+  await checkCases(caseRandom, CASES_PER_LAYER, 0);
+}, 120_000);
+
+it("keeps B in its workspace through the SQL alone, with row-level security switched off", async () => {
+  for (const side of [b, bOnly]) {
+    const sql = postgres(side.t.databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      for (const table of ROW_LEVEL_SECURITY_TABLES)
+        await sql`alter table ${sql(table)} disable row level security`;
+    } finally {
+      await sql.end();
+    }
+  }
+  await checkCases(caseRandom, CASES_PER_LAYER, CASES_PER_LAYER);
 }, 120_000);
 
 it("holds the data it claims: B's rows on both servers, A's twins and shadows beside them", async () => {

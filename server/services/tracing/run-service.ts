@@ -2,6 +2,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { RunService } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
 import type { Sql } from "../../store/db.js";
 import { findProjectIds, findRun, queryRuns } from "../../store/run-query-store.js";
+import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { encodeRunCursor } from "./run-cursor.js";
 import { selectedRunFields } from "./run-fields.js";
@@ -15,14 +16,15 @@ export interface RunServiceDeps {
 
 /**
  * RunService: read one run, query runs (filters, trace and tree filters, select, keyset cursors)
- * and validate filters. Needs `runs:read`; every query is scoped to the selected workspace in SQL.
+ * and validate filters. Needs `runs:read`; every query is scoped to the selected workspace in SQL,
+ * and runs in a workspace scope (row-level security) of that workspace.
  */
 export function createRunService({ sql }: RunServiceDeps): ServiceImpl<typeof RunService> {
   return {
     async readRun(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "runs:read");
       const runId = uuidOf("run_id", request.runId);
-      const row = await findRun(sql, workspace.id, runId);
+      const row = await inWorkspaceScope(sql, [workspace.id], (q) => findRun(q, workspace.id, runId));
       if (!row) throw new ConnectError(`run ${runId} not found`, Code.NotFound);
       return runMessage(row, selectedRunFields([]));
     },
@@ -30,12 +32,14 @@ export function createRunService({ sql }: RunServiceDeps): ServiceImpl<typeof Ru
     async queryRuns(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "runs:read");
       const { query, fields } = parseRunQuery(request, workspace.id);
-      if (query.sessionIds.length > 0) {
-        const found = new Set(await findProjectIds(sql, workspace.id, query.sessionIds));
-        const missing = query.sessionIds.find((id) => !found.has(id));
-        if (missing) throw new ConnectError(`project ${missing} not found`, Code.NotFound);
-      }
-      const rows = await queryRuns(sql, query);
+      const rows = await inWorkspaceScope(sql, [workspace.id], async (q) => {
+        if (query.sessionIds.length > 0) {
+          const found = new Set(await findProjectIds(q, workspace.id, query.sessionIds));
+          const missing = query.sessionIds.find((id) => !found.has(id));
+          if (missing) throw new ConnectError(`project ${missing} not found`, Code.NotFound);
+        }
+        return queryRuns(q, query);
+      });
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       const more = rows.length > query.limit && last !== undefined;

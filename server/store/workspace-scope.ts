@@ -1,0 +1,86 @@
+/**
+ * Workspace scopes: how a request reaches the tracing tables (tracing_projects, runs, run_feedback,
+ * run_attachments, usage_rollups). Every query names its workspace (`inWorkspace`), and beneath that
+ * row-level security (migration 0009) confines a scoped transaction to its workspaces whatever its SQL
+ * says: a condition that is forgotten or bound wrongly yields nothing of another workspace.
+ *
+ * The tracing stores take a {@link WorkspaceBound} connection, which only this module makes: a
+ * request gets one from {@link inWorkspaceScope} or {@link enterWorkspaceScope}; work that spans
+ * workspaces on purpose (background jobs, seeding in tests) declares it with
+ * {@link acrossWorkspaces}. So a new path to those tables cannot skip the scope without saying so.
+ */
+import type { Queryable, Sql, Transaction } from "./db.js";
+
+declare const workspaceBound: unique symbol;
+
+/**
+ * A connection whose access to the tracing tables is settled: confined by row-level security to the
+ * workspaces of a scope, or declared to span every workspace.
+ */
+export type WorkspaceBound = Queryable & { readonly [workspaceBound]: true };
+
+/** The role the tracing tables' row-level security policies apply to (migration 0009). */
+const TENANT_ROLE = "agentplane_tenant";
+
+/** Switches the current transaction to {@link TENANT_ROLE}, seeing `workspaceIds` only. */
+function scopeStatement(q: Queryable, workspaceIds: readonly string[]) {
+  return q`
+    select set_config('role', ${TENANT_ROLE}, true),
+           set_config('agentplane.workspace_ids', ${[...workspaceIds]}::uuid[]::text, true)`;
+}
+
+/**
+ * Runs `work` in a transaction confined to `workspaceIds`: under row-level security it reads and
+ * writes rows of the tracing tables of those workspaces only (none for an empty list). `begin`, the
+ * scope and the first statement of `work` go to Postgres together, so a one-statement read costs one
+ * round trip. Commits when `work` resolves, rolls back when it throws.
+ */
+export async function inWorkspaceScope<T>(
+  sql: Sql,
+  workspaceIds: readonly string[],
+  work: (q: WorkspaceBound) => Promise<T>,
+): Promise<T> {
+  const conn = await sql.reserve();
+  try {
+    const ready = Promise.all([conn`begin`, scopeStatement(conn, workspaceIds)]);
+    // Awaited below, after `work`; this handler only keeps an early failure from being unhandled
+    // while `work` runs (its own statements then fail on the aborted transaction).
+    ready.catch(() => undefined);
+    let result: T;
+    try {
+      result = await work(conn as unknown as WorkspaceBound);
+    } catch (error) {
+      await ready; // a failed scope is the cause to report
+      throw error;
+    }
+    await ready;
+    await conn`commit`;
+    return result;
+  } catch (error) {
+    await conn`rollback`.catch(() => undefined);
+    throw error;
+  } finally {
+    conn.release();
+  }
+}
+
+/**
+ * Confines an open transaction to `workspaceIds` from here to its end, like
+ * {@link inWorkspaceScope}: for a request that already runs in a transaction (trace ingest).
+ */
+export async function enterWorkspaceScope(
+  tx: Transaction,
+  workspaceIds: readonly string[],
+): Promise<WorkspaceBound> {
+  await scopeStatement(tx, workspaceIds);
+  return tx as unknown as WorkspaceBound;
+}
+
+/**
+ * `q` declared to span every workspace: for work done as the tables' owner on purpose, such as a
+ * background job over all workspaces or a test seeding data. Row-level security does not apply to
+ * the owner, so nothing confines it: each of its queries must name the workspaces it means.
+ */
+export function acrossWorkspaces(q: Queryable): WorkspaceBound {
+  return q as unknown as WorkspaceBound;
+}
