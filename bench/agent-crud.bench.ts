@@ -26,7 +26,6 @@
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createSql } from "../server/store/db.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import {
   ensureLangGraphJsInstalled,
@@ -43,7 +42,7 @@ import {
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
 import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
-import { type BenchPostgres, startBenchPostgres } from "./support/bench-postgres.js";
+import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
 import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
@@ -196,20 +195,6 @@ function printReport(settings: Settings, results: Results): boolean {
   return ok;
 }
 
-/** A database of its own for a baseline checkout, in the bench's cluster. */
-async function baselineDatabase(pg: BenchPostgres, index: number): Promise<string> {
-  const name = `bench_baseline_${index}`;
-  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-agent-crud" });
-  try {
-    await admin`create database ${admin(name)}`;
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(pg.url);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 async function main(settings: Settings): Promise<void> {
   if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
   const pg = await startBenchPostgres("agent-crud");
@@ -228,7 +213,7 @@ async function main(settings: Settings): Promise<void> {
       ports.set("agentplane", child.port);
     }
     for (const [index, baseline] of settings.baselines.entries()) {
-      const databaseUrl = await baselineDatabase(pg, index);
+      const databaseUrl = await createBenchDatabase(pg, `bench_baseline_${index}`);
       const child = await spawnAgentplane(
         { databaseUrl, apiKey, dataDir: join(pg.dir, `data-baseline-${index}`) },
         undefined,

@@ -29,7 +29,7 @@ import { createSql, type Sql } from "../server/store/db.js";
 import { type NormalizedRun, normalizeRun } from "../server/tracing/run-normalizer.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import { createBenchApiKey } from "./support/bench-app.js";
-import { type BenchPostgres, startBenchPostgres } from "./support/bench-postgres.js";
+import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
@@ -267,18 +267,8 @@ interface Target {
 }
 
 /** One database per checkout in the bench's cluster: `bench` for this one, `bench_<n>` for baselines. */
-async function databaseFor(pg: BenchPostgres, index: number): Promise<string> {
-  if (index === 0) return pg.url;
-  const name = `bench_${index}`;
-  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-ingest" });
-  try {
-    await admin`create database ${admin(name)}`;
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(pg.url);
-  url.pathname = `/${name}`;
-  return url.toString();
+function databaseFor(pg: BenchPostgres, index: number): Promise<string> {
+  return index === 0 ? Promise.resolve(pg.url) : createBenchDatabase(pg, `bench_${index}`);
 }
 
 /** Results of one cell over the rounds, by checkout label, in round order. */

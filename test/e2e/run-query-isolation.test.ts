@@ -53,7 +53,7 @@ const CONNECT_EVERY = 5;
 /** Requests in flight per server: enough to keep both servers busy. */
 const CONCURRENCY = 8;
 /** Traces of B (A holds a twin of each and shadows of every third). */
-const TRACES = 14;
+const TRACES = 8;
 /** Failures reported in full; one is enough to fail, a few help to see a pattern. */
 const REPORTED_FAILURES = 3;
 /** Leaked rows listed per failure: enough to see whose they are. */

@@ -54,29 +54,20 @@ create function agentplane_workspace_ids() returns uuid[] language sql stable pa
   select coalesce(nullif(current_setting('agentplane.workspace_ids', true), ''), '{}')::uuid[]
 $$;
 
--- `(select ...)` makes the set an InitPlan: computed once per statement, usable as an index condition,
--- instead of once per row.
-alter table tracing_projects enable row level security;
-create policy workspace_scope on tracing_projects to agentplane_tenant
-  using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
-  with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]));
-
-alter table runs enable row level security;
-create policy workspace_scope on runs to agentplane_tenant
-  using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
-  with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]));
-
-alter table run_feedback enable row level security;
-create policy workspace_scope on run_feedback to agentplane_tenant
-  using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
-  with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]));
-
-alter table run_attachments enable row level security;
-create policy workspace_scope on run_attachments to agentplane_tenant
-  using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
-  with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]));
-
-alter table usage_rollups enable row level security;
-create policy workspace_scope on usage_rollups to agentplane_tenant
-  using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
-  with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]));
+-- Each tracing table: row-level security on, and one policy for agentplane_tenant. `(select ...)`
+-- makes the set an InitPlan: computed once per statement and usable as an index condition, instead
+-- of once per row.
+do $$
+declare
+  tracing_table text;
+begin
+  foreach tracing_table in array array['tracing_projects', 'runs', 'run_feedback', 'run_attachments', 'usage_rollups'] loop
+    execute format('alter table %I enable row level security', tracing_table);
+    execute format(
+      'create policy workspace_scope on %I to agentplane_tenant
+         using (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))
+         with check (workspace_id = any ((select agentplane_workspace_ids())::uuid[]))',
+      tracing_table);
+  end loop;
+end
+$$;
