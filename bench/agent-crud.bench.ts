@@ -26,6 +26,7 @@
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createSql } from "../server/store/db.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import {
   ensureLangGraphJsInstalled,
@@ -45,9 +46,11 @@ import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
 import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
-import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
+import type { CellResult } from "./support/closed-loop.js";
+import { type CpuMeter, cpuMeter } from "./support/cpu-meter.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
-import { roundRatios } from "./support/round-ratios.js";
+import { type MeteredResult, runMeteredLoop } from "./support/metered-loop.js";
+import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -95,7 +98,7 @@ interface Server {
 }
 
 /** Cell results by `op/concurrency/label`, one per round. */
-type Results = Map<string, CellResult[]>;
+type Results = Map<string, MeteredResult[]>;
 
 /** What the report names each server: the targets, and every baseline by its folder's name. */
 function labelsOf(settings: Settings): string[] {
@@ -106,7 +109,12 @@ function labelsOf(settings: Settings): string[] {
  * Each operation in turn: every round runs every concurrency on every target; odd rounds run the
  * targets in reverse so that neither always goes first.
  */
-async function runRounds(settings: Settings, servers: Map<string, Server>, apiKey: string): Promise<Results> {
+async function runRounds(
+  settings: Settings,
+  servers: Map<string, Server>,
+  apiKey: string,
+  meters: Map<string, CpuMeter>,
+): Promise<Results> {
   const results: Results = new Map();
   const labels = labelsOf(settings);
   for (const op of settings.ops) {
@@ -118,9 +126,12 @@ async function runRounds(settings: Settings, servers: Map<string, Server>, apiKe
           if (!server) continue;
           const client = createJsonClient(server.port, { "x-api-key": apiKey }, concurrency);
           const call = operationCall(op, server.seeded);
-          const result = await runClosedLoop((seq) => call(client, seq), concurrency, settings).finally(() =>
-            client.close(),
-          );
+          const result = await runMeteredLoop(
+            meters.get(target),
+            (seq) => call(client, seq),
+            concurrency,
+            settings,
+          ).finally(() => client.close());
           const key = `${op}/${concurrency}/${target}`;
           results.set(key, [...(results.get(key) ?? []), result]);
           console.log(
@@ -192,7 +203,34 @@ function printReport(settings: Settings, results: Results): boolean {
     }
   }
   for (const note of notes) console.log(`  ${note}`);
+  if (baselines.length > 0) printCpu(settings, results);
   return ok;
+}
+
+/**
+ * CPU ms per request of agentplane and each baseline (the server and its Postgres backends, median
+ * over rounds), and per baseline the ratio baseline CPU / agentplane CPU: above 1 means agentplane
+ * is cheaper, as for throughput. On a shared machine it is steadier than requests per second.
+ */
+function printCpu(settings: Settings, results: Results): void {
+  const labels = ["agentplane", ...settings.baselines.map((b) => b.label)];
+  const widths = [32, 3, ...labels.map((l) => Math.max(10, l.length)), ...labels.slice(1).map(() => 34)];
+  console.log(
+    `\n${tableRow(["CPU ms per request (median)", "c", ...labels, ...labels.slice(1).map((b) => `÷ ${b}`)], widths)}`,
+  );
+  for (const op of settings.ops) {
+    for (const concurrency of settings.concurrencies) {
+      const cpu = (label: string) => (results.get(`${op}/${concurrency}/${label}`) ?? []).map((r) => r.cpuMs);
+      const inverse = (label: string) => cpu(label).map((ms) => 1 / ms);
+      const row = [
+        OPERATION_LABELS[op],
+        String(concurrency),
+        ...labels.map((l) => median(cpu(l)).toFixed(3)),
+      ];
+      for (const b of labels.slice(1)) row.push(roundRatios(inverse("agentplane"), inverse(b)));
+      console.log(tableRow(row, widths));
+    }
+  }
 }
 
 async function main(settings: Settings): Promise<void> {
@@ -200,6 +238,13 @@ async function main(settings: Settings): Promise<void> {
   const pg = await startBenchPostgres("agent-crud");
   const apiKey = createBenchApiKey();
   const children: AgentplaneChild[] = [];
+  const meters = new Map<string, CpuMeter>();
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, {
+    max: 1,
+    statementTimeoutMs: 0,
+    applicationName: "bench-agent-crud-meter",
+  });
   let peer: LangGraphJsServer | undefined;
   try {
     const ports = new Map<string, number>();
@@ -211,9 +256,11 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set("agentplane", child.port);
+      meters.set("agentplane", cpuMeter(admin, new URL(pg.url).pathname.slice(1), child.pid));
     }
     for (const [index, baseline] of settings.baselines.entries()) {
-      const databaseUrl = await createBenchDatabase(pg, `bench_baseline_${index}`);
+      const database = `bench_baseline_${index}`;
+      const databaseUrl = await createBenchDatabase(pg, database);
       const child = await spawnAgentplane(
         { databaseUrl, apiKey, dataDir: join(pg.dir, `data-baseline-${index}`) },
         undefined,
@@ -221,6 +268,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(baseline.label, child.port);
+      meters.set(baseline.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes("langgraph-js")) {
       peer = await startLangGraphJs();
@@ -247,11 +295,12 @@ async function main(settings: Settings): Promise<void> {
         `${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up, ` +
         `best of ${settings.rounds} round(s), server order alternating per round`,
     );
-    const results = await runRounds(settings, servers, apiKey);
+    const results = await runRounds(settings, servers, apiKey, meters);
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
     for (const child of children) await child.stop();
     await peer?.stop();
+    await admin.end();
     await pg.stop();
   }
   if (settings.profileDir) console.log(`agentplane CPU profile written to ${settings.profileDir}`);

@@ -32,8 +32,9 @@ import { createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { numberValue } from "./support/cli-values.js";
-import { runClosedLoop } from "./support/closed-loop.js";
-import { roundRatios } from "./support/round-ratios.js";
+import { type CpuMeter, cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { runMeteredLoop } from "./support/metered-loop.js";
+import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -68,6 +69,8 @@ const ROOTS_PAGE = 100;
 const QUERY_FILTER = `and(eq(run_type, "llm"), or(gt(total_tokens, 150), search("Paris")))`;
 /** Page size of the filtered query. */
 const FILTER_PAGE = 20;
+/** The ingest cell's name in the report. */
+const INGEST_CELL = "POST /api/v1/runs/multipart (runs/s)";
 
 interface Settings {
   runs: number;
@@ -258,12 +261,13 @@ async function copyCeiling(
   return runs.length / seconds;
 }
 
-/** A checkout under test: its server, a pool on its database, and what it holds. */
+/** A checkout under test: its server, a pool on its database, and the meter of their CPU. */
 interface Target {
   checkout: Checkout;
   child: AgentplaneChild;
   sql: Sql;
   url: string;
+  meter: CpuMeter;
 }
 
 /** One database per checkout in the bench's cluster: `bench` for this one, `bench_<n>` for baselines. */
@@ -271,12 +275,18 @@ function databaseFor(pg: BenchPostgres, index: number): Promise<string> {
   return index === 0 ? Promise.resolve(pg.url) : createBenchDatabase(pg, `bench_${index}`);
 }
 
-/** Results of one cell over the rounds, by checkout label, in round order. */
-type Cells = Map<string, Map<string, number[]>>;
+/** One round of one cell on one checkout: units (runs or requests) per second, and CPU ms per unit. */
+interface Sample {
+  rate: number;
+  cpuMs: number;
+}
 
-function record(cells: Cells, cell: string, label: string, value: number): void {
-  const byLabel = cells.get(cell) ?? new Map<string, number[]>();
-  byLabel.set(label, [...(byLabel.get(label) ?? []), value]);
+/** Results of one cell over the rounds, by checkout label, in round order. */
+type Cells = Map<string, Map<string, Sample[]>>;
+
+function record(cells: Cells, cell: string, label: string, sample: Sample): void {
+  const byLabel = cells.get(cell) ?? new Map<string, Sample[]>();
+  byLabel.set(label, [...(byLabel.get(label) ?? []), sample]);
   cells.set(cell, byLabel);
 }
 
@@ -297,13 +307,15 @@ async function measureIngest(
     for (const target of inRoundOrder(targets, round)) {
       await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
       await target.sql`vacuum analyze runs`;
+      const before = await target.meter.read();
       const started = performance.now();
       await sendAll(target.url, apiKey, bodies, settings.concurrency);
       const rate = settings.runs / ((performance.now() - started) / 1000);
+      const cpuMs = (cpuSecondsBetween(before, await target.meter.read()) * 1000) / settings.runs;
       const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
       if (stored?.n !== settings.runs)
         throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
-      record(cells, "POST /api/v1/runs/multipart (runs/s)", target.checkout.label, rate);
+      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs });
       console.log(`  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s`);
     }
   }
@@ -373,11 +385,17 @@ async function measureQueries(
           const client = createJsonClient(target.child.port, { "x-api-key": apiKey }, concurrency);
           const call = calls.get(target)?.[name];
           if (!call) throw new Error(`no call ${name}`);
-          const result = await runClosedLoop((seq) => call(client, seq), concurrency, settings).finally(() =>
-            client.close(),
-          );
+          const result = await runMeteredLoop(
+            target.meter,
+            (seq) => call(client, seq),
+            concurrency,
+            settings,
+          ).finally(() => client.close());
           if (result.errors > 0) throw new Error(`${name} on ${target.checkout.label}: ${result.firstError}`);
-          record(cells, `${name} c=${concurrency} (req/s)`, target.checkout.label, result.rps);
+          record(cells, `${name} c=${concurrency} (req/s)`, target.checkout.label, {
+            rate: result.rps,
+            cpuMs: result.cpuMs,
+          });
           console.log(
             `  ${name} round ${round + 1} c=${concurrency} ${target.checkout.label}: ${result.rps.toFixed(0)} req/s`,
           );
@@ -388,27 +406,36 @@ async function measureQueries(
 }
 
 /**
- * One row per cell: each checkout's best round and its range over rounds, then for each baseline
- * the ratio of this checkout's best to the baseline's best, with the median and range of the
- * same-round ratios.
+ * Two tables, one row per cell. Throughput: each checkout's best round and its range over rounds,
+ * then per baseline the ratio of this checkout's best to the baseline's, with the median and range
+ * of same-round ratios. CPU: each checkout's median CPU per unit (its server and its Postgres
+ * backends), then per baseline the ratio baseline CPU / this checkout's CPU, so that above 1 means
+ * cheaper here, as for throughput.
  */
 function printReport(settings: Settings, cells: Cells): void {
   const labels = settings.checkouts.map((c) => c.label);
   const baselines = labels.slice(1);
-  const widths = [40, ...labels.map(() => 22), ...baselines.map(() => 34)];
-  console.log(
-    `\n${tableRow(["cell (best, range over rounds)", ...labels, ...baselines.map((b) => `÷ ${b}`)], widths)}`,
-  );
+  const widths = [44, ...labels.map(() => 22), ...baselines.map(() => 34)];
+  const header = (title: string) =>
+    console.log(`\n${tableRow([title, ...labels, ...baselines.map((b) => `÷ ${b}`)], widths)}`);
+  header("throughput: best (range over rounds)");
   for (const [cell, byLabel] of cells) {
+    const rates = (label: string) => (byLabel.get(label) ?? []).map((s) => s.rate);
     const row = [cell];
-    for (const label of labels) {
-      const values = byLabel.get(label) ?? [];
+    for (const label of labels)
       row.push(
-        `${Math.max(...values).toFixed(0)} (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)})`,
+        `${Math.max(...rates(label)).toFixed(0)} (${Math.min(...rates(label)).toFixed(0)}–${Math.max(...rates(label)).toFixed(0)})`,
       );
-    }
-    const ours = byLabel.get(THIS_CHECKOUT.label) ?? [];
-    for (const baseline of baselines) row.push(roundRatios(ours, byLabel.get(baseline) ?? []));
+    for (const baseline of baselines) row.push(roundRatios(rates(THIS_CHECKOUT.label), rates(baseline)));
+    console.log(tableRow(row, widths));
+  }
+  header("CPU ms per run or request: median");
+  for (const [cell, byLabel] of cells) {
+    const cpu = (label: string) => (byLabel.get(label) ?? []).map((s) => s.cpuMs);
+    const row = [cell.replace(/ \((runs|req)\/s\)$/, "")];
+    for (const label of labels) row.push(median(cpu(label)).toFixed(3));
+    const inverse = (label: string) => cpu(label).map((ms) => 1 / ms);
+    for (const baseline of baselines) row.push(roundRatios(inverse(THIS_CHECKOUT.label), inverse(baseline)));
     console.log(tableRow(row, widths));
   }
 }
@@ -418,6 +445,8 @@ async function main(): Promise<void> {
   const pg = await startBenchPostgres("ingest");
   const apiKey = createBenchApiKey();
   const targets: Target[] = [];
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-ingest-meter" });
   try {
     for (const [index, checkout] of settings.checkouts.entries()) {
       const databaseUrl = await databaseFor(pg, index);
@@ -427,7 +456,14 @@ async function main(): Promise<void> {
         checkout.root,
       );
       const sql = createSql(databaseUrl, { max: 2, statementTimeoutMs: 0, applicationName: "bench-ingest" });
-      targets.push({ checkout, child, sql, url: `http://127.0.0.1:${child.port}` });
+      const database = new URL(databaseUrl).pathname.slice(1);
+      targets.push({
+        checkout,
+        child,
+        sql,
+        url: `http://127.0.0.1:${child.port}`,
+        meter: cpuMeter(admin, database, child.pid),
+      });
     }
     const first = targets[0] as Target;
     const [version] = await first.sql<{ v: string }[]>`select current_setting('server_version') as v`;
@@ -456,9 +492,7 @@ async function main(): Promise<void> {
     const normalized = runs.map((r) => normalizeRun(r, "post"));
     const ceiling = await copyCeiling(first.sql, normalized, ids!.workspace_id, ids!.id);
     printReport(settings, cells);
-    const ours = Math.max(
-      ...(cells.get("POST /api/v1/runs/multipart (runs/s)")?.get(THIS_CHECKOUT.label) ?? []),
-    );
+    const ours = Math.max(...(cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate));
     console.log(
       `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s; ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
     );
@@ -467,6 +501,7 @@ async function main(): Promise<void> {
       await target.sql.end();
       await target.child.stop();
     }
+    await admin.end();
     await pg.stop();
   }
 }

@@ -5,12 +5,15 @@
  * ratio is noise: `0.97 (median 0.96, 0.90–1.02)`.
  */
 export function roundRatios(ours: readonly number[], theirs: readonly number[]): string {
-  const perRound = ours.map((v, i) => v / (theirs[i] ?? Number.NaN)).sort((x, y) => x - y);
-  const middle = perRound.length / 2;
-  const median =
-    perRound.length % 2 === 1
-      ? (perRound[Math.floor(middle)] ?? Number.NaN)
-      : ((perRound[middle - 1] ?? Number.NaN) + (perRound[middle] ?? Number.NaN)) / 2;
+  const perRound = ours.map((v, i) => v / (theirs[i] ?? Number.NaN));
   const best = Math.max(...ours) / Math.max(...theirs);
-  return `${best.toFixed(2)} (median ${median.toFixed(2)}, ${perRound[0]?.toFixed(2)}–${perRound.at(-1)?.toFixed(2)})`;
+  return `${best.toFixed(2)} (median ${median(perRound).toFixed(2)}, ${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)})`;
+}
+
+/** The median of `values` (NaN when there are none). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[middle] ?? Number.NaN;
+  return ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
 }

@@ -17,6 +17,8 @@ export interface ChildSetup extends BenchAppSetup {
 export interface AgentplaneChild {
   /** Where it listens on 127.0.0.1. */
   port: number;
+  /** Its process id. */
+  pid: number;
   /** Sends SIGTERM and waits for the process to exit (it drains first); a no-op once it has exited. */
   stop(): Promise<void>;
 }
@@ -53,5 +55,5 @@ export async function spawnAgentplane(
     child.kill("SIGTERM");
     await exited;
   };
-  return { port, stop };
+  return { port, pid: child.pid ?? 0, stop };
 }
