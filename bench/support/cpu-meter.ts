@@ -38,14 +38,16 @@ function ticksOf(pid: number): number | undefined {
 }
 
 /**
- * A meter of the server process `serverPid` and of the backends connected to `database`, found
- * through `admin` (a superuser connection, whose own backend is left out).
+ * A meter of the server process `serverPid` and of the client backends connected to `database`,
+ * found through `admin` (a superuser connection, whose own backend is left out, as are autovacuum
+ * workers: their work is the database's, not the requests').
  */
 export function cpuMeter(admin: Sql, database: string, serverPid: number): CpuMeter {
   return {
     async read() {
       const backends = await admin<{ pid: number }[]>`
-        select pid from pg_stat_activity where datname = ${database} and pid <> pg_backend_pid()`;
+        select pid from pg_stat_activity
+        where datname = ${database} and backend_type = 'client backend' and pid <> pg_backend_pid()`;
       const ticks = new Map<number, number>();
       for (const pid of [serverPid, ...backends.map((b) => b.pid)]) {
         const t = ticksOf(pid);

@@ -11,11 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createSql, pgErrorCode, type Sql } from "../../server/store/db.js";
 import { migrate } from "../../server/store/migrate.js";
-import {
-  acrossWorkspaces,
-  inWorkspaceScope,
-  type WorkspaceBound,
-} from "../../server/store/workspace-scope.js";
+import { inWorkspaceScope, unconfined, type WorkspaceBound } from "../../server/store/workspace-scope.js";
 import { markWorkspaceDeleted, purgeDeletedWorkspace } from "../../server/store/workspace-store.js";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
 import { createTestWorkspace } from "../support/tenancy.js";
@@ -69,8 +65,8 @@ async function failure(run: Promise<unknown>): Promise<unknown> {
 beforeAll(async () => {
   a = await createTestWorkspace(db().sql);
   b = await createTestWorkspace(db().sql);
-  await seed(acrossWorkspaces(db().sql), a);
-  await seed(acrossWorkspaces(db().sql), b);
+  await seed(unconfined(db().sql), a);
+  await seed(unconfined(db().sql), b);
 });
 
 describe("a workspace scope", () => {
@@ -78,7 +74,7 @@ describe("a workspace scope", () => {
     "shows only its workspaces' rows of %s to SQL without a workspace condition",
     async (table) => {
       const sql = db().sql;
-      const all = await visible(acrossWorkspaces(sql), table);
+      const all = await visible(unconfined(sql), table);
       const of = (ids: string[]) => all.filter((w) => ids.includes(w));
       expect(of([a]).length).toBeGreaterThan(0);
       expect(of([b]).length).toBeGreaterThan(0);
@@ -124,7 +120,7 @@ describe("a workspace scope", () => {
       throw Object.assign(new Error("roll back"), { renamed, deleted });
     }).catch((error: { renamed: number; deleted: number }) => error);
     expect([counts.renamed, counts.deleted]).toEqual([2, 2]);
-    const owner = acrossWorkspaces(db().sql);
+    const owner = unconfined(db().sql);
     expect((await owner`select count(*)::int as n from runs where name = 'renamed'`)[0]?.n).toBe(0);
     expect((await owner`select count(*)::int as n from run_feedback`)[0]?.n).toBe(4);
   });
@@ -157,7 +153,7 @@ describe("a workspace scope", () => {
       const [after] = await one<{ user: string; scope: string | null }[]>`
         select current_user as user, current_setting('agentplane.workspace_ids', true) as scope`;
       expect(after).toEqual({ user: before?.user, scope: "" });
-      expect(await visible(acrossWorkspaces(one), "runs")).toEqual([a, a, b, b].sort());
+      expect(await visible(unconfined(one), "runs")).toEqual([a, a, b, b].sort());
     } finally {
       await one.end();
     }
@@ -172,7 +168,7 @@ describe("a workspace scope", () => {
 describe("the owner", () => {
   it("is not confined: purging a workspace removes its tracing rows by cascade, and only its", async () => {
     const c = await createTestWorkspace(db().sql);
-    await seed(acrossWorkspaces(db().sql), c);
+    await seed(unconfined(db().sql), c);
     const [organization] = await db().sql<
       { id: string }[]
     >`select organization_id as id from workspaces where id = ${c}`;
@@ -182,7 +178,7 @@ describe("the owner", () => {
       const [rows] = await db().sql<{ n: number }[]>`
         select count(*)::int as n from ${db().sql(table)} where workspace_id = ${c}`;
       expect(rows?.n, table).toBe(0);
-      expect(new Set(await visible(acrossWorkspaces(db().sql), table)), table).toEqual(new Set([a, b]));
+      expect(new Set(await visible(unconfined(db().sql), table)), table).toEqual(new Set([a, b]));
     }
   });
 });
@@ -258,10 +254,10 @@ describe("a database user that is not a superuser", () => {
       await migrate(sql);
       const x = await createTestWorkspace(sql);
       const y = await createTestWorkspace(sql);
-      await seed(acrossWorkspaces(sql), x);
-      await seed(acrossWorkspaces(sql), y);
+      await seed(unconfined(sql), x);
+      await seed(unconfined(sql), y);
       expect(await inWorkspaceScope(sql, [x], (q) => visible(q, "runs"))).toEqual([x, x]);
-      expect(await visible(acrossWorkspaces(sql), "runs")).toEqual([x, x, y, y].sort());
+      expect(await visible(unconfined(sql), "runs")).toEqual([x, x, y, y].sort());
     } finally {
       await sql.end();
     }

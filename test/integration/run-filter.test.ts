@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { queryRuns, type RunQuery } from "../../server/store/run-query-store.js";
-import { acrossWorkspaces } from "../../server/store/workspace-scope.js";
+import { unconfined } from "../../server/store/workspace-scope.js";
 import { runFilterSql, validateFilter } from "../../server/tracing/filter/index.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -14,7 +14,7 @@ const db = useTestDatabase();
  * The table owner's connection, which row-level security does not confine: these tests prove that
  * the SQL alone keeps every query in its workspace (row-level-security.test.ts proves the layer below).
  */
-const owner = () => acrossWorkspaces(db().sql);
+const owner = () => unconfined(db().sql);
 const org = uuidv7();
 const ws = uuidv7();
 const otherWs = uuidv7();

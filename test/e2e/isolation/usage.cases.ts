@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { expect } from "vitest";
 import type { AgentplaneClient } from "../../../sdk/index.js";
 import { uuidv7 } from "../../../server/ids.js";
-import { acrossWorkspaces } from "../../../server/store/workspace-scope.js";
+import { unconfined } from "../../../server/store/workspace-scope.js";
 import { recordTraceUsage } from "../../../server/tracing/usage-recorder.js";
 import { ANSWERED, isolationSuite } from "./isolation-suite.js";
 
@@ -73,7 +73,7 @@ export const suite = isolationSuite({
         for (let i = 0; i < count; i++) {
           const projectId = uuidv7();
           if (workspaceId === workspaceA) projectsA.push(projectId);
-          await recordTraceUsage(acrossWorkspaces(sql), {
+          await recordTraceUsage(unconfined(sql), {
             workspaceId,
             projectId,
             userId: null,
