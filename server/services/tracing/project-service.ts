@@ -53,21 +53,22 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
         throw invalid(`trace_tier must be one of ${TRACE_TIERS.join(", ")}`);
       const { metadata, rest } = splitExtra(s.extra);
       const id = s.id === undefined ? uuidv7() : requireUuid(s.id, "id");
+      const project = {
+        id,
+        workspaceId: workspace.id,
+        name,
+        description: s.description ?? null,
+        metadata,
+        extra: rest,
+        referenceDatasetId: optionalUuid(s.referenceDatasetId, "reference_dataset_id"),
+        defaultDatasetId: optionalUuid(s.defaultDatasetId, "default_dataset_id"),
+        traceTier: s.traceTier ?? null,
+        startTime: s.startTime ? timestampDate(s.startTime) : null,
+        endTime: s.endTime ? timestampDate(s.endTime) : null,
+      };
       try {
         const created = await scoped(workspace.id, async (q) => {
-          await insertProject(q, {
-            id,
-            workspaceId: workspace.id,
-            name,
-            description: s.description ?? null,
-            metadata,
-            extra: rest,
-            referenceDatasetId: optionalUuid(s.referenceDatasetId, "reference_dataset_id"),
-            defaultDatasetId: optionalUuid(s.defaultDatasetId, "default_dataset_id"),
-            traceTier: s.traceTier ?? null,
-            startTime: s.startTime ? timestampDate(s.startTime) : null,
-            endTime: s.endTime ? timestampDate(s.endTime) : null,
-          });
+          await insertProject(q, project);
           return mustFind(q, workspace.id, id);
         });
         return toSession(created);
