@@ -32,6 +32,7 @@ import {
 import { filterCoverage, missingCoverage } from "../support/run-filter-generator.js";
 import { randomRunQuery } from "../support/run-query-generator.js";
 import { freshSeed, type Random, seededRandom } from "../support/seeded-random.js";
+import { ROW_LEVEL_SECURITY_TABLES } from "../support/tenancy.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /**
@@ -40,14 +41,6 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
  * thousand in all, within the suite's time budget on 2 cores.
  */
 const CASES_PER_LAYER = 1000;
-/** The tables under row-level security (migration 0009). */
-const ROW_LEVEL_SECURITY_TABLES = [
-  "tracing_projects",
-  "runs",
-  "run_feedback",
-  "run_attachments",
-  "usage_rollups",
-];
 /** Every n-th case goes through Connect instead of REST. */
 const CONNECT_EVERY = 5;
 /** Requests in flight per server: enough to keep both servers busy. */
@@ -81,8 +74,8 @@ beforeAll(async () => {
   const [first, second] = await Promise.all([startTestApp(), startTestApp()]);
   both = first;
   workspaceA = (await both.client().workspaces.getCurrentWorkspace({})).id;
-  b = await workspaceWith(both, data.b, "idB");
-  bOnly = await workspaceWith(second, data.b, "idB");
+  b = await workspaceOfB(both);
+  bOnly = await workspaceOfB(second);
   await ingest(both, workspaceA, data.a, "idA");
 }, 60_000);
 afterAll(async () => {
@@ -90,14 +83,14 @@ afterAll(async () => {
   await bOnly?.t.stop();
 });
 
-/** A new workspace holding `traces`, with a viewer key confined to it. */
-async function workspaceWith(t: TestApp, traces: TraceSet, ids: "idA" | "idB"): Promise<Side> {
+/** A new workspace holding B's traces, with a viewer key confined to it. */
+async function workspaceOfB(t: TestApp): Promise<Side> {
   const admin = t.client();
   const workspaceId = (await admin.workspaces.createWorkspace({ displayName: "B" })).id;
   const viewerKey = (
     await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
-  await ingest(t, workspaceId, traces, ids);
+  await ingest(t, workspaceId, data.b, "idB");
   return { t, workspaceId, viewerKey };
 }
 

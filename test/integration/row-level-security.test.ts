@@ -14,11 +14,9 @@ import { migrate } from "../../server/store/migrate.js";
 import { inWorkspaceScope, unconfined, type WorkspaceBound } from "../../server/store/workspace-scope.js";
 import { markWorkspaceDeleted, purgeDeletedWorkspace } from "../../server/store/workspace-store.js";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
-import { createTestWorkspace } from "../support/tenancy.js";
+import { createTestWorkspace, ROW_LEVEL_SECURITY_TABLES } from "../support/tenancy.js";
 
 const db = useTestDatabase();
-/** The tables under row-level security, each holding rows of both workspaces. */
-const TABLES = ["tracing_projects", "runs", "run_feedback", "run_attachments", "usage_rollups"] as const;
 /** SQLSTATE of a refused privilege or a row a policy rejects. */
 const INSUFFICIENT_PRIVILEGE = "42501";
 
@@ -70,7 +68,7 @@ beforeAll(async () => {
 });
 
 describe("a workspace scope", () => {
-  it.each(TABLES)(
+  it.each(ROW_LEVEL_SECURITY_TABLES)(
     "shows only its workspaces' rows of %s to SQL without a workspace condition",
     async (table) => {
       const sql = db().sql;
@@ -174,7 +172,7 @@ describe("the owner", () => {
     >`select organization_id as id from workspaces where id = ${c}`;
     expect(await markWorkspaceDeleted(db().sql, organization?.id ?? "", c)).toBe(true);
     expect(await purgeDeletedWorkspace(db().sql, c)).toBe(true);
-    for (const table of TABLES) {
+    for (const table of ROW_LEVEL_SECURITY_TABLES) {
       const [rows] = await db().sql<{ n: number }[]>`
         select count(*)::int as n from ${db().sql(table)} where workspace_id = ${c}`;
       expect(rows?.n, table).toBe(0);
