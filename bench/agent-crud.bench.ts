@@ -14,6 +14,11 @@
  *
  *   npm run bench:agent-crud -- [--duration-s 2] [--warmup-s 0.5] [--rounds 3] [--concurrency 1,32]
  *     [--ops get-thread,search-threads,...] [--targets agentplane,langgraph-js] [--profile-server <dir>]
+ *     [--baseline <dir>]...
+ *
+ * `--baseline <dir>` adds another checkout of agentplane (an older commit: see
+ * bench/support/checkouts.ts), run the same way on a database of its own and reported beside this
+ * one with the ratio agentplane / baseline. To compare checkouts only, add `--targets agentplane`.
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY,
  * BENCH_OPS and BENCH_TARGETS. `--profile-server` writes agentplane's V8 CPU profile into `<dir>`.
@@ -21,6 +26,7 @@
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createSql } from "../server/store/db.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import {
   ensureLangGraphJsInstalled,
@@ -37,10 +43,14 @@ import {
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
 import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
-import { startBenchPostgres } from "./support/bench-postgres.js";
+import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
-import { type CellResult, runClosedLoop } from "./support/closed-loop.js";
+import type { CellResult } from "./support/closed-loop.js";
+import { type CpuMeter, cpuMeter } from "./support/cpu-meter.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
+import { type MeteredResult, runMeteredLoop } from "./support/metered-loop.js";
+import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -55,6 +65,8 @@ type Target = (typeof TARGETS)[number];
 interface Settings extends LoopSettings {
   ops: OperationName[];
   targets: Target[];
+  /** Other checkouts of agentplane measured beside this one. */
+  baselines: Checkout[];
 }
 
 function readSettings(): Settings {
@@ -66,6 +78,7 @@ function readSettings(): Settings {
       ...loopOptions({ durationS: "2", warmupS: "0.5", rounds: "3", concurrency: "1,32" }),
       ops: { type: "string", default: env.BENCH_OPS ?? OPERATIONS.join(",") },
       targets: { type: "string", default: env.BENCH_TARGETS ?? TARGETS.join(",") },
+      ...BASELINE_OPTION,
     },
   });
   const ops = listValue("ops", values.ops, OPERATIONS);
@@ -74,6 +87,7 @@ function readSettings(): Settings {
     // Always in the order of OPERATIONS: thread creation last, so that searches see exactly the seed.
     ops: OPERATIONS.filter((op) => ops.includes(op)),
     targets: listValue("targets", values.targets, TARGETS),
+    baselines: baselineCheckouts(values.baseline),
   };
 }
 
@@ -83,27 +97,41 @@ interface Server {
   seeded: Seeded;
 }
 
-/** Cell results by `op/concurrency/target`, one per round. */
-type Results = Map<string, CellResult[]>;
+/** Cell results by `op/concurrency/label`, one per round. */
+type Results = Map<string, MeteredResult[]>;
+
+/** What the report names each server: the targets, and every baseline by its folder's name. */
+function labelsOf(settings: Settings): string[] {
+  return [...settings.targets, ...settings.baselines.map((b) => b.label)];
+}
 
 /**
  * Each operation in turn: every round runs every concurrency on every target; odd rounds run the
  * targets in reverse so that neither always goes first.
  */
-async function runRounds(settings: Settings, servers: Map<Target, Server>, apiKey: string): Promise<Results> {
+async function runRounds(
+  settings: Settings,
+  servers: Map<string, Server>,
+  apiKey: string,
+  meters: Map<string, CpuMeter>,
+): Promise<Results> {
   const results: Results = new Map();
+  const labels = labelsOf(settings);
   for (const op of settings.ops) {
     for (let round = 0; round < settings.rounds; round++) {
-      const order = round % 2 === 0 ? settings.targets : [...settings.targets].reverse();
+      const order = round % 2 === 0 ? labels : [...labels].reverse();
       for (const concurrency of settings.concurrencies) {
         for (const target of order) {
           const server = servers.get(target);
           if (!server) continue;
           const client = createJsonClient(server.port, { "x-api-key": apiKey }, concurrency);
           const call = operationCall(op, server.seeded);
-          const result = await runClosedLoop((seq) => call(client, seq), concurrency, settings).finally(() =>
-            client.close(),
-          );
+          const result = await runMeteredLoop(
+            meters.get(target),
+            (seq) => call(client, seq),
+            concurrency,
+            settings,
+          ).finally(() => client.close());
           const key = `${op}/${concurrency}/${target}`;
           results.set(key, [...(results.get(key) ?? []), result]);
           console.log(
@@ -116,25 +144,40 @@ async function runRounds(settings: Settings, servers: Map<Target, Server>, apiKe
   return results;
 }
 
+/** The best round of a cell: most requests per second. */
+function bestOf(cells: readonly CellResult[]): CellResult | undefined {
+  return cells.reduce<CellResult | undefined>((a, b) => (a && a.rps >= b.rps ? a : b), undefined);
+}
+
 /**
- * Prints one row per operation × concurrency (each target's best round; errors summed over all
- * rounds) with the agentplane / JS ratio. Returns false when a ratio misses the aim or a call failed.
+ * Prints one row per operation × concurrency: each server's best round (errors summed over all
+ * rounds), the agentplane / JS ratio against the aim and, per baseline, the ratio of the best
+ * rounds with the median and range of same-round ratios. Returns false when the JS ratio misses the aim or a
+ * call failed.
  */
 function printReport(settings: Settings, results: Results): boolean {
-  const widths = [32, 3, 10, 7, 7, 12, 7, 7, 6, 4];
-  const headers = ["operation", "c", "agentplane", "p50 ms", "p99 ms", "langgraph-js", "p50 ms", "p99 ms"];
-  console.log(`\n${tableRow([...headers, "ratio", `aim ≥ ${AIM_RATIO.toFixed(1)}`], widths)}`);
-  console.log(tableRow(["", "", "req/s", "", "", "req/s"], widths));
+  const labels = labelsOf(settings);
+  const baselines = settings.baselines.map((b) => b.label);
+  const peer = labels.includes("agentplane") && labels.includes("langgraph-js");
+  const headers = ["operation", "c", ...labels.flatMap((l) => [l, "p50 ms", "p99 ms"])];
+  const widths = [32, 3, ...labels.flatMap((l) => [Math.max(10, l.length), 7, 7])];
+  if (peer) headers.push("÷ JS", `aim ≥ ${AIM_RATIO.toFixed(1)}`);
+  if (peer) widths.push(5, 9);
+  for (const b of baselines) {
+    headers.push(`÷ ${b}`);
+    widths.push(Math.max(34, b.length + 2));
+  }
+  console.log(`\n${tableRow(headers, widths)}`);
+  console.log(tableRow(["", "", ...labels.flatMap(() => ["req/s", "", ""])], widths));
   let ok = true;
   const notes: string[] = [];
   for (const op of settings.ops) {
     for (const concurrency of settings.concurrencies) {
       const row = [OPERATION_LABELS[op], String(concurrency)];
-      const best = new Map<Target, CellResult>();
-      for (const target of TARGETS) {
-        const cells = results.get(`${op}/${concurrency}/${target}`) ?? [];
-        const top = cells.reduce<CellResult | undefined>((a, b) => (a && a.rps >= b.rps ? a : b), undefined);
-        if (top) best.set(target, top);
+      const cellsOf = (label: string) => results.get(`${op}/${concurrency}/${label}`) ?? [];
+      for (const label of labels) {
+        const cells = cellsOf(label);
+        const top = bestOf(cells);
         row.push(
           top ? top.rps.toFixed(0) : "-",
           top ? top.p50.toFixed(2) : "-",
@@ -144,65 +187,120 @@ function printReport(settings: Settings, results: Results): boolean {
         if (errors > 0) {
           ok = false;
           const first = cells.find((c) => c.firstError)?.firstError;
-          notes.push(`${op} c=${concurrency} ${target}: ${errors} errors, first: ${first}`);
+          notes.push(`${op} c=${concurrency} ${label}: ${errors} errors, first: ${first}`);
         }
       }
-      const ours = best.get("agentplane");
-      const theirs = best.get("langgraph-js");
-      if (ours && theirs) {
-        const ratio = ours.rps / theirs.rps;
-        if (ratio < AIM_RATIO) ok = false;
+      const ours = bestOf(cellsOf("agentplane"));
+      const theirs = bestOf(cellsOf("langgraph-js"));
+      if (peer) {
+        const ratio = ours && theirs ? ours.rps / theirs.rps : Number.NaN;
+        if (!(ratio >= AIM_RATIO)) ok = false;
         row.push(ratio.toFixed(2), ratio >= AIM_RATIO ? "PASS" : "FAIL");
       }
+      const rps = (label: string) => cellsOf(label).map((c) => c.rps);
+      for (const b of baselines) row.push(roundRatios(rps("agentplane"), rps(b)));
       console.log(tableRow(row, widths));
     }
   }
   for (const note of notes) console.log(`  ${note}`);
+  if (baselines.length > 0) printCpu(settings, results);
   return ok;
+}
+
+/**
+ * CPU ms per request of agentplane and each baseline (the server and its Postgres backends, median
+ * over rounds), and per baseline the ratio baseline CPU / agentplane CPU: above 1 means agentplane
+ * is cheaper, as for throughput. On a shared machine it is steadier than requests per second.
+ */
+function printCpu(settings: Settings, results: Results): void {
+  const labels = ["agentplane", ...settings.baselines.map((b) => b.label)];
+  const widths = [32, 3, ...labels.map((l) => Math.max(10, l.length)), ...labels.slice(1).map(() => 34)];
+  console.log(
+    `\n${tableRow(["CPU ms per request (median)", "c", ...labels, ...labels.slice(1).map((b) => `÷ ${b}`)], widths)}`,
+  );
+  for (const op of settings.ops) {
+    for (const concurrency of settings.concurrencies) {
+      const cpu = (label: string) => (results.get(`${op}/${concurrency}/${label}`) ?? []).map((r) => r.cpuMs);
+      const inverse = (label: string) => cpu(label).map((ms) => 1 / ms);
+      const row = [
+        OPERATION_LABELS[op],
+        String(concurrency),
+        ...labels.map((l) => median(cpu(l)).toFixed(3)),
+      ];
+      for (const b of labels.slice(1)) row.push(roundRatios(inverse("agentplane"), inverse(b)));
+      console.log(tableRow(row, widths));
+    }
+  }
 }
 
 async function main(settings: Settings): Promise<void> {
   if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
   const pg = await startBenchPostgres("agent-crud");
   const apiKey = createBenchApiKey();
-  let child: AgentplaneChild | undefined;
+  const children: AgentplaneChild[] = [];
+  const meters = new Map<string, CpuMeter>();
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, {
+    max: 1,
+    statementTimeoutMs: 0,
+    applicationName: "bench-agent-crud-meter",
+  });
   let peer: LangGraphJsServer | undefined;
   try {
-    const ports = new Map<Target, number>();
+    const ports = new Map<string, number>();
     if (settings.targets.includes("agentplane")) {
-      child = await spawnAgentplane(
+      const child = await spawnAgentplane(
         { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") },
         settings.profileDir,
+        THIS_CHECKOUT.root,
       );
+      children.push(child);
       ports.set("agentplane", child.port);
+      meters.set("agentplane", cpuMeter(admin, new URL(pg.url).pathname.slice(1), child.pid));
+    }
+    for (const [index, baseline] of settings.baselines.entries()) {
+      const database = `bench_baseline_${index}`;
+      const databaseUrl = await createBenchDatabase(pg, database);
+      const child = await spawnAgentplane(
+        { databaseUrl, apiKey, dataDir: join(pg.dir, `data-baseline-${index}`) },
+        undefined,
+        baseline.root,
+      );
+      children.push(child);
+      ports.set(baseline.label, child.port);
+      meters.set(baseline.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes("langgraph-js")) {
       peer = await startLangGraphJs();
       ports.set("langgraph-js", peer.port);
     }
-    const servers = new Map<Target, Server>();
-    for (const [target, port] of ports) {
+    const servers = new Map<string, Server>();
+    for (const [label, port] of ports) {
       const started = performance.now();
       const client = createJsonClient(port, { "x-api-key": apiKey }, SEED_CONCURRENCY);
       const seeded = await seedServer(client, SEED_CONCURRENCY).finally(() => client.close());
-      servers.set(target, { port, seeded });
+      servers.set(label, { port, seeded });
       console.log(
-        `seeded ${target}: ${SEED_THREADS} threads in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        `seeded ${label}: ${SEED_THREADS} threads in ${((performance.now() - started) / 1000).toFixed(1)} s`,
       );
     }
 
     console.log(
       `agent CRUD bench: agentplane (Postgres, fsync off, pool ${BENCH_DB_POOL_MAX})` +
+        (settings.baselines.length > 0
+          ? ` beside ${settings.baselines.map((b) => b.label).join(", ")} (same settings, databases of their own)`
+          : "") +
         (peer ? ` vs langgraph-js (@langchain/langgraph-cli ${peer.version} dev, in-memory)` : "") +
         `, Node ${process.version}, ${availableParallelism()} cores; ` +
         `${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up, ` +
-        `best of ${settings.rounds} round(s), target order alternating per round`,
+        `best of ${settings.rounds} round(s), server order alternating per round`,
     );
-    const results = await runRounds(settings, servers, apiKey);
+    const results = await runRounds(settings, servers, apiKey, meters);
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
-    await child?.stop();
+    for (const child of children) await child.stop();
     await peer?.stop();
+    await admin.end();
     await pg.stop();
   }
   if (settings.profileDir) console.log(`agentplane CPU profile written to ${settings.profileDir}`);

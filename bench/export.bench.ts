@@ -21,6 +21,7 @@ import { createSql } from "../server/store/db.js";
 import { migrate } from "../server/store/migrate.js";
 import { insertOrganization } from "../server/store/organization-store.js";
 import { insertProject } from "../server/store/project-store.js";
+import { unconfined } from "../server/store/workspace-scope.js";
 import { insertWorkspace } from "../server/store/workspace-store.js";
 import { startS3Server } from "../test/support/s3-server.js";
 import type { ChildResult, ChildSettings } from "./export/export-child.js";
@@ -62,7 +63,7 @@ try {
     tenantHandle: "bench",
     isPersonal: false,
   });
-  await insertProject(sql, {
+  await insertProject(unconfined(sql), {
     id: sessionId,
     workspaceId,
     name: "bench",

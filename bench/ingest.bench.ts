@@ -3,13 +3,20 @@
  * with batches shaped like the langsmith JS SDK's (100 operations per batch, its `size_limit`;
  * parts `post.<id>`, `.inputs`, `.outputs`, `.extra`; gzip, as with `gzip_body_enabled`), sent
  * `--concurrency` at a time (the SDK's `traceBatchConcurrency` is 5), beside the ceiling: a plain
- * Postgres `COPY` of the same rows into a scratch copy of the `runs` table, in the same run.
+ * Postgres `COPY` of the same rows into a scratch copy of the `runs` table, in the same run. Then the
+ * read side on the ingested runs: `POST /api/v1/runs/query` (a page of root runs; a filter with
+ * `or` and `search`) and `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
  *
- *   npm run bench:ingest -- [--runs 20000] [--concurrency 5] [--runs-per-trace 10]
+ *   npm run bench:ingest -- [--runs 20000] [--concurrency 5] [--runs-per-trace 10] [--rounds 3]
+ *     [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
  *
- * The server runs in this process on a throwaway embedded Postgres (fsync off). Bodies are built and
- * compressed before the clock starts, so the figure is the server's: parsing, validation, project
- * resolution, the upserts and the usage rollup, all in one transaction per batch.
+ * Each server runs in a child process (bench/support/agentplane-child.ts) on its own database of one
+ * throwaway embedded Postgres (fsync off). `--baseline <dir>` adds another checkout of agentplane
+ * (see bench/support/checkouts.ts), measured side by side: every round runs every checkout, in an
+ * order that alternates, and the report gives each checkout's best round, the range over rounds and
+ * the ratio to each baseline. Bodies are built and compressed before the clock starts, so the
+ * ingest figure is the server's: parsing, validation, project resolution, the upserts and the usage
+ * rollup, all in one transaction per batch.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
@@ -20,8 +27,16 @@ import { gzipSync } from "node:zlib";
 import { uuidv7 } from "../server/ids.js";
 import { createSql, type Sql } from "../server/store/db.js";
 import { type NormalizedRun, normalizeRun } from "../server/tracing/run-normalizer.js";
-import { createBenchApiKey, startBenchApp } from "./support/bench-app.js";
-import { startBenchPostgres } from "./support/bench-postgres.js";
+import { createJsonClient } from "./agent-crud/json-client.js";
+import { createBenchApiKey } from "./support/bench-app.js";
+import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
+import { numberValue } from "./support/cli-values.js";
+import { type CpuMeter, cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { runMeteredLoop } from "./support/metered-loop.js";
+import { median, roundRatios } from "./support/round-ratios.js";
+import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import { tableRow } from "./support/table-row.js";
 
 /** Operations per multipart request: the SDK's default `size_limit`. */
 const BATCH_SIZE = 100;
@@ -48,11 +63,24 @@ const COPY_COLUMNS = [
   "prompt_tokens",
   "completion_tokens",
 ] as const;
+/** Page size of the root-runs query: the SDK's listRuns page and the API's largest. */
+const ROOTS_PAGE = 100;
+/** The filter of the filtered query: nested and/or with a search, as a UI would send. */
+const QUERY_FILTER = `and(eq(run_type, "llm"), or(gt(total_tokens, 150), search("Paris")))`;
+/** Page size of the filtered query. */
+const FILTER_PAGE = 20;
+/** The ingest cell's name in the report. */
+const INGEST_CELL = "POST /api/v1/runs/multipart (runs/s)";
 
 interface Settings {
   runs: number;
   concurrency: number;
   runsPerTrace: number;
+  rounds: number;
+  durationMs: number;
+  warmupMs: number;
+  queryConcurrencies: number[];
+  checkouts: Checkout[];
 }
 
 function readSettings(): Settings {
@@ -61,12 +89,26 @@ function readSettings(): Settings {
       runs: { type: "string", default: "20000" },
       concurrency: { type: "string", default: "5" },
       "runs-per-trace": { type: "string", default: "10" },
+      // Three rounds: on a shared 2-core VM a cell varies by ±20 % between rounds; the best of three
+      // keeps one slow round of either checkout from deciding a ratio.
+      rounds: { type: "string", default: "3" },
+      "duration-s": { type: "string", default: "2" },
+      "warmup-s": { type: "string", default: "0.5" },
+      "query-concurrency": { type: "string", default: "1,8" },
+      ...BASELINE_OPTION,
     },
   });
   return {
-    runs: Number(values.runs),
-    concurrency: Number(values.concurrency),
-    runsPerTrace: Number(values["runs-per-trace"]),
+    runs: numberValue("runs", values.runs, BATCH_SIZE, true),
+    concurrency: numberValue("concurrency", values.concurrency, 1, true),
+    runsPerTrace: numberValue("runs-per-trace", values["runs-per-trace"], 1, true),
+    rounds: numberValue("rounds", values.rounds, 1, true),
+    durationMs: numberValue("duration-s", values["duration-s"], 0.1) * 1000,
+    warmupMs: numberValue("warmup-s", values["warmup-s"], 0) * 1000,
+    queryConcurrencies: values["query-concurrency"]
+      .split(",")
+      .map((c) => numberValue("query-concurrency", c, 1, true)),
+    checkouts: [THIS_CHECKOUT, ...baselineCheckouts(values.baseline)],
   };
 }
 
@@ -215,19 +257,221 @@ async function copyCeiling(
   const seconds = (performance.now() - started) / 1000;
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from bench_runs_copy`;
   if (count?.n !== runs.length) throw new Error(`COPY stored ${count?.n} rows, expected ${runs.length}`);
+  await sql`drop table bench_runs_copy`;
   return runs.length / seconds;
+}
+
+/** A checkout under test: its server, a pool on its database, and the meter of their CPU. */
+interface Target {
+  checkout: Checkout;
+  child: AgentplaneChild;
+  sql: Sql;
+  url: string;
+  meter: CpuMeter;
+}
+
+/** One database per checkout in the bench's cluster: `bench` for this one, `bench_<n>` for baselines. */
+function databaseFor(pg: BenchPostgres, index: number): Promise<string> {
+  return index === 0 ? Promise.resolve(pg.url) : createBenchDatabase(pg, `bench_${index}`);
+}
+
+/** One round of one cell on one checkout: units (runs or requests) per second, and CPU ms per unit. */
+interface Sample {
+  rate: number;
+  cpuMs: number;
+}
+
+/** Results of one cell over the rounds, by checkout label, in round order. */
+type Cells = Map<string, Map<string, Sample[]>>;
+
+function record(cells: Cells, cell: string, label: string, sample: Sample): void {
+  const byLabel = cells.get(cell) ?? new Map<string, Sample[]>();
+  byLabel.set(label, [...(byLabel.get(label) ?? []), sample]);
+  cells.set(cell, byLabel);
+}
+
+/** The checkouts in the order of round `round`: reversed every other round, so none always goes first. */
+function inRoundOrder<T>(items: readonly T[], round: number): T[] {
+  return round % 2 === 0 ? [...items] : [...items].reverse();
+}
+
+/** Every round, every checkout: empty the runs, send every body, and count runs per second. */
+async function measureIngest(
+  settings: Settings,
+  targets: Target[],
+  apiKey: string,
+  bodies: { body: Blob; boundary: string }[],
+  cells: Cells,
+): Promise<void> {
+  for (let round = 0; round < settings.rounds; round++) {
+    for (const target of inRoundOrder(targets, round)) {
+      await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
+      await target.sql`vacuum analyze runs`;
+      const before = await target.meter.read();
+      const started = performance.now();
+      await sendAll(target.url, apiKey, bodies, settings.concurrency);
+      const rate = settings.runs / ((performance.now() - started) / 1000);
+      const cpuMs = (cpuSecondsBetween(before, await target.meter.read()) * 1000) / settings.runs;
+      const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
+      if (stored?.n !== settings.runs)
+        throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
+      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs });
+      console.log(`  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s`);
+    }
+  }
+}
+
+/** The read calls measured on the ingested runs; each resolves only for a verified answer. */
+function queryCalls(projectId: string, runIds: string[]) {
+  const expectRuns = (status: number, json: unknown, min: number) => {
+    const runs = (json as { runs?: unknown[] } | undefined)?.runs;
+    if (status !== 200 || !Array.isArray(runs) || runs.length < min)
+      throw new Error(`query answered ${status} with ${runs?.length} runs`);
+  };
+  return {
+    "POST /api/v1/runs/query (roots, 100)": async (client: ReturnType<typeof createJsonClient>) => {
+      const answer = await client.send("POST", "/api/v1/runs/query", {
+        session: [projectId],
+        is_root: true,
+        limit: ROOTS_PAGE,
+      });
+      expectRuns(answer.status, answer.json, ROOTS_PAGE);
+    },
+    "POST /api/v1/runs/query (filter)": async (client: ReturnType<typeof createJsonClient>) => {
+      const answer = await client.send("POST", "/api/v1/runs/query", {
+        session: [projectId],
+        filter: QUERY_FILTER,
+        limit: FILTER_PAGE,
+        select: ["id", "name", "run_type", "start_time", "total_tokens"],
+      });
+      expectRuns(answer.status, answer.json, FILTER_PAGE);
+    },
+    "GET /api/v1/runs/{id}": async (client: ReturnType<typeof createJsonClient>, seq: number) => {
+      const id = runIds[seq % runIds.length] ?? "";
+      const answer = await client.send("GET", `/api/v1/runs/${id}`);
+      if (answer.status !== 200 || (answer.json as { id?: string }).id !== id)
+        throw new Error(`read run answered ${answer.status}: ${answer.text.slice(0, 200)}`);
+    },
+  };
+}
+
+/** Every query, concurrency and round, on every checkout (all hold the same runs by now). */
+async function measureQueries(
+  settings: Settings,
+  targets: Target[],
+  apiKey: string,
+  project: string,
+  cells: Cells,
+): Promise<void> {
+  const calls = new Map<Target, ReturnType<typeof queryCalls>>();
+  for (const target of targets) {
+    // Fresh statistics everywhere, so that no checkout is planned on stale ones.
+    await target.sql`analyze`;
+    const [p] = await target.sql<{ id: string }[]>`select id from tracing_projects where name = ${project}`;
+    const ids = await target.sql<{ id: string }[]>`select id from runs order by id limit 1000`;
+    calls.set(
+      target,
+      queryCalls(
+        p?.id ?? "",
+        ids.map((r) => r.id),
+      ),
+    );
+  }
+  const names = Object.keys(calls.get(targets[0] as Target) ?? {}) as (keyof ReturnType<typeof queryCalls>)[];
+  for (const name of names) {
+    for (let round = 0; round < settings.rounds; round++) {
+      for (const concurrency of settings.queryConcurrencies) {
+        for (const target of inRoundOrder(targets, round)) {
+          const client = createJsonClient(target.child.port, { "x-api-key": apiKey }, concurrency);
+          const call = calls.get(target)?.[name];
+          if (!call) throw new Error(`no call ${name}`);
+          const result = await runMeteredLoop(
+            target.meter,
+            (seq) => call(client, seq),
+            concurrency,
+            settings,
+          ).finally(() => client.close());
+          if (result.errors > 0) throw new Error(`${name} on ${target.checkout.label}: ${result.firstError}`);
+          record(cells, `${name} c=${concurrency} (req/s)`, target.checkout.label, {
+            rate: result.rps,
+            cpuMs: result.cpuMs,
+          });
+          console.log(
+            `  ${name} round ${round + 1} c=${concurrency} ${target.checkout.label}: ${result.rps.toFixed(0)} req/s`,
+          );
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Two tables, one row per cell. Throughput: each checkout's best round and its range over rounds,
+ * then per baseline the ratio of this checkout's best to the baseline's, with the median and range
+ * of same-round ratios. CPU: each checkout's median CPU per unit (its server and its Postgres
+ * backends), then per baseline the ratio baseline CPU / this checkout's CPU, so that above 1 means
+ * cheaper here, as for throughput.
+ */
+function printReport(settings: Settings, cells: Cells): void {
+  const labels = settings.checkouts.map((c) => c.label);
+  const baselines = labels.slice(1);
+  const widths = [44, ...labels.map(() => 22), ...baselines.map(() => 34)];
+  const header = (title: string) =>
+    console.log(`\n${tableRow([title, ...labels, ...baselines.map((b) => `÷ ${b}`)], widths)}`);
+  header("throughput: best (range over rounds)");
+  for (const [cell, byLabel] of cells) {
+    const rates = (label: string) => (byLabel.get(label) ?? []).map((s) => s.rate);
+    const row = [cell];
+    for (const label of labels)
+      row.push(
+        `${Math.max(...rates(label)).toFixed(0)} (${Math.min(...rates(label)).toFixed(0)}–${Math.max(...rates(label)).toFixed(0)})`,
+      );
+    for (const baseline of baselines) row.push(roundRatios(rates(THIS_CHECKOUT.label), rates(baseline)));
+    console.log(tableRow(row, widths));
+  }
+  header("CPU ms per run or request: median");
+  for (const [cell, byLabel] of cells) {
+    const cpu = (label: string) => (byLabel.get(label) ?? []).map((s) => s.cpuMs);
+    const row = [cell.replace(/ \((runs|req)\/s\)$/, "")];
+    for (const label of labels) row.push(median(cpu(label)).toFixed(3));
+    const inverse = (label: string) => cpu(label).map((ms) => 1 / ms);
+    for (const baseline of baselines) row.push(roundRatios(inverse(THIS_CHECKOUT.label), inverse(baseline)));
+    console.log(tableRow(row, widths));
+  }
 }
 
 async function main(): Promise<void> {
   const settings = readSettings();
   const pg = await startBenchPostgres("ingest");
   const apiKey = createBenchApiKey();
-  const app = await startBenchApp({ databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") });
-  const sql = createSql(pg.url, { max: 2, statementTimeoutMs: 0, applicationName: "bench-ingest" });
+  const targets: Target[] = [];
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-ingest-meter" });
   try {
-    const [version] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
+    for (const [index, checkout] of settings.checkouts.entries()) {
+      const databaseUrl = await databaseFor(pg, index);
+      const child = await spawnAgentplane(
+        { databaseUrl, apiKey, dataDir: join(pg.dir, `data-${index}`) },
+        undefined,
+        checkout.root,
+      );
+      const sql = createSql(databaseUrl, { max: 2, statementTimeoutMs: 0, applicationName: "bench-ingest" });
+      const database = new URL(databaseUrl).pathname.slice(1);
+      targets.push({
+        checkout,
+        child,
+        sql,
+        url: `http://127.0.0.1:${child.port}`,
+        meter: cpuMeter(admin, database, child.pid),
+      });
+    }
+    const first = targets[0] as Target;
+    const [version] = await first.sql<{ v: string }[]>`select current_setting('server_version') as v`;
     console.log(
-      `ingest bench: ${settings.runs} runs, ${settings.runsPerTrace} per trace, ${BATCH_SIZE} per request, concurrency ${settings.concurrency}; PostgreSQL ${version?.v} (embedded, fsync off), Node ${process.version}, ${availableParallelism()} cores`,
+      `ingest bench: ${settings.runs} runs, ${settings.runsPerTrace} per trace, ${BATCH_SIZE} per request, concurrency ${settings.concurrency}; ` +
+        `queries ${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up at c=${settings.queryConcurrencies.join(",")}; ` +
+        `${settings.rounds} round(s); checkouts ${settings.checkouts.map((c) => c.label).join(", ")}; ` +
+        `PostgreSQL ${version?.v} (embedded, fsync off), Node ${process.version}, ${availableParallelism()} cores`,
     );
     const project = `bench-${randomUUID()}`;
     const runs = buildRuns(settings, project);
@@ -236,33 +480,28 @@ async function main(): Promise<void> {
       const boundary = `----LangSmithFormBoundary${randomBytes(6).toString("hex")}`;
       bodies.push({ body: multipartBody(runs.slice(i, i + BATCH_SIZE), boundary), boundary });
     }
-    const url = `http://127.0.0.1:${app.address.port}`;
-    // Warm-up: one batch of its own project, so connections, JIT and the project row exist.
-    await sendAll(url, apiKey, bodies.slice(0, 1), 1);
-    await sql`delete from runs`;
+    // Warm-up: one batch each, so connections, JIT and the project row exist.
+    for (const target of targets) await sendAll(target.url, apiKey, bodies.slice(0, 1), 1);
 
-    const started = performance.now();
-    await sendAll(url, apiKey, bodies, settings.concurrency);
-    const oursSeconds = (performance.now() - started) / 1000;
-    const [stored] = await sql<{ n: number }[]>`select count(*)::int as n from runs`;
-    if (stored?.n !== runs.length)
-      throw new Error(`ingest stored ${stored?.n} runs, expected ${runs.length}`);
-    const ours = runs.length / oursSeconds;
+    const cells: Cells = new Map();
+    await measureIngest(settings, targets, apiKey, bodies, cells);
+    await measureQueries(settings, targets, apiKey, project, cells);
 
-    const [ids] = await sql<{ workspace_id: string; id: string }[]>`
+    const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
     const normalized = runs.map((r) => normalizeRun(r, "post"));
-    const ceiling = await copyCeiling(sql, normalized, ids!.workspace_id, ids!.id);
-
-    console.log(`\n${"".padEnd(52)}${"runs/s".padStart(10)}`);
+    const ceiling = await copyCeiling(first.sql, normalized, ids!.workspace_id, ids!.id);
+    printReport(settings, cells);
+    const ours = Math.max(...(cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate));
     console.log(
-      `${"ours: POST /api/v1/runs/multipart (gzip, SDK-shaped)".padEnd(52)}${ours.toFixed(0).padStart(10)}`,
+      `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s; ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
     );
-    console.log(`${"ceiling: one COPY of the same rows".padEnd(52)}${ceiling.toFixed(0).padStart(10)}`);
-    console.log(`\nratio ours / COPY: ${(ours / ceiling).toFixed(2)}`);
   } finally {
-    await sql.end();
-    await app.stop();
+    for (const target of targets) {
+      await target.sql.end();
+      await target.child.stop();
+    }
+    await admin.end();
     await pg.stop();
   }
 }

@@ -23,6 +23,7 @@ import { createSql, type Queryable, type Sql } from "../server/store/db.js";
 import { insertUser, upsertOrganizationMember } from "../server/store/member-store.js";
 import { migrate } from "../server/store/migrate.js";
 import { insertOrganization } from "../server/store/organization-store.js";
+import { unconfined } from "../server/store/workspace-scope.js";
 import { insertWorkspace, type WorkspaceRecord } from "../server/store/workspace-store.js";
 import { NO_DIMENSION_ID, recordTraceUsage } from "../server/tracing/usage-recorder.js";
 import { startBenchPostgres } from "./support/bench-postgres.js";
@@ -156,7 +157,7 @@ async function checkEquivalence(sql: Sql, fixture: Fixture): Promise<void> {
     key: i % 20 === 0 ? null : (fixture.keys[i % KEYS] ?? null),
   }));
   for (const t of traces) {
-    await recordTraceUsage(sql, {
+    await recordTraceUsage(unconfined(sql), {
       workspaceId: one.id,
       projectId: one.projects[t.project] ?? "",
       userId: t.user,

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { type App, startApp } from "../../server/app.js";
-import { createLogger } from "../../server/logger.js";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { App } from "../../server/app.js";
+import type { Config } from "../../server/config.js";
 
 /** The server's default pool size (server/config.ts), so concurrency 32 queues on the pool as in production. */
 export const BENCH_DB_POOL_MAX = 10;
@@ -12,6 +14,8 @@ const SHUTDOWN_GRACE_MS = 1_000;
 const SCHEMA_RESOLVE_TIMEOUT_MS = 30_000;
 /** Postgres statement timeout: bench requests take milliseconds, so only a hung database would reach it. */
 const STATEMENT_TIMEOUT_MS = 60_000;
+/** This checkout: the agentplane the benches measure unless told to run another one. */
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** What a bench's agentplane needs besides the fixed bench configuration (JSON-serialisable). */
 export interface BenchAppSetup {
@@ -32,32 +36,45 @@ export function createBenchApiKey(): string {
   return `ap_pt_bench_${randomBytes(API_KEY_BYTES).toString("base64url")}`;
 }
 
+/** The configuration every bench server runs with, as server/config.ts would parse it. */
+function benchConfig(setup: BenchAppSetup): Config {
+  return {
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl: setup.databaseUrl,
+    dataDir: setup.dataDir,
+    role: "all",
+    auth: "apikey",
+    bootstrapApiKey: setup.apiKey,
+    plan: "enterprise",
+    adminEmail: "admin@example.com",
+    dbPoolMax: BENCH_DB_POOL_MAX,
+    statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+    shutdownGraceMs: SHUTDOWN_GRACE_MS,
+    logLevel: "error",
+    graphConfigPath: setup.graphConfigPath,
+    usageReporting: true,
+    assistantDefaults: undefined,
+    schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
+  };
+}
+
+/** What a checkout's server/app.ts and server/logger.ts export that the benches use. */
+interface CheckoutModules {
+  startApp: typeof import("../../server/app.js").startApp;
+  createLogger: typeof import("../../server/logger.js").createLogger;
+}
+
 /**
  * Starts agentplane as the benches measure it: every role in one process on a free port of 127.0.0.1,
  * API-key auth with `setup.apiKey` as the admin key, the default pool size, usage reporting on, and
- * only errors logged.
+ * only errors logged. `root` is the checkout whose server runs (this one by default; another one to
+ * measure a baseline side by side): its `server/app.ts` is imported from there, with its own
+ * node_modules, and must still export `startApp(config, log)`.
  */
-export function startBenchApp(setup: BenchAppSetup): Promise<App> {
-  return startApp(
-    {
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: setup.databaseUrl,
-      dataDir: setup.dataDir,
-      role: "all",
-      auth: "apikey",
-      bootstrapApiKey: setup.apiKey,
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
-      dbPoolMax: BENCH_DB_POOL_MAX,
-      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
-      shutdownGraceMs: SHUTDOWN_GRACE_MS,
-      logLevel: "error",
-      graphConfigPath: setup.graphConfigPath,
-      usageReporting: true,
-      assistantDefaults: undefined,
-      schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
-    },
-    createLogger("error"),
-  );
+export async function startBenchApp(setup: BenchAppSetup, root: string = REPO_ROOT): Promise<App> {
+  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
+  const { startApp } = (await load("server/app.ts")) as Pick<CheckoutModules, "startApp">;
+  const { createLogger } = (await load("server/logger.ts")) as Pick<CheckoutModules, "createLogger">;
+  return startApp(benchConfig(setup), createLogger("error"));
 }

@@ -1,6 +1,7 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createSql } from "../../server/store/db.js";
 import { startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
 
 /** mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it. */
@@ -41,4 +42,20 @@ export async function startBenchPostgres(bench: string): Promise<BenchPostgres> 
     await removeDir();
     throw error;
   }
+}
+
+/**
+ * Creates another database named `name` in the bench's cluster, for a second server of its own (a
+ * baseline checkout), and returns its URL.
+ */
+export async function createBenchDatabase(pg: BenchPostgres, name: string): Promise<string> {
+  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench" });
+  try {
+    await admin`create database ${admin(name)}`;
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(pg.url);
+  url.pathname = `/${name}`;
+  return url.toString();
 }

@@ -1,14 +1,17 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import type { BenchAppSetup } from "./bench-app.js";
+import { type BenchAppSetup, REPO_ROOT } from "./bench-app.js";
 
 /** The environment variable that carries the {@link BenchAppSetup} (JSON), so the key stays out of the process list. */
 export const AGENTPLANE_CHILD_ENV = "BENCH_SERVER";
 /** The child process entry point. */
 const CHILD_ENTRY = fileURLToPath(new URL("./agentplane-child.ts", import.meta.url));
-/** The repository root: the child runs there, as the server would. */
-const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** What the child is told: the server's setup and the checkout to run it from. */
+export interface ChildSetup extends BenchAppSetup {
+  root: string;
+}
 
 /** agentplane running in a child process. */
 export interface AgentplaneChild {
@@ -23,16 +26,18 @@ export interface AgentplaneChild {
 /**
  * Runs agentplane in a child process (bench/support/agentplane-child.ts), so the load generator does
  * not share the server's event loop, and resolves once it listens. With `profileDir`, the child writes
- * its V8 CPU profile (`.cpuprofile`) there when stopped.
+ * its V8 CPU profile (`.cpuprofile`) there when stopped. `root` is the checkout to run (this one by
+ * default): the child runs in that directory, with that checkout's server code and node_modules.
  */
 export async function spawnAgentplane(
   setup: BenchAppSetup,
   profileDir: string | undefined,
+  root: string = REPO_ROOT,
 ): Promise<AgentplaneChild> {
   const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
   const child = spawn(process.execPath, [...profile, "--import", "tsx", CHILD_ENTRY], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify(setup) },
+    cwd: root,
+    env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify({ ...setup, root } satisfies ChildSetup) },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const port = await new Promise<number>((done, fail) => {

@@ -1,6 +1,7 @@
 import { uuidv7 } from "../ids.js";
 import type { JsonObject } from "../tracing/run-normalizer.js";
 import type { Queryable } from "./db.js";
+import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A tracing project row, with statistics over its runs. */
 export interface ProjectRecord {
@@ -119,7 +120,7 @@ function selectProjects(q: Queryable) {
 }
 
 /** Inserts a project; a taken name fails with a unique violation. */
-export async function insertProject(q: Queryable, p: NewProject): Promise<void> {
+export async function insertProject(q: WorkspaceBound, p: NewProject): Promise<void> {
   await q`
     insert into tracing_projects (
       id, workspace_id, name, description, metadata, extra, reference_dataset_id, default_dataset_id,
@@ -132,7 +133,7 @@ export async function insertProject(q: Queryable, p: NewProject): Promise<void> 
 
 /** One project of a workspace by id, or undefined. */
 export async function findProject(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   id: string,
 ): Promise<ProjectRecord | undefined> {
@@ -143,7 +144,7 @@ export async function findProject(
 
 /** One project of a workspace by name, or undefined. */
 export async function findProjectByName(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   name: string,
 ): Promise<ProjectRecord | undefined> {
@@ -154,7 +155,7 @@ export async function findProjectByName(
 
 /** A page of a workspace's projects, newest first. */
 export async function listProjects(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   f: ProjectFilter,
 ): Promise<ProjectRecord[]> {
@@ -175,7 +176,7 @@ export async function listProjects(
 
 /** Changes the given fields of a project; false when the workspace has no such project. */
 export async function updateProject(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   id: string,
   change: {
@@ -203,7 +204,7 @@ export async function updateProject(
  * Deletes a project, its runs (by cascade) and their feedback and attachments; false when the
  * workspace has no such project.
  */
-export async function deleteProject(q: Queryable, workspaceId: string, id: string): Promise<boolean> {
+export async function deleteProject(q: WorkspaceBound, workspaceId: string, id: string): Promise<boolean> {
   await q`
     delete from run_feedback f using runs r
     where f.workspace_id = ${workspaceId} and r.workspace_id = ${workspaceId} and r.session_id = ${id}
@@ -222,7 +223,7 @@ export async function deleteProject(q: Queryable, workspaceId: string, id: strin
  * auto-creation). Safe under concurrent ingests of the same new name.
  */
 export async function ensureProjectsByName(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   names: readonly string[],
 ): Promise<Map<string, string>> {
@@ -240,7 +241,7 @@ export async function ensureProjectsByName(
 
 /** Which of the given project ids exist in the workspace. */
 export async function existingProjectIds(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   ids: readonly string[],
 ): Promise<Set<string>> {

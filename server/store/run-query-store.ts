@@ -2,6 +2,7 @@ import type { RunCondition, SqlFragment } from "../tracing/filter/index.js";
 import { runFilterSql } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
 import { inWorkspace } from "./sql-conditions.js";
+import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** The run fields that are large JSON columns, read from the table only when a query selects them. */
 export const RUN_JSON_COLUMNS = [
@@ -118,7 +119,11 @@ function columns(q: Queryable, json: ReadonlySet<RunJsonColumn>): SqlFragment {
 const ALL_JSON: ReadonlySet<RunJsonColumn> = new Set(RUN_JSON_COLUMNS);
 
 /** One run of a workspace with every column, or undefined. */
-export async function findRun(q: Queryable, workspaceId: string, runId: string): Promise<RunRow | undefined> {
+export async function findRun(
+  q: WorkspaceBound,
+  workspaceId: string,
+  runId: string,
+): Promise<RunRow | undefined> {
   const [row] = await q<RunRow[]>`
     select ${columns(q, ALL_JSON)} from runs as run
     where run.workspace_id = ${workspaceId} and run.id = ${runId}`;
@@ -129,7 +134,7 @@ export async function findRun(q: Queryable, workspaceId: string, runId: string):
  * One page of runs matching `query`, ordered by (start_time, id) in `query.order`, starting after
  * `query.after`. Reads `limit + 1` rows so the caller knows whether another page follows.
  */
-export async function queryRuns(q: Queryable, query: RunQuery): Promise<RunRow[]> {
+export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<RunRow[]> {
   const where: SqlFragment[] = [];
   if (query.sessionIds.length > 0) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
   if (query.runType !== undefined) where.push(q`run.run_type = ${query.runType}`);
@@ -175,7 +180,7 @@ export async function queryRuns(q: Queryable, query: RunQuery): Promise<RunRow[]
 
 /** The ids among `ids` of tracing projects of the workspace. */
 export async function findProjectIds(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   ids: readonly string[],
 ): Promise<string[]> {

@@ -1,5 +1,6 @@
 import type { NormalizedFeedback, NormalizedRun } from "../tracing/run-normalizer.js";
 import type { Queryable } from "./db.js";
+import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A run ready to be written: normalised, with its project resolved to an id. */
 export type RunRow = Omit<NormalizedRun, "project" | "positioned"> & { projectId: string };
@@ -101,7 +102,7 @@ function insertRuns(q: Queryable, workspaceId: string, sender: RunSender, rows: 
  * nothing and a post after its patch keeps the patch's end data. Rows must have distinct ids.
  */
 export async function upsertPostedRuns(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   sender: RunSender,
   rows: readonly RunRow[],
@@ -173,7 +174,7 @@ function patchAssignments(q: Queryable) {
  * the patch arrives before its post (the post then fills in what the patch lacked).
  */
 export async function upsertPatchedRuns(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   sender: RunSender,
   rows: readonly RunRow[],
@@ -188,7 +189,7 @@ export async function upsertPatchedRuns(
 
 /** Merges patches into stored runs only; returns the ids of the runs that exist. */
 export async function updatePatchedRuns(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   rows: readonly RunRow[],
 ): Promise<string[]> {
@@ -203,7 +204,7 @@ export async function updatePatchedRuns(
 
 /** Stores feedback items; a re-sent item (same id) changes nothing. */
 export async function insertFeedback(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   items: readonly NormalizedFeedback[],
 ): Promise<void> {
@@ -230,7 +231,7 @@ export async function insertFeedback(
  * shape). Runs without feedback are left as they are.
  */
 export async function refreshFeedbackStats(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   runIds: readonly string[],
 ): Promise<void> {
@@ -260,7 +261,7 @@ export async function refreshFeedbackStats(
 
 /** Stores attachments; a re-sent attachment replaces the stored one of the same run and name. */
 export async function upsertAttachments(
-  q: Queryable,
+  q: WorkspaceBound,
   workspaceId: string,
   attachments: readonly RunAttachment[],
 ): Promise<void> {

@@ -1,5 +1,6 @@
 import type { RollupCover, TimeRange, UsageUnit } from "../tracing/usage-window.js";
 import type { Queryable } from "./db.js";
+import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A rollup dimension: what traces are counted by. */
 export type UsageDimension = "workspace" | "project" | "user" | "api_key";
@@ -42,7 +43,7 @@ interface Row {
  * hourly rows for the edges, through the primary key, so its cost is the number of rollup rows in
  * the range, independent of the number of traces.
  */
-export async function queryUsage(q: Queryable, query: UsageQuery): Promise<UsageBucketRow[]> {
+export async function queryUsage(q: WorkspaceBound, query: UsageQuery): Promise<UsageBucketRow[]> {
   const { cover } = query;
   const [early, late] = cover.hours;
   const label = labelOf(q, query);

@@ -9,7 +9,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { explainUnstorableInput } from "../services/unstorable-input.js";
-import { PgCode, pgErrorCode, type Queryable, type Sql } from "../store/db.js";
+import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
@@ -22,6 +22,7 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
+import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
 import {
   type FeedbackInput,
   type NormalizedRun,
@@ -91,7 +92,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       const feedback = (batch.feedback ?? []).map(normalizeFeedback);
       const attachments = batch.attachments ?? [];
       try {
-        return await sql.begin(async (tx) => {
+        return await sql.begin(async (transaction) => {
+          const tx = await enterWorkspaceScope(transaction, [actor.workspaceId]);
           const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
@@ -175,7 +177,7 @@ function mergeById(items: readonly RunInput[]): RunInput[] {
  * exist in the workspace (a key never writes into another workspace's project).
  */
 async function resolveProjects(
-  tx: Queryable,
+  tx: WorkspaceBound,
   workspaceId: string,
   runs: readonly NormalizedRun[],
 ): Promise<(run: NormalizedRun) => string> {

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "../../test/support/database.js";
 import { uuidv7 } from "../ids.js";
 import { insertOrganization } from "../store/organization-store.js";
+import { enterWorkspaceScope, inWorkspaceScope } from "../store/workspace-scope.js";
 import { insertWorkspace } from "../store/workspace-store.js";
 import { NO_DIMENSION_ID, recordTraceUsage } from "./usage-recorder.js";
 
@@ -48,10 +49,13 @@ describe("recordTraceUsage", () => {
       receivedAt: new Date("2026-03-01T23:59:59.999Z"),
     };
     await db().sql.begin(async (tx) => {
-      await recordTraceUsage(tx, trace);
-      await recordTraceUsage(tx, trace);
+      const scoped = await enterWorkspaceScope(tx, [workspaceId]);
+      await recordTraceUsage(scoped, trace);
+      await recordTraceUsage(scoped, trace);
     });
-    await recordTraceUsage(db().sql, { ...trace, receivedAt: new Date("2026-03-02T00:00:00Z") });
+    await inWorkspaceScope(db().sql, [workspaceId], (q) =>
+      recordTraceUsage(q, { ...trace, receivedAt: new Date("2026-03-02T00:00:00Z") }),
+    );
 
     const all = await rows();
     const expected = (granularity: string, bucket: string, traces: string) =>
@@ -77,13 +81,15 @@ describe("recordTraceUsage", () => {
 
   it("counts a trace without user or key under the nil UUID", async () => {
     await db().sql`delete from usage_rollups`;
-    await recordTraceUsage(db().sql, {
-      workspaceId,
-      projectId,
-      userId: null,
-      apiKeyId: null,
-      receivedAt: new Date("2026-04-10T12:30:00Z"),
-    });
+    await inWorkspaceScope(db().sql, [workspaceId], (q) =>
+      recordTraceUsage(q, {
+        workspaceId,
+        projectId,
+        userId: null,
+        apiKeyId: null,
+        receivedAt: new Date("2026-04-10T12:30:00Z"),
+      }),
+    );
     const all = await rows();
     expect(all.filter((r) => r.dimension === "user" || r.dimension === "api_key")).toHaveLength(4);
     expect(
@@ -93,8 +99,8 @@ describe("recordTraceUsage", () => {
 
   it("rolls back with the transaction that failed to insert the trace", async () => {
     await db().sql`delete from usage_rollups`;
-    const failed = db().sql.begin(async (tx) => {
-      await recordTraceUsage(tx, { workspaceId, projectId, userId, apiKeyId, receivedAt: new Date() });
+    const failed = inWorkspaceScope(db().sql, [workspaceId], async (q) => {
+      await recordTraceUsage(q, { workspaceId, projectId, userId, apiKeyId, receivedAt: new Date() });
       throw new Error("ingest failed");
     });
     await expect(failed).rejects.toThrow("ingest failed");

@@ -1,4 +1,4 @@
-import type { Queryable } from "../store/db.js";
+import type { WorkspaceBound } from "../store/workspace-scope.js";
 
 /** The nil UUID: the dimension value of a trace sent without a user (service key) or without a key. */
 export const NO_DIMENSION_ID = "00000000-0000-0000-0000-000000000000";
@@ -27,7 +27,7 @@ export interface TraceUsage {
  * The rows are per hour/day and per dimension value, so that wait is the only contention, and it lasts
  * only until the ingest transaction commits.
  */
-export async function recordTraceUsage(tx: Queryable, trace: TraceUsage): Promise<void> {
+export async function recordTraceUsage(tx: WorkspaceBound, trace: TraceUsage): Promise<void> {
   const userId = trace.userId ?? NO_DIMENSION_ID;
   const apiKeyId = trace.apiKeyId ?? NO_DIMENSION_ID;
   await tx`

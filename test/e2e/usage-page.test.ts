@@ -9,6 +9,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
+import { unconfined } from "../../server/store/workspace-scope.js";
 import { recordTraceUsage } from "../../server/tracing/usage-recorder.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -53,7 +54,7 @@ beforeAll(async () => {
       [projects.alpha, "2026-03-07T23:30:00Z"],
     ];
     for (const [projectId, at] of traces) {
-      await recordTraceUsage(sql, {
+      await recordTraceUsage(unconfined(sql), {
         workspaceId,
         projectId,
         userId: me.user?.id ?? null,

@@ -12,6 +12,7 @@ import { UsageService } from "../../gen/agentplane/tracing/v1/usage_service_pb.j
 import { ConnectError } from "../../sdk/index.js";
 import { uuidv7 } from "../../server/ids.js";
 import { createSql } from "../../server/store/db.js";
+import { unconfined } from "../../server/store/workspace-scope.js";
 import { createIngestService } from "../../server/tracing/ingest-service.js";
 import { recordTraceUsage } from "../../server/tracing/usage-recorder.js";
 import { USAGE_CSV_COLUMNS } from "../../server/transport/usage-export-adapter.js";
@@ -44,7 +45,7 @@ async function trace(
   opts: { workspace?: string; project?: string; user?: string | null; key?: string | null } = {},
 ) {
   await sql.begin((tx) =>
-    recordTraceUsage(tx, {
+    recordTraceUsage(unconfined(tx), {
       workspaceId: opts.workspace ?? wsA,
       projectId: opts.project ?? projects.alpha,
       userId: opts.user === undefined ? adminUser.id : opts.user,

@@ -5,10 +5,16 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { queryRuns, type RunQuery } from "../../server/store/run-query-store.js";
+import { unconfined } from "../../server/store/workspace-scope.js";
 import { runFilterSql, validateFilter } from "../../server/tracing/filter/index.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();
+/**
+ * The table owner's connection, which row-level security does not confine: these tests prove that
+ * the SQL alone keeps every query in its workspace (row-level-security.test.ts proves the layer below).
+ */
+const owner = () => unconfined(db().sql);
 const org = uuidv7();
 const ws = uuidv7();
 const otherWs = uuidv7();
@@ -260,7 +266,7 @@ describe("queryRuns", () => {
   const names = (rows: { name: string }[]) => rows.map((r) => r.name);
 
   it("applies trace_filter to the root run of each run's trace", async () => {
-    const rows = await queryRuns(db().sql, {
+    const rows = await queryRuns(owner(), {
       ...base(),
       traceCondition: validateFilter(`has(tags, "prod")`),
     });
@@ -268,7 +274,7 @@ describe("queryRuns", () => {
   });
 
   it("applies tree_filter to any run of the trace", async () => {
-    const rows = await queryRuns(db().sql, {
+    const rows = await queryRuns(owner(), {
       ...base(),
       isRoot: true,
       treeCondition: validateFilter(`gt(total_tokens, 200)`),
@@ -277,27 +283,27 @@ describe("queryRuns", () => {
   });
 
   it("pages with a key on (start_time, id) in both orders", async () => {
-    const first = await queryRuns(db().sql, { ...base(), limit: 2 });
+    const first = await queryRuns(owner(), { ...base(), limit: 2 });
     expect(names(first)).toEqual(["llm2", "root2", "tool1"]);
     const after = { startTime: first[1]!.start_time, id: first[1]!.id };
     expect(after.startTime).toBe("2024-02-01T00:00:00.000001Z");
-    expect(names(await queryRuns(db().sql, { ...base(), limit: 2, after }))).toEqual([
+    expect(names(await queryRuns(owner(), { ...base(), limit: 2, after }))).toEqual([
       "tool1",
       "llm1",
       "root1",
     ]);
-    expect(names(await queryRuns(db().sql, { ...base(), order: "asc", limit: 10, after }))).toEqual(["llm2"]);
+    expect(names(await queryRuns(owner(), { ...base(), order: "asc", limit: 10, after }))).toEqual(["llm2"]);
   });
 
   it("keeps a top-level or() and search() inside the workspace", async () => {
     const all = { ...base(), sessionIds: [] };
-    const or = await queryRuns(db().sql, {
+    const or = await queryRuns(owner(), {
       ...all,
       conditions: [validateFilter(`or(eq(name, "nothing"), eq(run_type, "chain"))`)],
     });
     expect(or.every((r) => r.workspace_id === ws)).toBe(true);
     expect(names(or).sort()).toEqual(["root1", "root2"]);
-    const search = await queryRuns(db().sql, { ...all, conditions: [validateFilter(`search("root1")`)] });
+    const search = await queryRuns(owner(), { ...all, conditions: [validateFilter(`search("root1")`)] });
     expect(search.map((r) => r.workspace_id)).toEqual([ws]);
   });
 
@@ -305,12 +311,12 @@ describe("queryRuns", () => {
     // otherWs has one run; "llm1" exists only in ws, so no run of otherWs may pass either filter.
     const other = { ...base(), workspaceId: otherWs, sessionIds: [] };
     const condition = validateFilter(`or(eq(name, "nothing"), eq(name, "llm1"))`);
-    expect(await queryRuns(db().sql, { ...other, traceCondition: condition })).toEqual([]);
-    expect(await queryRuns(db().sql, { ...other, treeCondition: condition })).toEqual([]);
+    expect(await queryRuns(owner(), { ...other, traceCondition: condition })).toEqual([]);
+    expect(await queryRuns(owner(), { ...other, treeCondition: condition })).toEqual([]);
   });
 
   it("reads JSON columns only when asked", async () => {
-    const [row] = await queryRuns(db().sql, { ...base(), ids: [id.root1!], json: new Set(["inputs"]) });
+    const [row] = await queryRuns(owner(), { ...base(), ids: [id.root1!], json: new Set(["inputs"]) });
     expect(row?.inputs).toEqual({ q: "hello world" });
     expect(row?.outputs).toBeNull();
     expect(row?.thread_id).toBe("c1");

@@ -20,3 +20,12 @@ export async function createTestWorkspace(q: Queryable): Promise<string> {
   });
   return workspaceId;
 }
+
+/** The tables under row-level security (migration 0020), which a workspace scope confines. */
+export const ROW_LEVEL_SECURITY_TABLES = [
+  "tracing_projects",
+  "runs",
+  "run_feedback",
+  "run_attachments",
+  "usage_rollups",
+] as const;

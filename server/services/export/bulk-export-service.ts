@@ -20,6 +20,7 @@ import { findExportRun, listExportRuns } from "../../store/bulk-export-run-store
 import { type ExportRecord, findExport, finishExport, listExports } from "../../store/bulk-export-store.js";
 import type { Sql } from "../../store/db.js";
 import { findProjectIds } from "../../store/run-query-store.js";
+import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { toDestinationMessage, toExportMessage, toRunMessage } from "./bulk-export-messages.js";
@@ -98,7 +99,10 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
       const input = parseExportRequest(request);
       if (!(await findDestination(sql, workspace.id, input.destinationId)))
         throw destinationNotFound(input.destinationId);
-      if ((await findProjectIds(sql, workspace.id, [input.sessionId])).length === 0)
+      const projects = await inWorkspaceScope(sql, [workspace.id], (q) =>
+        findProjectIds(q, workspace.id, [input.sessionId]),
+      );
+      if (projects.length === 0)
         throw new ConnectError(
           `tracing project ${input.sessionId} not found in this workspace`,
           Code.NotFound,

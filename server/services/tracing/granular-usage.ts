@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import type { Queryable } from "../../store/db.js";
+import type { Sql } from "../../store/db.js";
 import { queryUsage, type UsageDimension } from "../../store/usage-store.js";
+import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { listGrantedWorkspaces } from "../../store/workspace-store.js";
 import { NO_DIMENSION_ID } from "../../tracing/usage-recorder.js";
 import {
@@ -67,7 +68,7 @@ const MAX_TRACES = 0x7fff_ffff;
  * computation behind both the JSON API and the CSV export.
  */
 export async function computeGranularUsage(
-  q: Queryable,
+  sql: Sql,
   principal: Principal,
   params: GranularUsageParams,
 ): Promise<GranularUsage> {
@@ -78,18 +79,20 @@ export async function computeGranularUsage(
     );
   }
   const { start, end, workspaceIds, dimension, unit } = validate(params);
-  const granted = new Set((await listGrantedWorkspaces(q, principal.grant)).map((w) => w.id));
+  const granted = new Set((await listGrantedWorkspaces(sql, principal.grant)).map((w) => w.id));
   const readable = [...new Set(workspaceIds.map((id) => id.toLowerCase()))].filter((id) => granted.has(id));
   const rows =
     readable.length === 0
       ? []
-      : await queryUsage(q, {
-          organizationId: principal.organization.id,
-          workspaceIds: readable,
-          dimension,
-          unit,
-          cover: rollupCover(start, end),
-        });
+      : await inWorkspaceScope(sql, readable, (q) =>
+          queryUsage(q, {
+            organizationId: principal.organization.id,
+            workspaceIds: readable,
+            dimension,
+            unit,
+            cover: rollupCover(start, end),
+          }),
+        );
   return {
     unit,
     stride: strideOf(unit),

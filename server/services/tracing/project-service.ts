@@ -17,6 +17,7 @@ import {
   type ProjectRecord,
   updateProject,
 } from "../../store/project-store.js";
+import { inWorkspaceScope, type WorkspaceBound } from "../../store/workspace-scope.js";
 import { type JsonObject, MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
@@ -31,8 +32,13 @@ export interface ProjectServiceDeps {
   sql: Sql;
 }
 
-/** ProjectService: tracing projects of the caller's workspace, as the langsmith SDK manages them. */
+/**
+ * ProjectService: tracing projects of the caller's workspace, as the langsmith SDK manages them.
+ * Every call works in a workspace scope (row-level security) of that workspace.
+ */
 export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<typeof ProjectService> {
+  const scoped = <T>(workspaceId: string, work: (q: WorkspaceBound) => Promise<T>) =>
+    inWorkspaceScope(sql, [workspaceId], work);
   return {
     async createProject(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "projects:create");
@@ -40,30 +46,35 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
       if (!s) throw invalid('the body must be a project: {"name": ...}');
       const name = requireName(s.name);
       if (request.upsert) {
-        const existing = await findProjectByName(sql, workspace.id, name);
+        const existing = await scoped(workspace.id, (q) => findProjectByName(q, workspace.id, name));
         if (existing) return toSession(existing);
       }
       if (s.traceTier !== undefined && !TRACE_TIERS.includes(s.traceTier))
         throw invalid(`trace_tier must be one of ${TRACE_TIERS.join(", ")}`);
       const { metadata, rest } = splitExtra(s.extra);
       const id = s.id === undefined ? uuidv7() : requireUuid(s.id, "id");
+      const project = {
+        id,
+        workspaceId: workspace.id,
+        name,
+        description: s.description ?? null,
+        metadata,
+        extra: rest,
+        referenceDatasetId: optionalUuid(s.referenceDatasetId, "reference_dataset_id"),
+        defaultDatasetId: optionalUuid(s.defaultDatasetId, "default_dataset_id"),
+        traceTier: s.traceTier ?? null,
+        startTime: s.startTime ? timestampDate(s.startTime) : null,
+        endTime: s.endTime ? timestampDate(s.endTime) : null,
+      };
       try {
-        await insertProject(sql, {
-          id,
-          workspaceId: workspace.id,
-          name,
-          description: s.description ?? null,
-          metadata,
-          extra: rest,
-          referenceDatasetId: optionalUuid(s.referenceDatasetId, "reference_dataset_id"),
-          defaultDatasetId: optionalUuid(s.defaultDatasetId, "default_dataset_id"),
-          traceTier: s.traceTier ?? null,
-          startTime: s.startTime ? timestampDate(s.startTime) : null,
-          endTime: s.endTime ? timestampDate(s.endTime) : null,
+        const created = await scoped(workspace.id, async (q) => {
+          await insertProject(q, project);
+          return mustFind(q, workspace.id, id);
         });
+        return toSession(created);
       } catch (error) {
         if (pgErrorCode(error) !== PgCode.uniqueViolation) throw error;
-        const existing = await findProjectByName(sql, workspace.id, name);
+        const existing = await scoped(workspace.id, (q) => findProjectByName(q, workspace.id, name));
         if (existing && request.upsert) return toSession(existing);
         throw new ConnectError(
           existing
@@ -72,7 +83,6 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
           Code.AlreadyExists,
         );
       }
-      return toSession(await mustFind(sql, workspace.id, id));
     },
 
     async listProjects(request, ctx) {
@@ -81,7 +91,7 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
       if (limit < 1 || limit > MAX_PAGE_SIZE) throw invalid(`limit must be 1 to ${MAX_PAGE_SIZE}`);
       const offset = request.offset ?? 0;
       if (offset < 0) throw invalid("offset must not be negative");
-      const sessions = await listProjects(sql, workspace.id, {
+      const filter = {
         ...(request.id.length > 0 ? { ids: request.id.map((id) => requireUuid(id, "id")) } : {}),
         ...(request.name !== undefined ? { name: request.name } : {}),
         ...(request.nameContains !== undefined ? { nameContains: request.nameContains } : {}),
@@ -92,13 +102,15 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
         ...(request.metadata !== undefined ? { metadata: parseMetadata(request.metadata) } : {}),
         limit,
         offset,
-      });
+      };
+      const sessions = await scoped(workspace.id, (q) => listProjects(q, workspace.id, filter));
       return { sessions: sessions.map(toSession) };
     },
 
     async getProject(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "projects:read");
-      return toSession(await mustFind(sql, workspace.id, requireUuid(request.sessionId, "session_id")));
+      const id = requireUuid(request.sessionId, "session_id");
+      return toSession(await scoped(workspace.id, (q) => mustFind(q, workspace.id, id)));
     },
 
     async updateProject(request, ctx) {
@@ -106,14 +118,18 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
       const id = requireUuid(request.sessionId, "session_id");
       const u: Partial<TracerSessionUpdate> = request.update ?? {};
       const extra = u.extra === undefined ? undefined : splitExtra(u.extra);
-      let found: boolean;
+      const change = {
+        ...(u.name !== undefined ? { name: requireName(u.name) } : {}),
+        ...(u.description !== undefined ? { description: u.description } : {}),
+        ...(extra ? { metadata: extra.metadata, extra: extra.rest } : {}),
+        ...(u.endTime ? { endTime: timestampDate(u.endTime) } : {}),
+      };
       try {
-        found = await updateProject(sql, workspace.id, id, {
-          ...(u.name !== undefined ? { name: requireName(u.name) } : {}),
-          ...(u.description !== undefined ? { description: u.description } : {}),
-          ...(extra ? { metadata: extra.metadata, extra: extra.rest } : {}),
-          ...(u.endTime ? { endTime: timestampDate(u.endTime) } : {}),
+        const updated = await scoped(workspace.id, async (q) => {
+          if (!(await updateProject(q, workspace.id, id, change))) throw notFound(id);
+          return mustFind(q, workspace.id, id);
         });
+        return toSession(updated);
       } catch (error) {
         if (pgErrorCode(error) === PgCode.uniqueViolation)
           throw new ConnectError(
@@ -122,14 +138,12 @@ export function createProjectService({ sql }: ProjectServiceDeps): ServiceImpl<t
           );
         throw error;
       }
-      if (!found) throw notFound(id);
-      return toSession(await mustFind(sql, workspace.id, id));
     },
 
     async deleteProject(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "projects:delete");
       const id = requireUuid(request.sessionId, "session_id");
-      const deleted = await sql.begin((tx) => deleteProject(tx, workspace.id, id));
+      const deleted = await scoped(workspace.id, (q) => deleteProject(q, workspace.id, id));
       if (!deleted) throw notFound(id);
       return {};
     },
@@ -168,8 +182,8 @@ function toSession(p: ProjectRecord): TracerSession {
   };
 }
 
-async function mustFind(sql: Sql, workspaceId: string, id: string): Promise<ProjectRecord> {
-  const found = await findProject(sql, workspaceId, id);
+async function mustFind(q: WorkspaceBound, workspaceId: string, id: string): Promise<ProjectRecord> {
+  const found = await findProject(q, workspaceId, id);
   if (!found) throw notFound(id);
   return found;
 }

@@ -4,8 +4,12 @@
  *
  * ```ts
  * const condition = validateFilter(text); // throws FilterError { position, expected, detail }
- * await sql`select ... from runs as run where run.workspace_id = ${ws} and ${runFilterSql(sql, condition, "run")}`;
+ * await inWorkspaceScope(sql, [ws], (q) => q`select ... from runs as run
+ *   where ${inWorkspace(q, "run", ws, [runFilterSql(q, condition, "run")])}`);
  * ```
+ *
+ * (`inWorkspace` in store/sql-conditions.ts, `inWorkspaceScope` in store/workspace-scope.ts: the
+ * workspace condition, and the row-level security beneath it.)
  */
 export type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
 export { checkFilter, validateFilter } from "./filter-checker.js";

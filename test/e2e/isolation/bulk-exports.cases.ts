@@ -1,10 +1,10 @@
-import { Code, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { BulkExportService } from "../../../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { ProjectService } from "../../../gen/agentplane/tracing/v1/project_service_pb.js";
 import type { AgentplaneClient } from "../../../sdk/index.js";
 import { type S3Server, startS3Server } from "../../support/s3-server.js";
-import { isolationSuite } from "./isolation-suite.js";
+import { ANSWERED, DENIED, isolationSuite, listOf, NOT_FOUND } from "./isolation-suite.js";
 
 const exports = (c: AgentplaneClient) => createClient(BulkExportService, c.transport);
 /** A range far in the past: the export's runs find nothing and finish quickly. */
@@ -48,20 +48,39 @@ export const suite = isolationSuite<{
       runId: runs[0]?.id ?? "",
     };
   },
+  secrets: (f) => [f.destinationId, f.exportId, f.projectId, "A's bucket"],
   cases: [
+    {
+      ...ANSWERED,
+      name: "BulkExportService.ListDestinations",
+      rest: () => ({ method: "GET", path: "/api/v1/bulk-exports/destinations" }),
+      connect: (c) =>
+        exports(c)
+          .listDestinations({})
+          .then((r) => r.destinations),
+      expectB: listOf(0),
+    },
+    {
+      ...ANSWERED,
+      name: "BulkExportService.ListBulkExports",
+      rest: () => ({ method: "GET", path: "/api/v1/bulk-exports" }),
+      connect: (c) =>
+        exports(c)
+          .listBulkExports({})
+          .then((r) => r.bulkExports),
+      expectB: listOf(0),
+    },
     {
       name: "BulkExportService.GetDestination",
       rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/destinations/${f.destinationId}` }),
       connect: (c, f) => exports(c).getDestination({ destinationId: f.destinationId }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.DeleteDestination",
       rest: (f) => ({ method: "DELETE", path: `/api/v1/bulk-exports/destinations/${f.destinationId}` }),
       connect: (c, f) => exports(c).deleteDestination({ destinationId: f.destinationId }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.CreateBulkExport to A's destination, of A's project",
@@ -81,15 +100,13 @@ export const suite = isolationSuite<{
           sessionId: f.projectId,
           ...RANGE,
         }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.GetBulkExport",
       rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/${f.exportId}` }),
       connect: (c, f) => exports(c).getBulkExport({ bulkExportId: f.exportId }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.UpdateBulkExport (cancel)",
@@ -99,29 +116,25 @@ export const suite = isolationSuite<{
         body: { status: "Cancelled" },
       }),
       connect: (c, f) => exports(c).updateBulkExport({ bulkExportId: f.exportId, status: "Cancelled" }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.ListBulkExportRuns",
       rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/${f.exportId}/runs` }),
       connect: (c, f) => exports(c).listBulkExportRuns({ bulkExportId: f.exportId }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.GetBulkExportRun",
       rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/${f.exportId}/runs/${f.runId}` }),
       connect: (c, f) => exports(c).getBulkExportRun({ bulkExportId: f.exportId, runId: f.runId }),
-      status: 404,
-      code: Code.NotFound,
+      ...NOT_FOUND,
     },
     {
       name: "BulkExportService.ListBulkExports with x-tenant-id of A",
       rest: (f) => ({ method: "GET", path: "/api/v1/bulk-exports", tenantId: f.workspaceA }),
       connect: (c) => exports(c).listBulkExports({}),
-      status: 403,
-      code: Code.PermissionDenied,
+      ...DENIED,
     },
   ],
   async verify({ adminA }, f) {

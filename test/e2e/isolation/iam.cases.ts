@@ -1,44 +1,48 @@
-import { Code } from "@connectrpc/connect";
 import { expect } from "vitest";
-import { isolationSuite } from "./isolation-suite.js";
+import { ANSWERED, DENIED, isolationSuite, NOT_FOUND } from "./isolation-suite.js";
 
 /** IAM: workspaces and API keys of workspace A. */
 export const suite = isolationSuite({
   service: "iam",
-  async setup({ adminA, workspaceA }) {
+  async setup({ adminA, workspaceA, workspaceB }) {
     const adminKeyIdA = (await adminA.identity.whoami({})).apiKeyId;
-    return { workspaceA, adminKeyIdA };
+    return { workspaceA, workspaceB, adminKeyIdA };
   },
+  secrets: (f) => [f.workspaceA],
   cases: [
     {
+      ...NOT_FOUND,
       name: "WorkspaceService.GetWorkspace",
       rest: (f) => ({ method: "GET", path: `/api/v1/workspaces/${f.workspaceA}` }),
       connect: (c, f) => c.workspaces.getWorkspace({ workspaceId: f.workspaceA }),
-      status: 404,
-      code: Code.NotFound,
     },
     {
+      ...NOT_FOUND,
       name: "WorkspaceService.DeleteWorkspace",
       rest: (f) => ({ method: "DELETE", path: `/api/v1/workspaces/${f.workspaceA}` }),
       connect: (c, f) => c.workspaces.deleteWorkspace({ workspaceId: f.workspaceA }),
-      status: 404,
-      code: Code.NotFound,
     },
     {
+      ...DENIED,
       name: "WorkspaceService.GetCurrentWorkspace with x-tenant-id of A",
       rest: (f) => ({ method: "GET", path: "/api/v1/workspaces/current", tenantId: f.workspaceA }),
       connect: (c) => c.workspaces.getCurrentWorkspace({}),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...ANSWERED,
+      name: "WorkspaceService.ListWorkspaces lists B only",
+      rest: () => ({ method: "GET", path: "/api/v1/workspaces" }),
+      connect: (c) => c.workspaces.listWorkspaces({}).then((r) => r.workspaces),
+      expectB: (answer, f) => expect((answer as { id: string }[]).map((w) => w.id)).toEqual([f.workspaceB]),
+    },
+    {
+      ...NOT_FOUND,
       name: "ApiKeyService.RevokeApiKey of A's admin key",
       rest: (f) => ({ method: "DELETE", path: `/api/v1/api-key/${f.adminKeyIdA}` }),
       connect: (c, f) => c.apiKeys.revokeApiKey({ apiKeyId: f.adminKeyIdA }),
-      status: 404,
-      code: Code.NotFound,
     },
     {
+      ...DENIED,
       name: "ApiKeyService.CreateApiKey scoped to A",
       rest: (f) => ({
         method: "POST",
@@ -46,8 +50,6 @@ export const suite = isolationSuite({
         body: { kind: "service", workspace_ids: [f.workspaceA] },
       }),
       connect: (c, f) => c.apiKeys.createApiKey({ kind: "service", workspaceIds: [f.workspaceA] }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
   ],
   async verify({ adminA, workspaceA }) {

@@ -1,8 +1,8 @@
-import { Code, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { expect } from "vitest";
 import { MemberService } from "../../../gen/agentplane/iam/v1/member_service_pb.js";
 import type { AgentplaneClient } from "../../../sdk/index.js";
-import { isolationSuite } from "./isolation-suite.js";
+import { DENIED, isolationSuite } from "./isolation-suite.js";
 
 const members = (client: AgentplaneClient) => createClient(MemberService, client.transport);
 
@@ -18,13 +18,13 @@ export const suite = isolationSuite({
   },
   cases: [
     {
+      ...DENIED,
       name: "MemberService.ListWorkspaceMembers with x-tenant-id of A",
       rest: (f) => ({ method: "GET", path: "/api/v1/workspaces/current/members", tenantId: f.workspaceA }),
       connect: (c) => members(c).listWorkspaceMembers({}),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...DENIED,
       name: "MemberService.AddWorkspaceMember with x-tenant-id of A",
       rest: (f) => ({
         method: "POST",
@@ -33,10 +33,9 @@ export const suite = isolationSuite({
         tenantId: f.workspaceA,
       }),
       connect: (c, f) => members(c).addWorkspaceMember({ userId: f.outsiderId, role: "viewer" }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...DENIED,
       name: "MemberService.UpdateWorkspaceMember with x-tenant-id of A",
       rest: (f) => ({
         method: "PATCH",
@@ -45,10 +44,9 @@ export const suite = isolationSuite({
         tenantId: f.workspaceA,
       }),
       connect: (c, f) => members(c).updateWorkspaceMember({ userId: f.memberId, role: "admin" }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...DENIED,
       name: "MemberService.RemoveWorkspaceMember with x-tenant-id of A",
       rest: (f) => ({
         method: "DELETE",
@@ -56,10 +54,9 @@ export const suite = isolationSuite({
         tenantId: f.workspaceA,
       }),
       connect: (c, f) => members(c).removeWorkspaceMember({ userId: f.memberId }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...DENIED,
       name: "MemberService.AddOrganizationMember",
       rest: () => ({
         method: "POST",
@@ -68,15 +65,12 @@ export const suite = isolationSuite({
       }),
       connect: (c) =>
         members(c).addOrganizationMember({ email: "intruder@example.com", organizationRole: "admin" }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
     {
+      ...DENIED,
       name: "MemberService.RemoveOrganizationMember of A's member",
       rest: (f) => ({ method: "DELETE", path: `/api/v1/orgs/current/members/${f.memberId}` }),
       connect: (c, f) => members(c).removeOrganizationMember({ userId: f.memberId }),
-      status: 403,
-      code: Code.PermissionDenied,
     },
   ],
   async verify({ adminA }, f) {
