@@ -1,6 +1,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "./config.js";
@@ -13,9 +14,11 @@ import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
+import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
+import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { explainUnstorableInput } from "./services/unstorable-input.js";
@@ -25,6 +28,7 @@ import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
+import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
@@ -41,6 +45,14 @@ export interface App {
 
 /** Time between background checks of Postgres and the queue: quick to notice an outage, cheap to run. */
 const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
+/**
+ * Time shutdown may take beyond the grace: the steps after draining requests and jobs (closing the
+ * pool, stopping embedded Postgres) take well under a second when Postgres answers; when it does not,
+ * each step gets what is left of this and the process goes on without it.
+ */
+const SHUTDOWN_MARGIN_MS = 3_000;
+/** What a step that starts after the shutdown deadline still gets: enough to send its signals. */
+const LATE_STEP_MS = 100;
 
 /** What a caller can replace in the process it starts (tests drive export schedules with a clock). */
 export interface AppHooks {
@@ -54,9 +66,21 @@ export interface AppHooks {
  */
 export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
   const cleanups: (() => Promise<void>)[] = [];
+  // Bounded whatever the state of Postgres: a step that overruns is left behind, the next one runs.
   const stopAll = async () => {
-    for (const cleanup of cleanups.reverse())
-      await cleanup().catch((error) => log.error("shutdown step failed", { error }));
+    const deadline = Date.now() + config.shutdownGraceMs + SHUTDOWN_MARGIN_MS;
+    for (const cleanup of cleanups.reverse()) {
+      const step = cleanup().then(
+        () => true,
+        (error: unknown) => {
+          log.error("shutdown step failed", { error });
+          return true;
+        },
+      );
+      const budget = Math.max(deadline - Date.now(), LATE_STEP_MS);
+      if (!(await Promise.race([step, delay(budget).then(() => false)])))
+        log.warn("shutdown step overran the grace; going on without it", { budgetMs: budget });
+    }
   };
   try {
     // Graphs load first: a broken graph stops start-up before anything else is started.
@@ -76,6 +100,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       const embedded = await startEmbeddedPostgres({
         dataDir: join(config.dataDir, "postgres"),
         log: (line) => log.debug(line, { source: "postgres" }),
+        supervise: log,
       });
       cleanups.push(() => embedded.stop());
       databaseUrl = embedded.url;
@@ -111,10 +136,19 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
     cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
 
+    // The check has a connection of its own: a pool busy with long queries is load, not an outage.
+    const checkSql = createSql(databaseUrl, {
+      max: 1,
+      statementTimeoutMs: config.statementTimeoutMs,
+      applicationName: `agentplane-${config.role}-health`,
+    });
+    cleanups.push(() => checkSql.end({ timeout: 1 }));
+    const gate = createDatabaseGate();
     const monitor = createDependencyMonitor({
       checkPostgres: async () => {
-        await sql`select 1`;
+        await checkSql`select 1`;
       },
+      onProbe: (status) => gate.set(status.postgres),
       checkQueue: () => queue.check(),
       intervalMs: DEPENDENCY_CHECK_INTERVAL_MS,
       onChange: (serving, status) => {
@@ -151,7 +185,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     ];
     if (config.role !== "worker") {
       services.push(
-        ...createApiServices(deps, { guard, onInternalError, explainError: explainUnstorableInput }),
+        ...createApiServices(deps, { guard, onInternalError, explainError: explainStoreError, gate }),
       );
     }
     const health = createHealthRegistry(
@@ -167,7 +201,10 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         services,
         health,
         shutdownSignal: shutdown.signal,
-        adapters: config.role === "worker" ? [] : createRestAdapters(deps, auth),
+        adapters:
+          config.role === "worker"
+            ? []
+            : createRestAdapters(deps, auth).map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
         log,
       }),
       {
@@ -191,6 +228,15 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/** The `ConnectError` for a database error that is not a bug: input it cannot store, or an outage. */
+function explainStoreError(error: unknown): ConnectError | undefined {
+  return explainUnstorableInput(error) ?? explainDatabaseOutage(error);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 async function readVersion(): Promise<string> {

@@ -18,6 +18,8 @@ export interface DependencyMonitorOptions {
   intervalMs: number;
   /** Called whenever serving flips, and once with the first result. */
   onChange: (serving: boolean, status: DependencyStatus) => void;
+  /** Called with the result of every check (the database gate follows Postgres alone). */
+  onProbe?: (status: DependencyStatus) => void;
   log: Logger;
 }
 
@@ -48,6 +50,7 @@ export function createDependencyMonitor(options: DependencyMonitorOptions): Depe
       passes(options.checkQueue, "queue", options.log),
     ]);
     current = { postgres, queue };
+    options.onProbe?.(current);
     const now = postgres && queue;
     if (now !== serving) {
       serving = now;
