@@ -22,7 +22,7 @@ import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { explainUnstorableInput } from "./services/unstorable-input.js";
-import { createSql } from "./store/db.js";
+import { checkConnectable, createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
@@ -136,18 +136,12 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
     cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
 
-    // The check has a connection of its own: a pool busy with long queries is load, not an outage.
-    const checkSql = createSql(databaseUrl, {
-      max: 1,
-      statementTimeoutMs: config.statementTimeoutMs,
-      applicationName: `agentplane-${config.role}-health`,
-    });
-    cleanups.push(() => checkSql.end({ timeout: 1 }));
     const gate = createDatabaseGate();
+    const checkedUrl = databaseUrl;
     const monitor = createDependencyMonitor({
-      checkPostgres: async () => {
-        await checkSql`select 1`;
-      },
+      // A fresh connection each time: a pool busy with long queries is load, not an outage, and a
+      // Postgres that takes no new connections is down even while pooled ones still answer.
+      checkPostgres: () => checkConnectable(checkedUrl),
       onProbe: (status) => gate.set(status.postgres),
       checkQueue: () => queue.check(),
       intervalMs: DEPENDENCY_CHECK_INTERVAL_MS,

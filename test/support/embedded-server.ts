@@ -1,0 +1,73 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type AgentplaneProcess, startAgentplaneProcess } from "./agentplane-process.js";
+
+/** A server started as `npm start` starts it, with embedded Postgres, and its JSON log lines. */
+export interface EmbeddedServer extends AgentplaneProcess {
+  /** Every JSON log line written so far, parsed. */
+  readonly logs: Record<string, unknown>[];
+}
+
+/**
+ * Starts `server/main.ts` with no DATABASE_URL, so it runs embedded Postgres under `dataDir`, with
+ * info-level JSON logs collected for the test to read.
+ */
+export async function startEmbeddedServer(
+  dataDir: string,
+  apiKey: string,
+  env: Record<string, string> = {},
+): Promise<EmbeddedServer> {
+  const proc = await startAgentplaneProcess({
+    DATABASE_URL: "",
+    AGENTPLANE_DATA_DIR: dataDir,
+    AGENTPLANE_API_KEY: apiKey,
+    AGENTPLANE_LOG_LEVEL: "info",
+    ...env,
+  });
+  const logs: Record<string, unknown>[] = [];
+  let partial = "";
+  proc.child.stderr?.on("data", (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // Not a log line (a Node warning): nothing to collect.
+      }
+    }
+  });
+  return { ...proc, logs };
+}
+
+/** The pid of the postmaster of the cluster under a server's data directory, from its lock file. */
+export async function postmasterPidOf(dataDir: string): Promise<number> {
+  const content = await readFile(join(dataDir, "postgres", "postmaster.pid"), "utf8");
+  return Number(content.split("\n", 1)[0]);
+}
+
+/** True when the process exists and is not a zombie. */
+export async function isAlive(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  return stat !== "" && stat.charAt(stat.lastIndexOf(")") + 2) !== "Z";
+}
+
+/** A request's status, `detail` and how long it took to answer. */
+export interface TimedAnswer {
+  status: number;
+  detail: unknown;
+  ms: number;
+}
+
+/** Sends a request and times its answer; a request still unanswered after `timeoutMs` rejects. */
+export async function timedFetch(url: string, init: RequestInit, timeoutMs: number): Promise<TimedAnswer> {
+  const started = performance.now();
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  const body = (await res.json().catch(() => ({}))) as { detail?: unknown };
+  return { status: res.status, detail: body.detail, ms: performance.now() - started };
+}
