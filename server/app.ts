@@ -100,7 +100,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       const embedded = await startEmbeddedPostgres({
         dataDir: join(config.dataDir, "postgres"),
         log: (line) => log.debug(line, { source: "postgres" }),
-        supervise: log,
+        lifecycle: log,
       });
       cleanups.push(() => embedded.stop());
       databaseUrl = embedded.url;

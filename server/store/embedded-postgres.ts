@@ -94,10 +94,11 @@ export interface EmbeddedPostgresOptions {
   /** Flush writes to disk. Defaults to true; tests pass false (fsync, synchronous commit off). */
   durable?: boolean;
   /**
-   * Restart Postgres when it exits without being stopped (bounded attempts with backoff, each one a
-   * line on this logger). Without it, a crashed Postgres stays down.
+   * When given, Postgres is restarted when it exits without being stopped (bounded attempts with
+   * backoff), and that, like the stopping of an orphaned postmaster, is logged here as JSON lines.
+   * Without it, a crashed Postgres stays down.
    */
-  supervise?: Logger;
+  lifecycle?: Logger;
 }
 
 /** A running embedded Postgres. */
@@ -130,7 +131,7 @@ export async function startEmbeddedPostgres(
   await prepareDirectories(dataDir, asRoot);
   const initialised = await exists(join(dataDir, "PG_VERSION"));
   const password = await loadOrCreatePassword(join(dirname(dataDir), PASSWORD_FILE), initialised);
-  if (initialised) await releaseDataDir(dataDir, ownerFile, options.log);
+  if (initialised) await releaseDataDir(dataDir, ownerFile, options.log, options.lifecycle);
   else await initialise(dataDir, password, asRoot, tail);
   const user = asRoot ? await lookUpOsUser(OS_USER) : null;
   const flags = postgresFlags(options.durable ?? true);
@@ -162,11 +163,13 @@ export async function startEmbeddedPostgres(
     }
   }
   if (!first.boundToParent) {
-    options.log("setpriv --pdeathsig is unavailable: Postgres outlives this process if it is killed");
+    const message = "setpriv --pdeathsig is unavailable: Postgres outlives this process if it is killed";
+    if (options.lifecycle) options.lifecycle.warn(message, { dataDir });
+    else options.log(message);
   }
 
-  const supervisor = options.supervise
-    ? supervisePostmaster(first, { restart: () => launch(port), log: options.supervise, dataDir })
+  const supervisor = options.lifecycle
+    ? supervisePostmaster(first, { restart: () => launch(port), log: options.lifecycle, dataDir })
     : undefined;
   const current = supervisor ? supervisor.current : () => first;
   running.add(current);
@@ -312,6 +315,7 @@ async function releaseDataDir(
   dataDir: string,
   ownerFile: string,
   log: (line: string) => void,
+  lifecycle: Logger | undefined,
 ): Promise<void> {
   const file = join(dataDir, "postmaster.pid");
   const pid = await readLockPid(file);
@@ -324,10 +328,11 @@ async function releaseDataDir(
           `Stop that process; if it is not a Postgres server for this directory, delete ${file}.`,
       );
     }
-    log(
-      `stopping orphaned postgres process ${pid} of ${dataDir}: its server, process ${owner.server}, is gone`,
-    );
+    const message = "stopping the orphaned embedded Postgres left by a server that is gone";
+    if (lifecycle) lifecycle.warn(message, { dataDir, pid, server: owner.server });
+    else log(`${message}: process ${pid}, server ${owner.server}, directory ${dataDir}`);
     await stopForeignPostmaster(pid, ORPHAN_FAST_SHUTDOWN_MS);
+    lifecycle?.info("stopped the orphaned embedded Postgres", { dataDir, pid });
     // A fast or immediate shutdown removes the lock file itself.
     if ((await readLockPid(file)) === undefined) return;
   }

@@ -86,24 +86,24 @@ describe("embedded Postgres under a running server", () => {
     expect(recoveredMs).toBeLessThan(RECOVERY_MS);
 
     // The restart is logged as JSON lines, and the server works on the new postmaster.
-    expect(server.logs).toContainEqual(
+    expect(server.logs()).toContainEqual(
       expect.objectContaining({
         level: "error",
         message: "embedded Postgres exited unexpectedly; restarting it",
         pid,
       }),
     );
-    expect(server.logs).toContainEqual(
+    expect(server.logs()).toContainEqual(
       expect.objectContaining({ level: "warn", message: "restarting embedded Postgres", attempt: 1 }),
     );
-    expect(server.logs).toContainEqual(expect.objectContaining({ message: "embedded Postgres restarted" }));
+    expect(server.logs()).toContainEqual(expect.objectContaining({ message: "embedded Postgres restarted" }));
     expect(await postmasterPidOf(dataDir)).not.toBe(pid);
     expect((await client.threads.get(before.thread_id)).metadata).toMatchObject({
       written: "before the crash",
     });
     const after = await client.threads.create({ metadata: { written: "after the crash" } });
     expect((await client.threads.get(after.thread_id)).thread_id).toBe(after.thread_id);
-    expect(server.logs.filter((line) => line.message === "request failed")).toEqual([]);
+    expect(server.logs().filter((line) => line.message === "request failed")).toEqual([]);
   });
 
   it("answers 503 instead of hanging while the postmaster is frozen, and recovers when it resumes", async () => {

@@ -2,15 +2,15 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type AgentplaneProcess, startAgentplaneProcess } from "./agentplane-process.js";
 
-/** A server started as `npm start` starts it, with embedded Postgres, and its JSON log lines. */
+/** A server started as `npm start` starts it, with embedded Postgres. */
 export interface EmbeddedServer extends AgentplaneProcess {
-  /** Every JSON log line written so far, parsed. */
-  readonly logs: Record<string, unknown>[];
+  /** Every JSON log line written so far, parsed (start-up included). */
+  logs(): Record<string, unknown>[];
 }
 
 /**
  * Starts `server/main.ts` with no DATABASE_URL, so it runs embedded Postgres under `dataDir`, with
- * info-level JSON logs collected for the test to read.
+ * info-level JSON logs for the test to read.
  */
 export async function startEmbeddedServer(
   dataDir: string,
@@ -24,19 +24,13 @@ export async function startEmbeddedServer(
     AGENTPLANE_LOG_LEVEL: "info",
     ...env,
   });
-  const logs: Record<string, unknown>[] = [];
-  let partial = "";
-  proc.child.stderr?.on("data", (chunk: Buffer) => {
-    const lines = (partial + chunk.toString()).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // Not a log line (a Node warning): nothing to collect.
-      }
-    }
-  });
+  const logs = () => {
+    const lines = proc.stderr().split("\n");
+    lines.pop(); // A line still being written.
+    return lines
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  };
   return { ...proc, logs };
 }
 
