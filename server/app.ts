@@ -51,6 +51,8 @@ const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
  * each step gets what is left of this and the process goes on without it.
  */
 const SHUTDOWN_MARGIN_MS = 3_000;
+/** Seconds the pool waits at shutdown for queries still running after the drain. */
+const POOL_END_SECONDS = 5;
 /** What a step that starts after the shutdown deadline still gets: enough to send its signals. */
 const LATE_STEP_MS = 100;
 
@@ -65,21 +67,22 @@ export interface AppHooks {
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
-  const cleanups: (() => Promise<void>)[] = [];
+  const cleanups: { step: string; run: () => Promise<void> }[] = [];
+  const onStop = (step: string, run: () => Promise<void>) => cleanups.push({ step, run });
   // Bounded whatever the state of Postgres: a step that overruns is left behind, the next one runs.
   const stopAll = async () => {
     const deadline = Date.now() + config.shutdownGraceMs + SHUTDOWN_MARGIN_MS;
-    for (const cleanup of cleanups.reverse()) {
-      const step = cleanup().then(
+    for (const { step: name, run } of cleanups.reverse()) {
+      const step = run().then(
         () => true,
         (error: unknown) => {
-          log.error("shutdown step failed", { error });
+          log.error("shutdown step failed", { step: name, error });
           return true;
         },
       );
       const budget = Math.max(deadline - Date.now(), LATE_STEP_MS);
       if (!(await Promise.race([step, delay(budget).then(() => false)])))
-        log.warn("shutdown step overran the grace; going on without it", { budgetMs: budget });
+        log.warn("shutdown step overran the grace; going on without it", { step: name, budgetMs: budget });
     }
   };
   try {
@@ -91,7 +94,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       schemaTimeoutMs: config.schemaResolveTimeoutMs,
       assistantDefaults: config.assistantDefaults,
     });
-    cleanups.push(() => graphs.close());
+    onStop("graphs", () => graphs.close());
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });
@@ -102,7 +105,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         log: (line) => log.debug(line, { source: "postgres" }),
         lifecycle: log,
       });
-      cleanups.push(() => embedded.stop());
+      onStop("embedded Postgres", () => embedded.stop());
       databaseUrl = embedded.url;
       log.info("started embedded Postgres", { dataDir: join(config.dataDir, "postgres") });
     }
@@ -111,7 +114,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       statementTimeoutMs: config.statementTimeoutMs,
       applicationName: `agentplane-${config.role}`,
     });
-    cleanups.push(() => sql.end({ timeout: 5 }));
+    const gate = createDatabaseGate();
+    // Queries still running after the drain get a few seconds; during an outage nothing will finish.
+    onStop("database pool", () => sql.end({ timeout: gate.open() ? POOL_END_SECONDS : 0 }));
     const applied = await migrate(sql);
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
@@ -134,9 +139,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
-    cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
+    onStop("job queue", () => queue.stop({ graceMs: config.shutdownGraceMs }));
 
-    const gate = createDatabaseGate();
     const checkedUrl = databaseUrl;
     const monitor = createDependencyMonitor({
       // A fresh connection each time: a pool busy with long queries is load, not an outage, and a
@@ -159,7 +163,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ctx: { service: { typeName: string }; method: { name: string } },
     ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
     const identities = createIdentityCache<Identity>();
-    if (config.role !== "worker") cleanups.push(await listenForIdentityChanges(sql, identities.clear));
+    if (config.role !== "worker")
+      onStop("identity listener", await listenForIdentityChanges(sql, identities.clear));
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
@@ -187,7 +192,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ServingStatus.NOT_SERVING,
     );
     await monitor.start();
-    cleanups.push(async () => monitor.stop());
+    onStop("dependency monitor", async () => monitor.stop());
 
     const shutdown = new AbortController();
     const server = createOnePortServer(
@@ -206,7 +211,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       },
     );
     const address = await server.listen(config.port, config.host);
-    cleanups.push(() => server.close(config.shutdownGraceMs));
+    onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 
     let stopping: Promise<void> | undefined;

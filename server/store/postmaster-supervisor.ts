@@ -21,8 +21,6 @@ export interface SupervisorOptions {
   log: Logger;
   /** Named in the log lines. */
   dataDir: string;
-  /** Called with each postmaster that becomes current (the first one is passed to the supervisor). */
-  onStarted?: (postmaster: Postmaster) => Promise<void> | void;
 }
 
 /** Keeps an embedded Postgres running: restarts it when it exits without being asked to. */
@@ -44,6 +42,7 @@ export function supervisePostmaster(first: Postmaster, options: SupervisorOption
   let current: Postmaster | undefined = first;
   let stopping = false;
   let wake: (() => void) | undefined;
+  let restarting: Promise<Postmaster> | undefined;
   let startedAt = Date.now();
   let attemptsLeft = MAX_RESTART_ATTEMPTS;
 
@@ -84,14 +83,14 @@ export function supervisePostmaster(first: Postmaster, options: SupervisorOption
         afterMs: backoff,
       });
       try {
-        const next = await options.restart();
-        if (stopping) {
-          await next.stop();
-          return;
-        }
+        restarting = options.restart();
+        const next = await restarting.finally(() => {
+          restarting = undefined;
+        });
+        // stop() waited for this restart and stops what it started.
+        if (stopping) return;
         current = next;
         startedAt = Date.now();
-        await options.onStarted?.(next);
         log.info("embedded Postgres restarted", { dataDir, attempt, pid: next.pid });
         watch(next);
         return;
@@ -111,7 +110,8 @@ export function supervisePostmaster(first: Postmaster, options: SupervisorOption
     async stop() {
       stopping = true;
       wake?.();
-      await current?.stop();
+      const started = await restarting?.catch(() => undefined);
+      await (started ?? current)?.stop();
     },
   };
 }

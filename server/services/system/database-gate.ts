@@ -14,6 +14,8 @@ export interface DatabaseGate {
    * work already waiting on it. `work` is left to settle by itself (its outcome is ignored).
    */
   race<T>(work: Promise<T>): Promise<T>;
+  /** False while Postgres is reported down. */
+  open(): boolean;
   /** Records whether Postgres answers; on the change to down, every call in the race is refused. */
   set(up: boolean): void;
 }
@@ -24,6 +26,7 @@ export function createDatabaseGate(): DatabaseGate {
   const waiting = new Set<(error: ConnectError) => void>();
   const refusal = databaseUnavailable;
   return {
+    open: () => up,
     admit() {
       if (!up) throw refusal();
     },
