@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, createClient } from "../../sdk/index.js";
 import {
   type EmbeddedServer,
   isAlive,
@@ -134,6 +135,12 @@ describe("embedded Postgres under a running server", () => {
       );
       expect(ingest.status).toBe(503);
       expect(ingest.ms).toBeLessThan(1_000);
+      // The same over the Connect protocol, through our SDK.
+      const sdk = createClient({ baseUrl: server.baseUrl, apiKey: API_KEY });
+      await expect(sdk.threads.searchThreads({})).rejects.toMatchObject({
+        code: Code.Unavailable,
+        rawMessage: "the database is unreachable; retry in a few seconds",
+      });
     } finally {
       process.kill(pid, "SIGCONT");
     }
