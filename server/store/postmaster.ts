@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, chmod, readFile } from "node:fs/promises";
+import { access, chmod, readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { arch, platform } from "node:os";
 import { basename } from "node:path";
@@ -60,7 +60,7 @@ export interface Postmaster {
   readonly boundToParent: boolean;
   /**
    * Stops it within a bound: a fast shutdown, then an immediate one, then SIGKILL. A frozen
-   * (SIGSTOPped) process is continued so that it can act on the signal.
+   * (SIGSTOPped) postmaster and its backends are continued so that they can act on the signals.
    */
   stop(): Promise<void>;
 }
@@ -111,7 +111,7 @@ async function stopChild(child: ChildProcess, exited: Promise<PostmasterExit>): 
     ["SIGQUIT", IMMEDIATE_SHUTDOWN_MS],
   ] as const) {
     child.kill(signal);
-    child.kill("SIGCONT");
+    await continueProcessTree(child.pid);
     if (await Promise.race([gone, delay(waitMs).then(() => false)])) return;
   }
   child.kill("SIGKILL");
@@ -128,7 +128,7 @@ export async function stopForeignPostmaster(pid: number, fastMs: number): Promis
     ["SIGQUIT", IMMEDIATE_SHUTDOWN_MS],
   ] as const) {
     signalIfAlive(pid, signal);
-    signalIfAlive(pid, "SIGCONT");
+    await continueProcessTree(pid);
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (!(await isProcessAlive(pid))) return;
@@ -136,6 +136,26 @@ export async function stopForeignPostmaster(pid: number, fastMs: number): Promis
     }
   }
   if (await isProcessAlive(pid)) throw new Error(`postgres process ${pid} did not stop`);
+}
+
+/**
+ * Sends SIGCONT to a process and its children (a postmaster's backends and helpers): a stopped
+ * process holds signals pending, and a postmaster waits for its backends to exit.
+ */
+async function continueProcessTree(pid: number | undefined): Promise<void> {
+  if (!pid) return;
+  signalIfAlive(pid, "SIGCONT");
+  let entries: string[];
+  try {
+    entries = await readdir("/proc");
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await procStat(Number(entry));
+    if (stat?.ppid === pid && stat.state === "T") signalIfAlive(Number(entry), "SIGCONT");
+  }
 }
 
 function signalIfAlive(pid: number, signal: NodeJS.Signals): void {

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type AgentplaneProcess, startAgentplaneProcess } from "./agentplane-process.js";
 
@@ -64,4 +64,16 @@ export async function timedFetch(url: string, init: RequestInit, timeoutMs: numb
   const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   const body = (await res.json().catch(() => ({}))) as { detail?: unknown };
   return { status: res.status, detail: body.detail, ms: performance.now() - started };
+}
+
+/** Pids of the live (non-zombie) children of a process: a postmaster's backends and helpers. */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] !== "Z" && Number(fields[1]) === pid) children.push(Number(entry));
+  }
+  return children;
 }
