@@ -146,7 +146,12 @@ export async function startEmbeddedPostgres(
         cause: error,
       });
     }
-    await writeOwner(ownerFile, postmaster.pid);
+    try {
+      await writeOwner(ownerFile, postmaster.pid);
+    } catch (error) {
+      await postmaster.stop();
+      throw error;
+    }
     return postmaster;
   };
 

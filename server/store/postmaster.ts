@@ -68,7 +68,9 @@ export interface Postmaster {
 /**
  * Starts the postmaster of `dataDir`. Where util-linux's `setpriv` can set the parent-death signal,
  * the postmaster is started through it with SIGINT, so a server killed with SIGKILL takes its
- * Postgres down with it (a fast shutdown: nothing acknowledged is lost).
+ * Postgres down with it (a fast shutdown: nothing acknowledged is lost). The kernel sends that
+ * signal when the *thread* that started the process ends: start it from the main thread, not from a
+ * worker thread that may end before the process does.
  */
 export async function spawnPostmaster(options: PostmasterOptions): Promise<Postmaster> {
   const binary = await postgresBinary();
@@ -88,10 +90,13 @@ export async function spawnPostmaster(options: PostmasterOptions): Promise<Postm
     child.once("error", reject);
   });
   const ready = new Promise<void>((resolve, reject) => {
+    // The end of the previous chunk, in case the message is split across two reads.
+    let carry = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       const text = chunk.toString("utf8");
       options.log(text);
-      if (text.includes(READY_MESSAGE)) resolve();
+      if ((carry + text).includes(READY_MESSAGE)) resolve();
+      carry = text.slice(-READY_MESSAGE.length);
     });
     exited.then((how) =>
       reject(new Error(`postgres exited before it was ready (${how.signal ?? `code ${how.code}`})`)),
