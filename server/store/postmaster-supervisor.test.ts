@@ -48,7 +48,10 @@ async function occupy(port: number): Promise<Server> {
 const messages = (message: string) => lines.filter((line) => line.message === message);
 
 describe("the embedded Postgres supervisor", () => {
-  it("retries a failing restart with growing waits, logging each attempt, until Postgres is back", async () => {
+  // Two waits of up to RESTART_MS each.
+  it("retries a failing restart with growing waits, logging each attempt, until Postgres is back", {
+    timeout: 70_000,
+  }, async () => {
     const port = Number(new URL(pg.url).port);
     const pid = pg.pid();
     expect(pid).toBeGreaterThan(0);

@@ -34,6 +34,8 @@ const EXIT_SLACK_MS = 3_000 + 2_000;
  * timeout (3 s), with room for a loaded machine.
  */
 const FROZEN_ANSWER_MS = 10_000;
+/** A refusal needs no database: only a loaded machine's scheduling delays it. */
+const REFUSED_AT_ONCE_MS = 2_000;
 /** Pause between requests while waiting for an outage to end. */
 const POLL_MS = 200;
 
@@ -44,7 +46,8 @@ let client: Client;
 const headers = { "x-api-key": API_KEY, "content-type": "application/json" };
 const searchThreads = () =>
   timedFetch(`${server.baseUrl}/threads/search`, { method: "POST", headers, body: "{}" }, OUTAGE_ANSWER_MS);
-const checkDb = () => timedFetch(`${server.baseUrl}/ok?check_db=1`, {}, OUTAGE_ANSWER_MS);
+// A health probe waits for its check (3 s at most when Postgres is frozen): not bound by the 5 s.
+const checkDb = () => timedFetch(`${server.baseUrl}/ok?check_db=1`, {}, FROZEN_ANSWER_MS);
 
 /** Calls the API every POLL_MS until `/ok?check_db=1` answers 200; returns every answer and the time. */
 async function callUntilRecovered(): Promise<{ answers: TimedAnswer[]; recoveredMs: number }> {
@@ -75,7 +78,10 @@ afterAll(async () => {
 });
 
 describe("embedded Postgres under a running server", () => {
-  it("is restarted after SIGKILL; calls meanwhile answer 503 with a detail within 5 s", async () => {
+  // The recovery bound (60 s) plus the calls around it.
+  it("is restarted after SIGKILL; calls meanwhile answer 503 with a detail within 5 s", {
+    timeout: 90_000,
+  }, async () => {
     const before = await client.threads.create({ metadata: { written: "before the crash" } });
     const pid = await postmasterPidOf(dataDir);
 
@@ -113,7 +119,9 @@ describe("embedded Postgres under a running server", () => {
     expect(server.logs().filter((line) => line.message === "request failed")).toEqual([]);
   });
 
-  it("answers 503 instead of hanging while Postgres is frozen, and recovers when it resumes", async () => {
+  it("answers 503 instead of hanging while Postgres is frozen, and recovers when it resumes", {
+    timeout: 90_000,
+  }, async () => {
     // The postmaster and every backend: queries on open connections hang too, not only new ones.
     const pid = await postmasterPidOf(dataDir);
     const cluster = [pid, ...(await childrenOf(pid))];
@@ -136,14 +144,14 @@ describe("embedded Postgres under a running server", () => {
         status: 503,
         detail: "the database is unreachable; retry in a few seconds",
       });
-      expect(search.ms).toBeLessThan(1_000);
+      expect(search.ms).toBeLessThan(REFUSED_AT_ONCE_MS);
       const ingest = await timedFetch(
         `${server.baseUrl}/api/v1/runs/batch`,
         { method: "POST", headers, body: JSON.stringify({ post: [] }) },
         OUTAGE_ANSWER_MS,
       );
       expect(ingest.status).toBe(503);
-      expect(ingest.ms).toBeLessThan(1_000);
+      expect(ingest.ms).toBeLessThan(REFUSED_AT_ONCE_MS);
       // The same over the Connect protocol, through our SDK.
       const sdk = createClient({ baseUrl: server.baseUrl, apiKey: API_KEY });
       await expect(sdk.threads.searchThreads({})).rejects.toMatchObject({
@@ -158,7 +166,10 @@ describe("embedded Postgres under a running server", () => {
     expect((await searchThreads()).status).toBe(200);
   });
 
-  it("exits within its grace on SIGTERM while Postgres is frozen, and stops Postgres", async () => {
+  // A server start on a loaded machine is part of it.
+  it("exits within its grace on SIGTERM while Postgres is frozen, and stops Postgres", {
+    timeout: 90_000,
+  }, async () => {
     const pid = await postmasterPidOf(dataDir);
     const cluster = [pid, ...(await childrenOf(pid))];
     for (const p of cluster) process.kill(p, "SIGSTOP");

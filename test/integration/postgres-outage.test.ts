@@ -81,7 +81,8 @@ it("reports the outage and recovers without a restart", async () => {
   });
   expect(search.status).toBe(503);
   expect(await search.json()).toEqual({ detail: "the database is unreachable; retry in a few seconds" });
-  expect(performance.now() - started).toBeLessThan(1_000);
+  // Refused without touching the database: only a loaded machine's scheduling delays it.
+  expect(performance.now() - started).toBeLessThan(2_000);
 
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port, log: () => {}, durable: false });
   await expect.poll(async () => (await ok()).status, { timeout: 20_000, interval: 250 }).toBe(200);

@@ -86,7 +86,10 @@ afterAll(async () => {
 });
 
 describe("kill -9 of the server", () => {
-  it("takes its postmaster down with it, and the next start serves every acknowledged write", async () => {
+  // Two server starts, a kill and a restart of Postgres: room for a loaded machine.
+  it("takes its postmaster down with it, and the next start serves every acknowledged write", {
+    timeout: 90_000,
+  }, async () => {
     server = await startEmbeddedServer(dataDir, API_KEY);
     const pid = await killWhileWriting(server);
     expect(acknowledged.threads.size).toBeGreaterThan(0);
@@ -104,7 +107,9 @@ describe("kill -9 of the server", () => {
     await expectAllAcknowledged(server);
   });
 
-  it("stops an orphaned postmaster on the next start, then serves every acknowledged write", async () => {
+  it("stops an orphaned postmaster on the next start, then serves every acknowledged write", {
+    timeout: 90_000,
+  }, async () => {
     const running = server ?? (await startEmbeddedServer(dataDir, API_KEY));
     // A frozen postmaster cannot act on the parent-death signal: it outlives the server, as any
     // postmaster does where that signal is unavailable.
