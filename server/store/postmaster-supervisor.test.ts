@@ -1,5 +1,4 @@
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
+import { chmod, mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -32,19 +31,6 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** Listens on the port, retrying while the killed postmaster's socket is still being torn down. */
-async function occupy(port: number): Promise<Server> {
-  for (;;) {
-    const server = createServer();
-    const bound = await new Promise<boolean>((resolve) => {
-      server.once("error", () => resolve(false));
-      server.listen(port, "127.0.0.1", () => resolve(true));
-    });
-    if (bound) return server;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 const messages = (message: string) => lines.filter((line) => line.message === message);
 
 describe("the embedded Postgres supervisor", () => {
@@ -52,18 +38,18 @@ describe("the embedded Postgres supervisor", () => {
   it("retries a failing restart with growing waits, logging each attempt, until Postgres is back", {
     timeout: 70_000,
   }, async () => {
-    const port = Number(new URL(pg.url).port);
     const pid = pg.pid();
     expect(pid).toBeGreaterThan(0);
-    process.kill(pid!, "SIGKILL");
-    // Something else holds the port: every restart fails until it is released.
-    const squatter = await occupy(port);
+    // Without its configuration file Postgres refuses to start: every restart fails until it is back.
+    const conf = join(root, "postgres", "postgresql.conf");
+    await rename(conf, `${conf}.aside`);
     try {
+      process.kill(pid!, "SIGKILL");
       await expect
         .poll(() => messages("restarting embedded Postgres failed").length, { timeout: RESTART_MS })
         .toBeGreaterThanOrEqual(3);
     } finally {
-      await new Promise((resolve) => squatter.close(resolve));
+      await rename(`${conf}.aside`, conf);
     }
     await expect.poll(() => messages("embedded Postgres restarted").length, { timeout: RESTART_MS }).toBe(1);
 
@@ -75,7 +61,7 @@ describe("the embedded Postgres supervisor", () => {
     expect(attempts.map((a) => a.afterMs)).toEqual(attempts.map((_, i) => Math.min(250 * 2 ** i, 8_000)));
     expect(attempts.every((a) => a.level === "warn" && a.maxAttempts === 10)).toBe(true);
     const failure = messages("restarting embedded Postgres failed")[0]!;
-    expect(JSON.stringify(failure.error)).toContain("Address already in use");
+    expect(JSON.stringify(failure.error)).toContain("postgresql.conf");
 
     const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
     try {
