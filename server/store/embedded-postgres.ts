@@ -169,7 +169,7 @@ export async function startEmbeddedPostgres(
   }
   if (!first.boundToParent) {
     const message = "setpriv --pdeathsig is unavailable: Postgres outlives this process if it is killed";
-    if (options.lifecycle) options.lifecycle.warn(message, { dataDir });
+    if (options.lifecycle) options.lifecycle.info(message, { dataDir });
     else options.log(message);
   }
 
