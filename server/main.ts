@@ -3,6 +3,13 @@ import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 
 /**
+ * Beyond the grace, how long shutdown may take before the process exits regardless: a backstop
+ * above the app's own bounded shutdown (grace plus a 3 s margin), so no state of the database or
+ * bug in a step can keep a stopping server alive.
+ */
+const SHUTDOWN_BACKSTOP_MS = 5_000;
+
+/**
  * `npm start`: reads the configuration, starts every part this process's role runs, and shuts down
  * gracefully on SIGINT or SIGTERM (requests, streams and jobs in flight get the grace period).
  */
@@ -39,6 +46,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     log.info("shutting down", { signal });
+    setTimeout(() => {
+      log.error("shutdown overran its grace; exiting now", { graceMs: config.shutdownGraceMs });
+      process.exit(1);
+    }, config.shutdownGraceMs + SHUTDOWN_BACKSTOP_MS).unref();
     stopRequested = true;
     stop();
   };
