@@ -1,6 +1,12 @@
 import type { ExportedFile, RunCursor } from "../store/bulk-export-run-store.js";
 import type { Queryable } from "../store/db.js";
-import { type ExportableRunField, type ExportRow, readExportRows } from "../store/run-export-store.js";
+import {
+  CURSOR_ID,
+  CURSOR_START_US,
+  type ExportableRunField,
+  type ExportRow,
+  readExportRows,
+} from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
 import { dataFileKey, manifestKey, partitionFolder } from "./export-layout.js";
 import { type ObjectUpload, startObjectUpload } from "./object-upload.js";
@@ -194,10 +200,10 @@ async function writeFile(
 
 /** The cursor after `row`: its start time as ISO text with microseconds, and its id. */
 export function cursorOf(row: ExportRow): RunCursor {
-  const micros = BigInt(row.cursor_start_us);
+  const micros = BigInt(String(row[CURSOR_START_US]));
   const iso = new Date(Number(micros / 1000n)).toISOString();
   const sub = String(((micros % 1000n) + 1000n) % 1000n).padStart(3, "0");
-  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: row.cursor_id };
+  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: String(row[CURSOR_ID]) };
 }
 
 /** The manifest of a finished partition: enough to check every file without opening it. */

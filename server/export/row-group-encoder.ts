@@ -2,7 +2,7 @@ import type { ColumnChunk, RowGroup, Statistics } from "hyparquet";
 import { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
-import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
+import { type ExportableRunField, type ExportRow, FIRST_FIELD } from "../store/run-export-store.js";
 import { type ColumnKind, FIELD_KINDS } from "./parquet-schema.js";
 import type { Compressor } from "./zstd-compressor.js";
 
@@ -40,10 +40,13 @@ const PHYSICAL: Readonly<Record<ColumnKind, "BYTE_ARRAY" | "INT64" | "BOOLEAN" |
   double: "DOUBLE",
 };
 
+/** The first byte of Postgres's text output of `true`. */
+const TRUE_TEXT = 0x74;
+
 /**
- * Encodes row groups of export rows straight into Parquet column chunks: each value is written
- * once, into a reused scratch buffer (strings with `Buffer.write`, no per-value allocation), as a
- * PLAIN DATA_PAGE_V2 page compressed with ZSTD. The schema is fixed and known, so none of the
+ * Encodes row groups of export rows straight into Parquet column chunks: each value is copied
+ * once, from the bytes Postgres sent into a reused scratch buffer (text and JSON are never decoded
+ * into strings), as a PLAIN DATA_PAGE_V2 page compressed with ZSTD. The schema is fixed and known, so none of the
  * general writer's per-value work applies: no dictionary attempt (ZSTD removes the repetition of
  * the few low-cardinality columns), no type conversion, min/max statistics only for numbers and
  * timestamps (byte-array bounds would cost a comparison per value, and no reader prunes on a
@@ -66,8 +69,13 @@ export class RowGroupEncoder {
     const start = out.offset;
     const columns: ColumnChunk[] = [];
     let uncompressed = 0n;
-    for (const field of this.fields) {
-      const chunk = this.encodeColumn(out, rows, field);
+    for (let index = 0; index < this.fields.length; index++) {
+      const chunk = this.encodeColumn(
+        out,
+        rows,
+        this.fields[index] as ExportableRunField,
+        FIRST_FIELD + index,
+      );
       uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
       columns.push(chunk);
     }
@@ -80,7 +88,12 @@ export class RowGroupEncoder {
     };
   }
 
-  private encodeColumn(out: ByteWriter, rows: readonly ExportRow[], field: ExportableRunField): ColumnChunk {
+  private encodeColumn(
+    out: ByteWriter,
+    rows: readonly ExportRow[],
+    field: ExportableRunField,
+    position: number,
+  ): ColumnChunk {
     const kind = FIELD_KINDS[field];
     const chunkStart = out.offset;
     const stats = new ColumnStats(kind);
@@ -90,7 +103,7 @@ export class RowGroupEncoder {
     let pageStart = 0;
     this.resetPage();
     for (let i = 0; i < rows.length; i++) {
-      const value = (rows[i] as ExportRow)[field];
+      const value = (rows[i] as ExportRow)[position] ?? null;
       values += this.encodeValue(kind, value, stats);
       if (this.used >= PAGE_BYTES || i === rows.length - 1) {
         uncompressed += this.writePage(out, kind, i + 1 - pageStart);
@@ -129,10 +142,9 @@ export class RowGroupEncoder {
   private readonly booleans: number[] = [];
 
   /** Encodes one row's value of a column; returns how many leaf values (levels) it added. */
-  private encodeValue(kind: ColumnKind, value: unknown, stats: ColumnStats): number {
-    const absent = value === null || value === undefined;
+  private encodeValue(kind: ColumnKind, value: Buffer | null, stats: ColumnStats): number {
     if (kind === "string-list") {
-      const list = value as readonly (string | null)[] | null | undefined;
+      const list = value === null ? null : (JSON.parse(value.toString("utf8")) as readonly (string | null)[]);
       if (!list || list.length === 0) {
         this.defLevels.push(list ? 1 : 0);
         this.repLevels.push(0);
@@ -147,24 +159,27 @@ export class RowGroupEncoder {
           stats.nulls++;
         } else {
           this.defLevels.push(3);
-          this.writeString(element);
+          this.writeText(element);
         }
       }
       return list.length;
     }
-    this.defLevels.push(absent ? 0 : 1);
-    if (absent) {
+    this.defLevels.push(value === null ? 0 : 1);
+    if (value === null) {
       stats.nulls++;
       return 1;
     }
     switch (kind) {
       case "string":
       case "json":
-        this.writeString(value as string);
+        this.ensure(LENGTH_PREFIX_BYTES + value.length);
+        this.scratch.writeUInt32LE(value.length, this.used);
+        value.copy(this.scratch, this.used + LENGTH_PREFIX_BYTES);
+        this.used += LENGTH_PREFIX_BYTES + value.length;
         break;
       case "timestamp":
       case "int64": {
-        const n = BigInt(value as string);
+        const n = BigInt(value.toString("latin1"));
         stats.see(n);
         this.ensure(8);
         this.scratch.writeBigInt64LE(n, this.used);
@@ -172,7 +187,7 @@ export class RowGroupEncoder {
         break;
       }
       case "double": {
-        const n = value as number;
+        const n = Number(value.toString("latin1"));
         if (!Number.isNaN(n)) stats.see(n);
         this.ensure(8);
         this.scratch.writeDoubleLE(n, this.used);
@@ -180,13 +195,13 @@ export class RowGroupEncoder {
         break;
       }
       case "boolean":
-        this.booleans.push(value ? 1 : 0);
+        this.booleans.push(value[0] === TRUE_TEXT ? 1 : 0);
         break;
     }
     return 1;
   }
 
-  private writeString(text: string): void {
+  private writeText(text: string): void {
     this.ensure(LENGTH_PREFIX_BYTES + text.length * MAX_UTF8_PER_UNIT);
     const length = this.scratch.write(text, this.used + LENGTH_PREFIX_BYTES, "utf8");
     this.scratch.writeUInt32LE(length, this.used);

@@ -44,15 +44,22 @@ export const EXPORTABLE_RUN_FIELDS = [
 export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
 
 /**
- * A run as an export reads it: each selected field in the shape its Parquet column takes. UUIDs
- * and text are strings, lists arrays of strings, timestamps microseconds since the epoch and token counts
- * as decimal text (so no precision is lost), JSON fields their JSON text, costs numbers.
+ * A run as an export reads it: Postgres's text output of each column, as the bytes the wire
+ * carried (no decoding into strings, so the Parquet encoder copies text and JSON as they came), or
+ * null. Position {@link CURSOR_START_US} holds the keyset start time in epoch microseconds,
+ * {@link CURSOR_ID} the run's id, and position `FIRST_FIELD + i` the query's `fields[i]`:
+ * UUIDs and text as text, lists as JSON arrays, timestamps as epoch microseconds and token counts
+ * as decimal text (so no precision is lost), JSON fields as JSON text, costs as float8 text and
+ * booleans as `t` or `f`.
  */
-export type ExportRow = Partial<Record<ExportableRunField, unknown>> & {
-  /** The keyset position of the row: its start time in epoch microseconds (decimal text) and id. */
-  readonly cursor_start_us: string;
-  readonly cursor_id: string;
-};
+export type ExportRow = readonly (Buffer | null)[];
+
+/** Where an {@link ExportRow} holds the start time of its keyset position (epoch microseconds). */
+export const CURSOR_START_US = 0;
+/** Where an {@link ExportRow} holds the id of its keyset position. */
+export const CURSOR_ID = 1;
+/** Where an {@link ExportRow}'s first selected field is. */
+export const FIRST_FIELD = 2;
 
 /** What an export partition reads. */
 export interface ExportRowQuery {
@@ -95,6 +102,9 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
     case "prompt_tokens":
     case "completion_tokens":
       return q`${col(field)}::text`;
+    case "parent_run_ids":
+    case "tags":
+      return q`array_to_json(${col(field)})::text`;
     case "total_cost":
     case "prompt_cost":
     case "completion_cost":
@@ -105,7 +115,8 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
 }
 
 /**
- * One page of a partition's runs in keyset order (start_time, id), after `query.after`. The
+ * One page of a partition's runs in keyset order (start_time, id), after `query.after`, as raw
+ * column bytes (see {@link ExportRow}). The
  * workspace, the project, the time window, the position and the export's filter are combined with
  * `inWorkspace`, so nothing in the filter can reach another workspace's or project's runs.
  */
@@ -123,10 +134,11 @@ export async function readExportRows(q: Queryable, query: ExportRowQuery): Promi
   }
   const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
   const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
-  return q<ExportRow[]>`
+  const rows = await q`
     select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
     from runs as run
     where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by run.start_time, run.id
-    limit ${query.limit}`;
+    limit ${query.limit}`.raw();
+  return rows as unknown as ExportRow[];
 }
