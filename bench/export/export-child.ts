@@ -11,7 +11,12 @@
 import { createWriteStream } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { createParquetFileWriter } from "../../server/export/parquet-file-writer.js";
-import { cursorOf, exportPartition } from "../../server/export/partition-exporter.js";
+import {
+  cursorOf,
+  exportPartition,
+  PAGE_ROWS,
+  ROW_GROUP_ROWS,
+} from "../../server/export/partition-exporter.js";
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
 import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
 import { createSql } from "../../server/store/db.js";
@@ -40,10 +45,6 @@ export interface ChildResult {
   rssAfterFile: { rows: number; rssMb: number }[];
 }
 
-/** The exporter's page size, so both modes read alike. */
-const PAGE_ROWS = 2_000;
-/** The row group size the exporter uses. */
-const ROW_GROUP_ROWS = 10_000;
 /** No byte bound: files are cut by rows, the same in both modes. */
 const NO_BYTE_BOUND = Number.MAX_SAFE_INTEGER;
 

@@ -58,7 +58,7 @@ function row(i: number): Run {
     tags: i % 2 ? ["bench", `variant-${i % 5}`] : [],
     feedback_stats: null,
     total_tokens: i % 9 === 0 ? null : String(9_007_199_254_740_993n + BigInt(i)),
-    prompt_tokens: String(i),
+    prompt_tokens: String(i - 2),
     completion_tokens: "0",
     total_cost: i % 8 === 0 ? null : i % 8 === 1 ? 0 : i * 0.000_001,
     prompt_cost: 0,
@@ -90,7 +90,7 @@ describe("Parquet file writer", () => {
     expect(file.bytes).toBe(bytes.length);
     expect(file.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
     const read = await duckdb(
-      `select id, name, parent_run_ids, tags, is_root, total_tokens, total_cost, completion_cost,
+      `select id, name, parent_run_ids, tags, is_root, total_tokens, prompt_tokens, total_cost, completion_cost,
         epoch_us(start_time)::varchar as start_us, epoch_us(end_time)::varchar as end_us, inputs, outputs,
         reference_example_id, first_token_time
        from read_parquet('${path}') order by id`,
@@ -105,6 +105,7 @@ describe("Parquet file writer", () => {
       expect(got.tags).toEqual(want.tags);
       expect(got.is_root).toBe(want.is_root);
       expect(got.total_tokens).toBe(want.total_tokens);
+      expect(got.prompt_tokens).toBe(String(i - 2));
       expect(got.total_cost).toBe(want.total_cost);
       expect(got.completion_cost).toBe(-1.5);
       expect(got.start_us).toBe(want.start_time);
@@ -142,8 +143,8 @@ describe("Parquet file writer", () => {
       expect.objectContaining({ path_in_schema: "outputs", stats_null_count: "0", stats_min_value: null }),
       expect.objectContaining({
         path_in_schema: "prompt_tokens",
-        stats_min_value: "1",
-        stats_max_value: "3",
+        stats_min_value: "-1",
+        stats_max_value: "1",
       }),
     ]);
   });

@@ -81,7 +81,7 @@ export function createParquetFileWriter(options: ParquetFileWriterOptions): Parq
 
   async function writeGroup(group: readonly ExportRow[]): Promise<void> {
     if (group.length === 0) return;
-    rowGroups.push(encoder.encode(sink, group));
+    rowGroups.push(await encoder.encode(sink, group));
     await sink.drainTo();
   }
 

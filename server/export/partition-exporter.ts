@@ -49,10 +49,13 @@ export interface PartitionHooks {
   signal: AbortSignal;
 }
 
-/** Rows read from Postgres per query: large enough to amortise a round trip, small in memory. */
-const PAGE_ROWS = 2_000;
 /** Rows per Parquet row group: readers skip by row group; the writer holds one in memory. */
-const ROW_GROUP_ROWS = 10_000;
+export const ROW_GROUP_ROWS = 10_000;
+/**
+ * Rows read from Postgres per query: one row group, so Postgres prepares the next group's rows
+ * while this one is encoded (about as long as each other), with at most two groups in memory.
+ */
+export const PAGE_ROWS = ROW_GROUP_ROWS;
 /** The media type of Parquet files (IANA registration of application/vnd.apache.parquet). */
 const PARQUET_TYPE = "application/vnd.apache.parquet";
 

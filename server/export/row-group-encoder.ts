@@ -40,6 +40,13 @@ const PHYSICAL: Readonly<Record<ColumnKind, "BYTE_ARRAY" | "INT64" | "BOOLEAN" |
   double: "DOUBLE",
 };
 
+/** Decimal digits that always fit a number exactly (2^53 has 16). */
+const SAFE_DIGITS = 15;
+/** `-` and `0` in ASCII, for parsing decimal text. */
+const MINUS = 0x2d;
+const ZERO = 0x30;
+/** 2^32: splits an integer into the two halves of its little-endian int64. */
+const TWO_POW_32 = 2 ** 32;
 /** The first byte of Postgres's text output of `true`. */
 const TRUE_TEXT = 0x74;
 
@@ -64,8 +71,12 @@ export class RowGroupEncoder {
     private readonly zstd: Compressor,
   ) {}
 
-  /** Appends one row group of `rows` to `out` and describes it for the footer. */
-  encode(out: ByteWriter, rows: readonly ExportRow[]): RowGroup {
+  /**
+   * Appends one row group of `rows` to `out` and describes it for the footer. It yields to the
+   * event loop between columns, so the rows Postgres sends for the next page are taken off the
+   * socket while this group is encoded (otherwise the socket buffer fills and Postgres waits).
+   */
+  async encode(out: ByteWriter, rows: readonly ExportRow[]): Promise<RowGroup> {
     const start = out.offset;
     const columns: ColumnChunk[] = [];
     let uncompressed = 0n;
@@ -78,6 +89,7 @@ export class RowGroupEncoder {
       );
       uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
       columns.push(chunk);
+      await new Promise(setImmediate);
     }
     return {
       columns,
@@ -174,18 +186,13 @@ export class RowGroupEncoder {
       case "json":
         this.ensure(LENGTH_PREFIX_BYTES + value.length);
         this.scratch.writeUInt32LE(value.length, this.used);
-        value.copy(this.scratch, this.used + LENGTH_PREFIX_BYTES);
+        this.scratch.set(value, this.used + LENGTH_PREFIX_BYTES);
         this.used += LENGTH_PREFIX_BYTES + value.length;
         break;
       case "timestamp":
-      case "int64": {
-        const n = BigInt(value.toString("latin1"));
-        stats.see(n);
-        this.ensure(8);
-        this.scratch.writeBigInt64LE(n, this.used);
-        this.used += 8;
+      case "int64":
+        this.writeInt64(value, stats);
         break;
-      }
       case "double": {
         const n = Number(value.toString("latin1"));
         if (!Number.isNaN(n)) stats.see(n);
@@ -199,6 +206,31 @@ export class RowGroupEncoder {
         break;
     }
     return 1;
+  }
+
+  /**
+   * Writes a decimal integer from its text. Up to {@link SAFE_DIGITS} digits are parsed as a
+   * number (no BigInt and no string per value); longer ones, which a number may not hold exactly,
+   * through BigInt.
+   */
+  private writeInt64(text: Buffer, stats: ColumnStats): void {
+    this.ensure(8);
+    const negative = text[0] === MINUS;
+    const digits = text.length - (negative ? 1 : 0);
+    if (digits > SAFE_DIGITS) {
+      const n = BigInt(text.toString("latin1"));
+      stats.see(n);
+      this.scratch.writeBigInt64LE(n, this.used);
+    } else {
+      let n = 0;
+      for (let i = negative ? 1 : 0; i < text.length; i++) n = n * 10 + ((text[i] as number) - ZERO);
+      if (negative) n = -n;
+      stats.see(n);
+      const high = Math.floor(n / TWO_POW_32);
+      this.scratch.writeUInt32LE(n - high * TWO_POW_32, this.used);
+      this.scratch.writeInt32LE(high, this.used + 4);
+    }
+    this.used += 8;
   }
 
   private writeText(text: string): void {
@@ -286,8 +318,8 @@ class ColumnStats {
   result(): Statistics {
     const bounded = this.kind === "timestamp" || this.kind === "int64" || this.kind === "double";
     // Parquet's rule for floating-point bounds: a zero minimum is -0 and a zero maximum +0.
-    if (this.min === 0) this.min = -0;
-    if (this.max === 0) this.max = 0;
+    if (this.kind === "double" && this.min === 0) this.min = -0;
+    if (this.kind === "double" && this.max === 0) this.max = 0;
     return {
       null_count: BigInt(this.nulls),
       ...(bounded && this.min !== undefined ? { min_value: this.min, max_value: this.max } : {}),
