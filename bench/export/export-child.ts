@@ -4,7 +4,7 @@
  *   node --import tsx bench/export/export-child.ts '<json settings>'
  *
  * `export` runs the partition exporter (the code the export run job runs) from Postgres into S3;
- * `writer` reads the same rows from Postgres the same way but times only the Parquet writer, which
+ * `writer` reads the same rows from Postgres, a page at a time, but times only the Parquet writer, which
  * writes them to /dev/null (the ceiling: the same code path minus S3 and Postgres). Prints one JSON
  * line: rows, seconds, bytes, peak RSS, and RSS after each file (every `fileMaxRows` rows).
  */
@@ -20,7 +20,11 @@ import {
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
 import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
 import { createSql } from "../../server/store/db.js";
-import { EXPORTABLE_RUN_FIELDS, readExportRows } from "../../server/store/run-export-store.js";
+import {
+  EXPORTABLE_RUN_FIELDS,
+  type ExportRow,
+  readExportRows,
+} from "../../server/store/run-export-store.js";
 
 /** What the parent passes. */
 export interface ChildSettings {
@@ -117,16 +121,22 @@ if (settings.mode === "export") {
     let fileRows = 0;
     let exhausted = false;
     while (fileRows < settings.fileMaxRows) {
-      const page = await readExportRows(sql, {
-        workspaceId: settings.workspaceId,
-        sessionId: settings.sessionId,
-        from: day,
-        to: end,
-        condition: undefined,
-        after: cursor,
-        limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
-        fields: EXPORTABLE_RUN_FIELDS,
-      });
+      // Held as a page here (the exporter streams rows instead) so only the writer is timed.
+      const page: ExportRow[] = [];
+      await readExportRows(
+        sql,
+        {
+          workspaceId: settings.workspaceId,
+          sessionId: settings.sessionId,
+          from: day,
+          to: end,
+          condition: undefined,
+          after: cursor,
+          limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
+          fields: EXPORTABLE_RUN_FIELDS,
+        },
+        (row) => page.push(row),
+      );
       if (page.length === 0) {
         exhausted = true;
         break;
@@ -139,7 +149,8 @@ if (settings.mode === "export") {
         zstd,
         rowGroupRows: Math.min(ROW_GROUP_ROWS, settings.fileMaxRows),
       });
-      await writer.write(page);
+      for (const row of page) writer.append(row);
+      await writer.drained();
       seconds += (performance.now() - timed) / 1000;
       cpuSeconds += cpuSince(cpu);
       fileRows += page.length;

@@ -76,7 +76,10 @@ async function writeFileOf(name: string, runs: Run[], rowGroupRows: number) {
     zstd: await loadZstdCompressor(),
     rowGroupRows,
   });
-  for (let at = 0; at < rows.length; at += 700) await writer.write(rows.slice(at, at + 700));
+  for (const [i, row] of rows.entries()) {
+    writer.append(row);
+    if (i % 700 === 0) await writer.drained();
+  }
   return { path, file: await writer.finish() };
 }
 

@@ -19,8 +19,14 @@ export interface WrittenFile {
 
 /** Writes one Parquet file to a stream, a row group at a time. */
 export interface ParquetFileWriter {
-  /** Adds rows; writes a row group (and waits for the stream to drain) whenever one is full. */
-  write(rows: readonly ExportRow[]): Promise<void>;
+  /**
+   * Adds a row. When the row group is full it is written to the stream at once; a stream that
+   * asks to wait is waited for in {@link drained}. Synchronous, so rows can be added as Postgres
+   * sends them.
+   */
+  append(row: ExportRow): void;
+  /** Resolves once the stream has taken what was written (backpressure); rejects if it failed. */
+  drained(): Promise<void>;
   /** Bytes handed to the stream so far (compressed): what a file-size bound looks at. */
   bytesWritten(): number;
   /** Rows added so far. */
@@ -51,21 +57,31 @@ const CREATED_BY = "agentplane bulk export";
 /**
  * The file's bytes, handed to a Node stream a row group at a time and hashed on the way. A copy
  * goes to the stream because the buffer is reused for the next row group while the stream may
- * still hold this one; waiting for `drain` holds the writer back (backpressure), so at most one
- * row group sits here.
+ * still hold this one.
  */
 class StreamSink extends ByteWriter {
   readonly hash = createHash("sha256");
+  /** Set when the stream asked the writer to wait for `drain`. */
+  private full = false;
   constructor(private readonly out: Writable) {
     super(INITIAL_BUFFER_BYTES);
   }
 
-  async drainTo(): Promise<void> {
+  /** Hands what is buffered to the stream. */
+  push(): void {
     if (this.index === 0) return;
     const chunk = Buffer.from(this.buffer.slice(0, this.index));
     this.index = 0;
     this.hash.update(chunk);
-    if (!this.out.write(chunk)) await once(this.out, "drain");
+    if (!this.out.write(chunk)) this.full = true;
+  }
+
+  /** Waits until the stream drains, if it asked to; fails with the stream's error. */
+  async drained(): Promise<void> {
+    if (this.out.errored) throw this.out.errored;
+    if (!this.full) return;
+    this.full = false;
+    if (this.out.writableNeedDrain) await once(this.out, "drain");
   }
 }
 
@@ -75,33 +91,26 @@ export function createParquetFileWriter(options: ParquetFileWriterOptions): Parq
   const sink = new StreamSink(out);
   const encoder = new RowGroupEncoder(fields, options.zstd);
   const rowGroups: RowGroup[] = [];
-  let pending: ExportRow[] = [];
   let rows = 0;
   sink.appendUint32(PARQUET_MAGIC);
 
-  async function writeGroup(group: readonly ExportRow[]): Promise<void> {
-    if (group.length === 0) return;
-    rowGroups.push(await encoder.encode(sink, group));
-    await sink.drainTo();
+  function writeGroup(): void {
+    if (encoder.pendingRows() === 0) return;
+    rowGroups.push(encoder.writeTo(sink));
+    sink.push();
   }
 
   return {
-    async write(batch) {
-      rows += batch.length;
-      for (const row of batch) {
-        pending.push(row);
-        if (pending.length >= rowGroupRows) {
-          const group = pending;
-          pending = [];
-          await writeGroup(group);
-        }
-      }
+    append(row) {
+      encoder.add(row);
+      rows++;
+      if (encoder.pendingRows() >= rowGroupRows) writeGroup();
     },
+    drained: () => sink.drained(),
     bytesWritten: () => sink.offset - sink.index,
     rowCount: () => rows,
     async finish() {
-      await writeGroup(pending);
-      pending = [];
+      writeGroup();
       writeMetadata(sink, {
         version: 2,
         created_by: CREATED_BY,
@@ -111,7 +120,8 @@ export function createParquetFileWriter(options: ParquetFileWriterOptions): Parq
         metadata_length: 0,
       });
       sink.appendUint32(PARQUET_MAGIC);
-      await sink.drainTo();
+      sink.push();
+      await sink.drained();
       const ended = once(out, "finish");
       out.end();
       await ended;

@@ -11,12 +11,21 @@ import type { Compressor } from "./zstd-compressor.js";
  * Parquet writers default to, so a reader decompresses a page at a time.
  */
 const PAGE_BYTES = 1 << 20;
-/** Starting size of the scratch buffer pages are encoded into; it grows to the largest page. */
-const INITIAL_SCRATCH_BYTES = 2 * PAGE_BYTES;
+/** Starting size of a column's page buffer; it grows to the column's largest page. */
+const INITIAL_PAGE_BUFFER_BYTES = 64 * 1024;
 /** UTF-8 takes at most 3 bytes per UTF-16 code unit: the room a string may need. */
 const MAX_UTF8_PER_UNIT = 3;
 /** The byte length in front of each BYTE_ARRAY value in PLAIN encoding. */
 const LENGTH_PREFIX_BYTES = 4;
+/** Decimal digits that always fit a number exactly (2^53 has 16). */
+const SAFE_DIGITS = 15;
+/** `-` and `0` in ASCII, for parsing decimal text. */
+const MINUS = 0x2d;
+const ZERO = 0x30;
+/** 2^32: splits an integer into the two halves of its little-endian int64. */
+const TWO_POW_32 = 2 ** 32;
+/** The first byte of Postgres's text output of `true`. */
+const TRUE_TEXT = 0x74;
 
 /** The highest definition and repetition levels of a column of each kind (see parquet-schema.ts). */
 const LEVELS: Readonly<Record<ColumnKind, { def: number; rep: number }>> = {
@@ -40,164 +49,147 @@ const PHYSICAL: Readonly<Record<ColumnKind, "BYTE_ARRAY" | "INT64" | "BOOLEAN" |
   double: "DOUBLE",
 };
 
-/** Decimal digits that always fit a number exactly (2^53 has 16). */
-const SAFE_DIGITS = 15;
-/** `-` and `0` in ASCII, for parsing decimal text. */
-const MINUS = 0x2d;
-const ZERO = 0x30;
-/** 2^32: splits an integer into the two halves of its little-endian int64. */
-const TWO_POW_32 = 2 ** 32;
-/** The first byte of Postgres's text output of `true`. */
-const TRUE_TEXT = 0x74;
-
 /**
- * Encodes row groups of export rows straight into Parquet column chunks: each value is copied
- * once, from the bytes Postgres sent into a reused scratch buffer (text and JSON are never decoded
- * into strings), as a PLAIN DATA_PAGE_V2 page compressed with ZSTD. The schema is fixed and known, so none of the
- * general writer's per-value work applies: no dictionary attempt (ZSTD removes the repetition of
- * the few low-cardinality columns), no type conversion, min/max statistics only for numbers and
- * timestamps (byte-array bounds would cost a comparison per value, and no reader prunes on a
- * prefix of a JSON text or a random id). Thrift headers and the footer come from hyparquet-writer.
+ * Encodes export rows into Parquet row groups as they arrive, a row at a time: each value is
+ * copied once, from the bytes Postgres sent into its column's page buffer (text and JSON are never
+ * decoded into strings), and a column's page is compressed (ZSTD, PLAIN DATA_PAGE_V2) as soon as
+ * it holds 1 MiB. Nothing of a row outlives the call that adds it, so rows die young and the
+ * garbage collector has little to do; a row group in memory is its compressed pages plus one open
+ * page per column. The schema is fixed, so none of a general writer's per-value work applies: no
+ * dictionary attempt (ZSTD removes the repetition of the few low-cardinality columns), no type
+ * conversion, min/max statistics only for numbers and timestamps (byte-array bounds would cost a
+ * comparison per value, and no reader prunes on a prefix of a JSON text or a random id). Thrift
+ * headers and the footer come from hyparquet-writer.
  */
 export class RowGroupEncoder {
-  private scratch = Buffer.allocUnsafe(INITIAL_SCRATCH_BYTES);
-  private used = 0;
-  private readonly defLevels: number[] = [];
-  private readonly repLevels: number[] = [];
-  private readonly levelWriter = new ByteWriter(64 * 1024);
+  private readonly columns: ColumnBuilder[];
+  private rows = 0;
 
-  constructor(
-    private readonly fields: readonly ExportableRunField[],
-    private readonly zstd: Compressor,
-  ) {}
+  constructor(fields: readonly ExportableRunField[], zstd: Compressor) {
+    this.columns = fields.map((field, index) => new ColumnBuilder(field, FIRST_FIELD + index, zstd));
+  }
 
-  /**
-   * Appends one row group of `rows` to `out` and describes it for the footer. It yields to the
-   * event loop between columns, so the rows Postgres sends for the next page are taken off the
-   * socket while this group is encoded (otherwise the socket buffer fills and Postgres waits).
-   */
-  async encode(out: ByteWriter, rows: readonly ExportRow[]): Promise<RowGroup> {
+  /** Rows added since the last row group was written. */
+  pendingRows(): number {
+    return this.rows;
+  }
+
+  /** Adds one row to the row group being built. */
+  add(row: ExportRow): void {
+    for (const column of this.columns) column.add(row);
+    this.rows++;
+  }
+
+  /** Appends the row group built so far to `out`, describes it for the footer, and starts the next. */
+  writeTo(out: ByteWriter): RowGroup {
     const start = out.offset;
-    const columns: ColumnChunk[] = [];
+    const chunks: ColumnChunk[] = [];
     let uncompressed = 0n;
-    for (let index = 0; index < this.fields.length; index++) {
-      const chunk = this.encodeColumn(
-        out,
-        rows,
-        this.fields[index] as ExportableRunField,
-        FIRST_FIELD + index,
-      );
+    for (const column of this.columns) {
+      const chunk = column.writeTo(out);
       uncompressed += chunk.meta_data?.total_uncompressed_size ?? 0n;
-      columns.push(chunk);
-      await new Promise(setImmediate);
+      chunks.push(chunk);
     }
-    return {
-      columns,
+    const group: RowGroup = {
+      columns: chunks,
       total_byte_size: uncompressed,
-      num_rows: BigInt(rows.length),
+      num_rows: BigInt(this.rows),
       file_offset: BigInt(start),
       total_compressed_size: BigInt(out.offset - start),
     };
+    this.rows = 0;
+    return group;
+  }
+}
+
+/** One column of the row group being built: its finished pages and the page being filled. */
+class ColumnBuilder {
+  private readonly kind: ColumnKind;
+  private readonly def: number;
+  private readonly rep: number;
+  /** The open page's PLAIN values. */
+  private buffer = Buffer.allocUnsafe(INITIAL_PAGE_BUFFER_BYTES);
+  private used = 0;
+  private readonly defLevels: number[] = [];
+  private readonly repLevels: number[] = [];
+  /** The open page's booleans, bit-packed when it closes. */
+  private readonly booleans: number[] = [];
+  private pageRows = 0;
+  /** Finished pages of this row group: header, levels and compressed values, ready to write. */
+  private pages: Uint8Array[] = [];
+  private uncompressed = 0;
+  private values = 0;
+  private stats: ColumnStats;
+
+  constructor(
+    private readonly field: ExportableRunField,
+    private readonly position: number,
+    private readonly zstd: Compressor,
+  ) {
+    this.kind = FIELD_KINDS[field];
+    ({ def: this.def, rep: this.rep } = LEVELS[this.kind]);
+    this.stats = new ColumnStats(this.kind);
   }
 
-  private encodeColumn(
-    out: ByteWriter,
-    rows: readonly ExportRow[],
-    field: ExportableRunField,
-    position: number,
-  ): ColumnChunk {
-    const kind = FIELD_KINDS[field];
-    const chunkStart = out.offset;
-    const stats = new ColumnStats(kind);
-    let uncompressed = 0;
-    let pages = 0;
-    let values = 0;
-    let pageStart = 0;
-    this.resetPage();
-    for (let i = 0; i < rows.length; i++) {
-      const value = (rows[i] as ExportRow)[position] ?? null;
-      values += this.encodeValue(kind, value, stats);
-      if (this.used >= PAGE_BYTES || i === rows.length - 1) {
-        uncompressed += this.writePage(out, kind, i + 1 - pageStart);
-        pages++;
-        pageStart = i + 1;
-        this.resetPage();
-      }
-    }
-    return {
-      file_offset: BigInt(chunkStart),
+  add(row: ExportRow): void {
+    this.values += this.encodeValue(row[this.position] ?? null);
+    this.pageRows++;
+    if (this.used >= PAGE_BYTES) this.closePage();
+  }
+
+  /** Writes the column chunk (its pages) to `out` and starts the next row group's chunk. */
+  writeTo(out: ByteWriter): ColumnChunk {
+    if (this.pageRows > 0) this.closePage();
+    const start = out.offset;
+    for (const page of this.pages) out.appendBytes(page);
+    const encoding = this.kind === "boolean" ? "RLE" : "PLAIN";
+    const chunk: ColumnChunk = {
+      file_offset: BigInt(start),
       meta_data: {
-        type: PHYSICAL[kind],
-        encodings: kind === "boolean" ? ["RLE"] : ["PLAIN", "RLE"],
-        path_in_schema: kind === "string-list" ? [field, "list", "element"] : [field],
+        type: PHYSICAL[this.kind],
+        encodings: this.kind === "boolean" ? ["RLE"] : ["PLAIN", "RLE"],
+        path_in_schema: this.kind === "string-list" ? [this.field, "list", "element"] : [this.field],
         codec: "ZSTD",
-        num_values: BigInt(values),
-        total_uncompressed_size: BigInt(uncompressed),
-        total_compressed_size: BigInt(out.offset - chunkStart),
-        data_page_offset: BigInt(chunkStart),
-        statistics: stats.result(),
-        encoding_stats: [
-          { page_type: "DATA_PAGE_V2", encoding: kind === "boolean" ? "RLE" : "PLAIN", count: pages },
-        ],
+        num_values: BigInt(this.values),
+        total_uncompressed_size: BigInt(this.uncompressed),
+        total_compressed_size: BigInt(out.offset - start),
+        data_page_offset: BigInt(start),
+        statistics: this.stats.result(),
+        encoding_stats: [{ page_type: "DATA_PAGE_V2", encoding, count: this.pages.length }],
       },
     };
+    this.pages = [];
+    this.uncompressed = 0;
+    this.values = 0;
+    this.stats = new ColumnStats(this.kind);
+    return chunk;
   }
 
-  private resetPage(): void {
-    this.used = 0;
-    this.defLevels.length = 0;
-    this.repLevels.length = 0;
-    this.booleans.length = 0;
-  }
-
-  /** Booleans of the page being encoded: bit-packed when the page is written. */
-  private readonly booleans: number[] = [];
-
-  /** Encodes one row's value of a column; returns how many leaf values (levels) it added. */
-  private encodeValue(kind: ColumnKind, value: Buffer | null, stats: ColumnStats): number {
-    if (kind === "string-list") {
-      const list = value === null ? null : (JSON.parse(value.toString("utf8")) as readonly (string | null)[]);
-      if (!list || list.length === 0) {
-        this.defLevels.push(list ? 1 : 0);
-        this.repLevels.push(0);
-        if (!list) stats.nulls++;
-        return 1;
-      }
-      for (let j = 0; j < list.length; j++) {
-        const element = list[j];
-        this.repLevels.push(j === 0 ? 0 : 1);
-        if (element === null || element === undefined) {
-          this.defLevels.push(2);
-          stats.nulls++;
-        } else {
-          this.defLevels.push(3);
-          this.writeText(element);
-        }
-      }
-      return list.length;
-    }
+  /** Encodes one row's value; returns how many leaf values (levels) it added. */
+  private encodeValue(value: Buffer | null): number {
+    if (this.kind === "string-list") return this.encodeList(value);
     this.defLevels.push(value === null ? 0 : 1);
     if (value === null) {
-      stats.nulls++;
+      this.stats.nulls++;
       return 1;
     }
-    switch (kind) {
+    switch (this.kind) {
       case "string":
       case "json":
         this.ensure(LENGTH_PREFIX_BYTES + value.length);
-        this.scratch.writeUInt32LE(value.length, this.used);
-        this.scratch.set(value, this.used + LENGTH_PREFIX_BYTES);
+        this.buffer.writeUInt32LE(value.length, this.used);
+        this.buffer.set(value, this.used + LENGTH_PREFIX_BYTES);
         this.used += LENGTH_PREFIX_BYTES + value.length;
         break;
       case "timestamp":
       case "int64":
-        this.writeInt64(value, stats);
+        this.writeInt64(value);
         break;
       case "double": {
         const n = Number(value.toString("latin1"));
-        if (!Number.isNaN(n)) stats.see(n);
+        if (!Number.isNaN(n)) this.stats.see(n);
         this.ensure(8);
-        this.scratch.writeDoubleLE(n, this.used);
+        this.buffer.writeDoubleLE(n, this.used);
         this.used += 8;
         break;
       }
@@ -208,85 +200,106 @@ export class RowGroupEncoder {
     return 1;
   }
 
+  /** A list arrives as a JSON array of strings (see run-export-store.ts). */
+  private encodeList(value: Buffer | null): number {
+    const list = value === null ? null : (JSON.parse(value.toString("utf8")) as readonly (string | null)[]);
+    if (!list || list.length === 0) {
+      this.defLevels.push(list ? 1 : 0);
+      this.repLevels.push(0);
+      if (!list) this.stats.nulls++;
+      return 1;
+    }
+    for (let j = 0; j < list.length; j++) {
+      const element = list[j];
+      this.repLevels.push(j === 0 ? 0 : 1);
+      if (element === null || element === undefined) {
+        this.defLevels.push(2);
+        this.stats.nulls++;
+      } else {
+        this.defLevels.push(3);
+        this.ensure(LENGTH_PREFIX_BYTES + element.length * MAX_UTF8_PER_UNIT);
+        const length = this.buffer.write(element, this.used + LENGTH_PREFIX_BYTES, "utf8");
+        this.buffer.writeUInt32LE(length, this.used);
+        this.used += LENGTH_PREFIX_BYTES + length;
+      }
+    }
+    return list.length;
+  }
+
   /**
    * Writes a decimal integer from its text. Up to {@link SAFE_DIGITS} digits are parsed as a
    * number (no BigInt and no string per value); longer ones, which a number may not hold exactly,
    * through BigInt.
    */
-  private writeInt64(text: Buffer, stats: ColumnStats): void {
+  private writeInt64(text: Buffer): void {
     this.ensure(8);
     const negative = text[0] === MINUS;
-    const digits = text.length - (negative ? 1 : 0);
-    if (digits > SAFE_DIGITS) {
+    if (text.length - (negative ? 1 : 0) > SAFE_DIGITS) {
       const n = BigInt(text.toString("latin1"));
-      stats.see(n);
-      this.scratch.writeBigInt64LE(n, this.used);
+      this.stats.see(n);
+      this.buffer.writeBigInt64LE(n, this.used);
     } else {
       let n = 0;
       for (let i = negative ? 1 : 0; i < text.length; i++) n = n * 10 + ((text[i] as number) - ZERO);
       if (negative) n = -n;
-      stats.see(n);
+      this.stats.see(n);
       const high = Math.floor(n / TWO_POW_32);
-      this.scratch.writeUInt32LE(n - high * TWO_POW_32, this.used);
-      this.scratch.writeInt32LE(high, this.used + 4);
+      this.buffer.writeUInt32LE(n - high * TWO_POW_32, this.used);
+      this.buffer.writeInt32LE(high, this.used + 4);
     }
     this.used += 8;
   }
 
-  private writeText(text: string): void {
-    this.ensure(LENGTH_PREFIX_BYTES + text.length * MAX_UTF8_PER_UNIT);
-    const length = this.scratch.write(text, this.used + LENGTH_PREFIX_BYTES, "utf8");
-    this.scratch.writeUInt32LE(length, this.used);
-    this.used += LENGTH_PREFIX_BYTES + length;
-  }
-
   private ensure(bytes: number): void {
-    if (this.used + bytes <= this.scratch.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, this.used + bytes));
-    this.scratch.copy(grown, 0, 0, this.used);
-    this.scratch = grown;
+    if (this.used + bytes <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.used + bytes));
+    this.buffer.copy(grown, 0, 0, this.used);
+    this.buffer = grown;
   }
 
-  /** Writes the page encoded so far (`rowCount` rows); returns its uncompressed size with header. */
-  private writePage(out: ByteWriter, kind: ColumnKind, rowCount: number): number {
-    const { def, rep } = LEVELS[kind];
-    if (kind === "boolean") {
-      // PLAIN booleans are the RLE encoding's bit-packed runs (RLE is what readers expect here).
+  /** Compresses the open page and keeps it, with its header and levels, for the column chunk. */
+  private closePage(): void {
+    const encoding = this.kind === "boolean" ? "RLE" : "PLAIN";
+    if (this.kind === "boolean") {
+      // RLE booleans in a v2 page: a 4-byte length, then bit-packed runs of width 1.
       const body = new ByteWriter(this.booleans.length / 8 + 16);
       body.appendUint32(0);
       const length = writeRleBitPackedHybrid(body, this.booleans, 1);
       body.view.setUint32(0, length, true);
       this.ensure(body.offset);
-      this.scratch.set(body.getBytes(), this.used);
+      this.buffer.set(body.getBytes(), this.used);
       this.used += body.offset;
     }
-    const levels = this.levelWriter;
-    levels.index = 0;
-    levels.offset = 0;
-    const repBytes = rep > 0 ? writeRleBitPackedHybrid(levels, this.repLevels, bitWidth(rep)) : 0;
-    const defBytes = writeRleBitPackedHybrid(levels, this.defLevels, bitWidth(def));
-    const nulls = countBelow(this.defLevels, def);
-    const data = this.scratch.subarray(0, this.used);
+    const page = new ByteWriter(1024);
+    const levels = new ByteWriter(1024);
+    const repBytes = this.rep > 0 ? writeRleBitPackedHybrid(levels, this.repLevels, bitWidth(this.rep)) : 0;
+    const defBytes = writeRleBitPackedHybrid(levels, this.defLevels, bitWidth(this.def));
+    const data = this.buffer.subarray(0, this.used);
     const compressed = this.zstd(data);
-    const headerStart = out.offset;
-    writePageHeader(out, {
+    writePageHeader(page, {
       type: "DATA_PAGE_V2",
       uncompressed_page_size: levels.offset + data.length,
       compressed_page_size: levels.offset + compressed.length,
       data_page_header_v2: {
         num_values: this.defLevels.length,
-        num_nulls: nulls,
-        num_rows: rowCount,
-        encoding: kind === "boolean" ? "RLE" : "PLAIN",
+        num_nulls: countBelow(this.defLevels, this.def),
+        num_rows: this.pageRows,
+        encoding,
         definition_levels_byte_length: defBytes,
         repetition_levels_byte_length: repBytes,
         is_compressed: true,
       },
     });
-    const headerBytes = out.offset - headerStart;
-    out.appendBytes(levels.getBytes());
-    out.appendBytes(compressed);
-    return headerBytes + levels.offset + data.length;
+    const headerBytes = page.offset;
+    page.appendBytes(levels.getBytes());
+    page.appendBytes(compressed);
+    this.pages.push(page.getBytes());
+    this.uncompressed += headerBytes + levels.offset + data.length;
+    this.used = 0;
+    this.pageRows = 0;
+    this.defLevels.length = 0;
+    this.repLevels.length = 0;
+    this.booleans.length = 0;
   }
 }
 

@@ -115,12 +115,17 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
 }
 
 /**
- * One page of a partition's runs in keyset order (start_time, id), after `query.after`, as raw
- * column bytes (see {@link ExportRow}). The
- * workspace, the project, the time window, the position and the export's filter are combined with
+ * One page of a partition's runs in keyset order (start_time, id), after `query.after`, each
+ * handed to `onRow` as raw column bytes (see {@link ExportRow}) the moment it arrives, so nothing
+ * holds a page of rows and the caller works while Postgres sends the rest; returns how many came.
+ * The workspace, the project, the time window, the position and the export's filter are combined with
  * `inWorkspace`, so nothing in the filter can reach another workspace's or project's runs.
  */
-export async function readExportRows(q: Queryable, query: ExportRowQuery): Promise<ExportRow[]> {
+export async function readExportRows(
+  q: Queryable,
+  query: ExportRowQuery,
+  onRow: (row: ExportRow) => void,
+): Promise<number> {
   const where: SqlFragment[] = [
     q`run.session_id = ${query.sessionId}`,
     q`run.start_time >= ${query.from}`,
@@ -134,11 +139,17 @@ export async function readExportRows(q: Queryable, query: ExportRowQuery): Promi
   }
   const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
   const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
-  const rows = await q`
+  let count = 0;
+  await q`
     select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
     from runs as run
     where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by run.start_time, run.id
-    limit ${query.limit}`.raw();
-  return rows as unknown as ExportRow[];
+    limit ${query.limit}`
+    .raw()
+    .forEach((row) => {
+      count++;
+      onRow(row as unknown as ExportRow);
+    });
+  return count;
 }
