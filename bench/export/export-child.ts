@@ -97,6 +97,8 @@ if (settings.mode === "export") {
           includeBucketInPrefix: false,
         },
         credentials: { accessKeyId: settings.s3.accessKeyId, secretAccessKey: settings.s3.secretAccessKey },
+        // s3rver listens on loopback.
+        policy: { allowPrivate: true },
       },
       cursor: null,
       files: [],

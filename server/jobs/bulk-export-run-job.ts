@@ -123,7 +123,11 @@ export function createExportRunJob(deps: ExportRunJobDeps): JobDefinition<Export
           condition: exp.filter === null ? undefined : validateFilter(exp.filter),
           fields: (exp.exportFields ?? EXPORTABLE_RUN_FIELDS) as readonly ExportableRunField[],
           formatVersion: exp.formatVersion,
-          target: { location: destination, credentials: openCredentials(secrets, destination) },
+          target: {
+            location: destination,
+            credentials: openCredentials(secrets, destination),
+            policy: { allowPrivate: settings.allowPrivateEndpoints },
+          },
           cursor: run.cursor,
           files: run.files,
         },

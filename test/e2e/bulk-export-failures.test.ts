@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   createS3Destination,
   listKeys,
@@ -16,7 +15,7 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
 const BUCKET = "failures";
 let s3: S3Server;
@@ -65,7 +64,7 @@ beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
   t = await startTestApp({
     bulkExport: {
-      ...DEFAULT_BULK_EXPORT_SETTINGS,
+      ...TEST_BULK_EXPORT_SETTINGS,
       // One row per file, many files: uploads to hold on to. Heartbeats every second.
       fileMaxRows: 1,
       leaseSeconds: 4,
@@ -251,7 +250,7 @@ describe("the export time limit", () => {
       databaseUrl: t.databaseUrl,
       bootstrapApiKey: t.adminKey,
       bulkExport: {
-        ...DEFAULT_BULK_EXPORT_SETTINGS,
+        ...TEST_BULK_EXPORT_SETTINGS,
         exportTimeoutSeconds: 1,
         leaseSeconds: 4,
         maintenanceIntervalSeconds: 1,

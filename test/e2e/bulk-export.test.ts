@@ -8,7 +8,6 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   downloadPrefix,
   duckdb,
@@ -19,7 +18,7 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
 const BUCKET = "exports";
 let s3: S3Server;
@@ -41,7 +40,7 @@ beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
   t = await startTestApp({
     // Three rows per file, so every partition has several files; quick maintenance passes.
-    bulkExport: { ...DEFAULT_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
+    bulkExport: { ...TEST_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
   });
   workspaceId = (await t.client().workspaces.getCurrentWorkspace({})).id;
   const project = `export-${randomUUID()}`;
