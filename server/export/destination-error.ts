@@ -9,7 +9,8 @@ export type DestinationProblem =
   | "Bucket is not valid"
   | "Key ID you provided does not exist"
   | "Invalid endpoint"
-  | "Destination was deleted";
+  | "Destination was deleted"
+  | "Credentials cannot be decrypted";
 
 /** How far down an error's `cause` chain a refusal is looked for (the SDK wraps at most twice). */
 const MAX_CAUSE_DEPTH = 4;

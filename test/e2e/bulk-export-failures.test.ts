@@ -182,6 +182,22 @@ describe("destination errors fail at once, without retries", () => {
     await expectFailedWithoutRetry(exportId, /^Key ID you provided does not exist: /);
   });
 
+  it("credentials sealed under another secret key", async () => {
+    // A second server on the same database with a data directory, so a generated secret key, of its own.
+    const other = await startTestApp({ databaseUrl: t.databaseUrl, bootstrapApiKey: t.adminKey });
+    let destinationId: string;
+    try {
+      destinationId = await createS3Destination(other.fetch, s3, { bucket: BUCKET, prefix: "other-key" });
+    } finally {
+      await other.app.stop();
+    }
+    const exportId = await createExport(destinationId);
+    await expectFailedWithoutRetry(
+      exportId,
+      /^Credentials cannot be decrypted: sealed secret was encrypted with another key: every process must use the same AGENTPLANE_SECRET_KEY; restore the key/,
+    );
+  });
+
   it("a destination deleted during the export", async () => {
     const destinationId = await createDestination(s3, "deleted");
     const hold = s3.hold(
