@@ -102,6 +102,7 @@ if (settings.mode === "export") {
       },
       cursor: null,
       files: [],
+      retried: false,
     },
     { fileMaxRows: settings.fileMaxRows, fileMaxBytes: NO_BYTE_BOUND },
     zstd,

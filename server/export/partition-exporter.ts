@@ -8,8 +8,8 @@ import {
   readExportRows,
 } from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
-import { dataFileKey, manifestKey, partitionFolder } from "./export-layout.js";
-import { type ObjectUpload, startObjectUpload } from "./object-upload.js";
+import { dataFileKey, dataFilePrefix, manifestKey, partitionFolder } from "./export-layout.js";
+import { abortUnfinishedUploads, type ObjectUpload, startObjectUpload } from "./object-upload.js";
 import { createParquetFileWriter, type WrittenFile } from "./parquet-file-writer.js";
 import { describeColumns } from "./parquet-schema.js";
 import { createS3Client, putObject, type S3Target } from "./s3-destination.js";
@@ -31,6 +31,8 @@ export interface PartitionWork {
   /** The last checkpoint: continue after this row, with these files already in the bucket. */
   cursor: RunCursor | null;
   files: readonly ExportedFile[];
+  /** Whether an earlier attempt of this run started (and may have died mid-file). */
+  retried: boolean;
 }
 
 /** How files are cut and rows read. */
@@ -100,6 +102,9 @@ export async function exportPartition(
       onRow,
     );
   try {
+    // An earlier attempt of this run that died mid-file left its multipart upload behind.
+    if (work.retried)
+      await abortUnfinishedUploads(client, location.bucketName, dataFilePrefix(folder, work.runId));
     let cursor = work.cursor;
     for (;;) {
       signal.throwIfAborted();

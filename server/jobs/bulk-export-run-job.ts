@@ -130,6 +130,7 @@ export function createExportRunJob(deps: ExportRunJobDeps): JobDefinition<Export
           },
           cursor: run.cursor,
           files: run.files,
+          retried: run.retryNumber > 0,
         },
         settings,
         await loadZstdCompressor(),

@@ -4,6 +4,11 @@
  * destination deleted during an export. Each ends in the seed's state without a retry.
  */
 import { randomUUID } from "node:crypto";
+import {
+  CreateMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -256,6 +261,34 @@ describe("other errors", () => {
     const files = (run.metadata as { result: { exported_files: string[] } }).result.exported_files;
     expect(files.map((k) => k.slice(-14))).toEqual(files.map((_, i) => `-0000${i}.parquet`));
     expect(run.rows_exported).toBe(files.length);
+  });
+
+  it("abort, on retry, what a failed attempt left unfinished in the bucket ", async () => {
+    const destinationId = await createDestination(s3, "dangling");
+    // The second file of day 2's partition is held; meanwhile a multipart upload of the same key
+    // is left unfinished, as an attempt that died mid-file leaves it.
+    const hold = s3.hold(
+      (method, key) => method === "PUT" && key.startsWith("dangling/") && key.endsWith("-00001.parquet"),
+    );
+    const exportId = await createExport(destinationId);
+    const [held] = await hold.held(1);
+    const key = String(held?.key);
+    const client = s3.client();
+    // (Started only: a part sent now would be held too.)
+    await client.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }));
+    expect(
+      (await client.send(new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "dangling/" }))).Uploads,
+    ).toHaveLength(1);
+    // Its manifest fails all three tries of the SDK: the attempt fails and the run is retried.
+    const runId = /runs-([0-9a-f-]{36})-00001\.parquet$/.exec(key)?.[1];
+    s3.failNext((method, k) => method === "PUT" && k.endsWith(`/_manifest-${runId}.json`), 3);
+    hold.release();
+    expect((await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"])).status).toBe("Completed");
+    expect((await runsOf(exportId)).find((r) => r.id === runId)?.retry_number).toBe(1);
+    const unfinished = await client.send(
+      new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "dangling/" }),
+    );
+    expect(unfinished.Uploads ?? []).toEqual([]);
   });
 });
 
