@@ -263,7 +263,7 @@ describe("other errors", () => {
     expect(run.rows_exported).toBe(files.length);
   });
 
-  it("abort, on retry, what a failed attempt left unfinished in the bucket ", async () => {
+  it("are followed, on retry, by aborting what the failed attempt left unfinished in the bucket", async () => {
     const destinationId = await createDestination(s3, "dangling");
     // The second file of day 2's partition is held; meanwhile a multipart upload of the same key
     // is left unfinished, as an attempt that died mid-file leaves it.
