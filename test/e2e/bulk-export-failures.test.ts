@@ -4,11 +4,7 @@
  * destination deleted during an export. Each ends in the seed's state without a retry.
  */
 import { randomUUID } from "node:crypto";
-import {
-  CreateMultipartUploadCommand,
-  ListMultipartUploadsCommand,
-  UploadPartCommand,
-} from "@aws-sdk/client-s3";
+import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from "@aws-sdk/client-s3";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
