@@ -20,6 +20,8 @@ import {
 import { type S3Server, startS3Server } from "../support/s3-server.js";
 import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
+/** A tag with what list and JSON encodings must escape, and text beyond ASCII. */
+const AWKWARD_TAG = 'a "quoted", {braced} tag \\ NULL ✓ 测试';
 const BUCKET = "exports";
 let s3: S3Server;
 let t: TestApp;
@@ -45,7 +47,11 @@ beforeAll(async () => {
   workspaceId = (await t.client().workspaces.getCurrentWorkspace({})).id;
   const project = `export-${randomUUID()}`;
   sent = await sendTraces({ baseUrl: t.baseUrl, apiKey: t.adminKey }, project, [
-    ...DAY2.map((start, i) => ({ start, tags: [`t${i}`, "day2"], ...(i === 1 ? { error: "boom" } : {}) })),
+    ...DAY2.map((start, i) => ({
+      start,
+      tags: [`t${i}`, "day2", ...(i === 1 ? [AWKWARD_TAG] : [])],
+      ...(i === 1 ? { error: "boom" } : {}),
+    })),
     ...DAY1.map((start) => ({ start, tags: ["day1"] })),
   ]);
   // Another project's traces in the same range must not leak into the export.
@@ -221,7 +227,7 @@ describe("a one-off export", () => {
       status: "error",
       error: "boom",
       is_root: false,
-      tags: ["t1", "day2"],
+      tags: ["t1", "day2", AWKWARD_TAG],
       total_tokens: "13",
       prompt: '"p1"',
       text: "answer 1",
