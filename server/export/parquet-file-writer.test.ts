@@ -15,6 +15,21 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
+/** List elements Postgres quotes or writes bare as NULL: every path of the array parser. */
+const AWKWARD = [
+  "",
+  "NULL",
+  "null",
+  null,
+  'say "hi"',
+  "a,b",
+  "{x}",
+  "back\\slash",
+  "two words",
+  "✓ 测试",
+  "end",
+];
+
 /** A run's fields as a test states them. */
 type Run = Record<ExportableRunField | "cursor_start_us" | "cursor_id", unknown>;
 
@@ -22,11 +37,21 @@ type Run = Record<ExportableRunField | "cursor_start_us" | "cursor_id", unknown>
 function wire(run: Run): ExportRow {
   const text = (value: unknown): Buffer | null => {
     if (value === null || value === undefined) return null;
-    if (Array.isArray(value)) return Buffer.from(JSON.stringify(value));
+    if (Array.isArray(value)) return Buffer.from(pgArray(value));
     if (typeof value === "boolean") return Buffer.from(value ? "t" : "f");
     return Buffer.from(String(value));
   };
   return [text(run.cursor_start_us), text(run.cursor_id), ...EXPORTABLE_RUN_FIELDS.map((f) => text(run[f]))];
+}
+
+/** A list as Postgres's array output writes it: quoted (with `"` and `\\` escaped) only when it must be. */
+function pgArray(list: readonly (string | null)[]): string {
+  const element = (e: string | null) => {
+    if (e === null) return "NULL";
+    if (e === "" || /^null$/i.test(e) || /[{},"\\\s]/.test(e)) return `"${e.replace(/["\\]/g, "\\$&")}"`;
+    return e;
+  };
+  return `{${list.map(element).join(",")}}`;
 }
 
 /** Run `i`: every kind of column, with nulls, empty and null lists, multi-byte text and zero costs. */
@@ -55,7 +80,7 @@ function row(i: number): Run {
     error: null,
     extra: "{}",
     events: "[]",
-    tags: i % 2 ? ["bench", `variant-${i % 5}`] : [],
+    tags: i % 2 ? ["bench", `variant-${i % 5}`] : i % 10 === 0 ? AWKWARD : [],
     feedback_stats: null,
     total_tokens: i % 9 === 0 ? null : String(9_007_199_254_740_993n + BigInt(i)),
     prompt_tokens: String(i - 2),

@@ -13,8 +13,6 @@ import type { Compressor } from "./zstd-compressor.js";
 const PAGE_BYTES = 1 << 20;
 /** Starting size of a column's page buffer; it grows to the column's largest page. */
 const INITIAL_PAGE_BUFFER_BYTES = 64 * 1024;
-/** UTF-8 takes at most 3 bytes per UTF-16 code unit: the room a string may need. */
-const MAX_UTF8_PER_UNIT = 3;
 /** The byte length in front of each BYTE_ARRAY value in PLAIN encoding. */
 const LENGTH_PREFIX_BYTES = 4;
 /** Decimal digits that always fit a number exactly (2^53 has 16). */
@@ -24,6 +22,12 @@ const MINUS = 0x2d;
 const ZERO = 0x30;
 /** 2^32: splits an integer into the two halves of its little-endian int64. */
 const TWO_POW_32 = 2 ** 32;
+/** Bytes of Postgres's array text form. */
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const BACKSLASH = 0x5c;
+/** A null element of an array, unquoted. */
+const NULL_TEXT = "NULL";
 /** The first byte of Postgres's text output of `true`. */
 const TRUE_TEXT = 0x74;
 
@@ -200,30 +204,66 @@ class ColumnBuilder {
     return 1;
   }
 
-  /** A list arrives as a JSON array of strings (see run-export-store.ts). */
+  /**
+   * A list arrives in Postgres's array text form (see run-export-store.ts): `{a,b}`, `{}`, with an
+   * element in double quotes (backslash escaping `"` and `\\`) when it is empty or holds a delimiter,
+   * brace, quote, backslash or space, or spells NULL, and a bare NULL for a null element. Elements
+   * are copied from those bytes into the page, unescaped, without becoming strings.
+   */
   private encodeList(value: Buffer | null): number {
-    const list = value === null ? null : (JSON.parse(value.toString("utf8")) as readonly (string | null)[]);
-    if (!list || list.length === 0) {
-      this.defLevels.push(list ? 1 : 0);
+    if (value === null) {
+      this.defLevels.push(0);
       this.repLevels.push(0);
-      if (!list) this.stats.nulls++;
+      this.stats.nulls++;
       return 1;
     }
-    for (let j = 0; j < list.length; j++) {
-      const element = list[j];
-      this.repLevels.push(j === 0 ? 0 : 1);
-      if (element === null || element === undefined) {
-        this.defLevels.push(2);
-        this.stats.nulls++;
-      } else {
-        this.defLevels.push(3);
-        this.ensure(LENGTH_PREFIX_BYTES + element.length * MAX_UTF8_PER_UNIT);
-        const length = this.buffer.write(element, this.used + LENGTH_PREFIX_BYTES, "utf8");
-        this.buffer.writeUInt32LE(length, this.used);
-        this.used += LENGTH_PREFIX_BYTES + length;
-      }
+    const end = value.length - 1; // the closing brace
+    if (end <= 1) {
+      this.defLevels.push(1);
+      this.repLevels.push(0);
+      return 1;
     }
-    return list.length;
+    let count = 0;
+    let at = 1; // after the opening brace
+    while (at < end) {
+      this.repLevels.push(count === 0 ? 0 : 1);
+      count++;
+      if (value[at] === QUOTE) {
+        at = this.writeQuotedElement(value, at + 1);
+      } else {
+        let stop = value.indexOf(COMMA, at);
+        if (stop === -1 || stop > end) stop = end;
+        if (stop - at === NULL_TEXT.length && value.toString("latin1", at, stop) === NULL_TEXT) {
+          this.defLevels.push(2);
+          this.stats.nulls++;
+        } else {
+          this.defLevels.push(3);
+          this.ensure(LENGTH_PREFIX_BYTES + stop - at);
+          this.buffer.writeUInt32LE(stop - at, this.used);
+          value.copy(this.buffer, this.used + LENGTH_PREFIX_BYTES, at, stop);
+          this.used += LENGTH_PREFIX_BYTES + stop - at;
+        }
+        at = stop;
+      }
+      at++; // the comma, or the closing brace after the last element
+    }
+    return count;
+  }
+
+  /** Writes the quoted element starting after its opening quote; returns where its closing quote is, plus one. */
+  private writeQuotedElement(value: Buffer, from: number): number {
+    this.defLevels.push(3);
+    this.ensure(LENGTH_PREFIX_BYTES + value.length);
+    const start = this.used + LENGTH_PREFIX_BYTES;
+    let out = start;
+    let at = from;
+    while (value[at] !== QUOTE) {
+      if (value[at] === BACKSLASH) at++;
+      this.buffer[out++] = value[at++] as number;
+    }
+    this.buffer.writeUInt32LE(out - start, this.used);
+    this.used = out;
+    return at + 1;
   }
 
   /**

@@ -48,7 +48,7 @@ export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
  * carried (no decoding into strings, so the Parquet encoder copies text and JSON as they came), or
  * null. Position {@link CURSOR_START_US} holds the keyset start time in epoch microseconds,
  * {@link CURSOR_ID} the run's id, and position `FIRST_FIELD + i` the query's `fields[i]`:
- * UUIDs and text as text, lists as JSON arrays, timestamps as epoch microseconds and token counts
+ * UUIDs and text as text, lists in Postgres's array form (`{a,"b c"}`), timestamps as epoch microseconds and token counts
  * as decimal text (so no precision is lost), JSON fields as JSON text, costs as float8 text and
  * booleans as `t` or `f`.
  */
@@ -102,9 +102,6 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
     case "prompt_tokens":
     case "completion_tokens":
       return q`${col(field)}::text`;
-    case "parent_run_ids":
-    case "tags":
-      return q`array_to_json(${col(field)})::text`;
     case "total_cost":
     case "prompt_cost":
     case "completion_cost":
