@@ -291,6 +291,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       for (const field of fields)
         if (!RUN_FIELDS.includes(field))
           throw invalid(`select: unknown field ${JSON.stringify(field)}; fields: ${RUN_FIELDS.join(", ")}`);
+      if (!(await threadExists(sql, workspace.id, threadId))) throw threadNotFound(threadId);
       const runs = await listRuns(sql, workspace.id, threadId, {
         limit,
         offset,
