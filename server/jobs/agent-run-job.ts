@@ -161,7 +161,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
-        halt({ kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" }),
+        halt(
+          action === "orphaned"
+            ? { kind: "orphaned" }
+            : { kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" },
+        ),
       );
     const heartbeat = setInterval(() => {
       renewRunLease(sql, run.runId, leaseToken, settings.leaseSeconds).then(
