@@ -18,6 +18,7 @@ import {
   claimRun,
   deleteRun,
   deleteRunCheckpoints,
+  endRun,
   finishRun,
   lockThreadQueue,
   type RunClaim,
@@ -25,12 +26,11 @@ import {
   releaseRun,
   renewRunLease,
   saveThreadAfterRun,
-  threadExists,
   threadHasActiveRun,
 } from "../store/agent-run-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import type { Sql } from "../store/db.js";
-import { appendRunEvents, END_EVENT, expireRunEvents } from "../store/run-event-store.js";
+import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import { deleteThreads } from "../store/thread-store.js";
 import {
@@ -308,15 +308,14 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     if (output === null) output = state?.values ?? {};
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      if (!(await finishRun(tx, run.runId, leaseToken, { status: outcome.status, output }))) return;
-      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
-      await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
-      if (!(await threadExists(tx, run.workspaceId, run.threadId))) {
-        // The thread was deleted while the run ran: what the run wrote after that goes too.
-        await deleteRun(tx, run.workspaceId, run.runId);
-        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
-        return;
-      }
+      const ended = await endRun(tx, run.runId, leaseToken, {
+        status: outcome.status,
+        output,
+        eventTtlSeconds: settings.streamTtlSeconds,
+        endEvent: END_EVENT,
+        channel: RUN_EVENTS_CHANNEL,
+      });
+      if (!ended) return;
       if (kwargs.temporary && !(await threadHasActiveRun(tx, run.workspaceId, run.threadId))) {
         await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
         await deleteThreads(tx, run.workspaceId, [run.threadId]);
@@ -328,11 +327,17 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           : outcome.status === "interrupted" || !state?.stopped
             ? "idle"
             : "interrupted";
-      await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
+      const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
         ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
         status: threadStatus,
         error: outcome.failure ?? null,
       });
+      if (!saved) {
+        // The thread was deleted while the run ran: what the run wrote after that goes too.
+        await deleteRun(tx, run.workspaceId, run.runId);
+        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
+        return;
+      }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
   }
