@@ -1,5 +1,5 @@
 import { startApp } from "./app.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadConfig, shutdownBudgetMs } from "./config.js";
 import { createLogger } from "./logger.js";
 
 /**
@@ -47,9 +47,9 @@ async function main(): Promise<void> {
     }
     log.info("shutting down", { signal });
     setTimeout(() => {
-      log.error("shutdown overran its grace; exiting now", { graceMs: config.shutdownGraceMs });
+      log.error("shutdown overran its grace; exiting now", { graceMs: shutdownBudgetMs(config) });
       process.exit(1);
-    }, config.shutdownGraceMs + SHUTDOWN_BACKSTOP_MS).unref();
+    }, shutdownBudgetMs(config) + SHUTDOWN_BACKSTOP_MS).unref();
     stopRequested = true;
     stop();
   };
