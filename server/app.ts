@@ -26,6 +26,7 @@ import { createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
+import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
@@ -100,6 +101,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
     const runBus = await createRunEventBus(sql);
     cleanups.push(() => runBus.close());
+    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
+    const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
     const agentRuns = createAgentRunWorker({
       sql,
       graphs,
@@ -107,6 +110,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       log,
       queue: () => queue,
       bus: () => runBus,
+      ...(runTracing ? { tracing: runTracing } : {}),
     });
     const jobs = createJobRegistry({
       sql,
@@ -136,6 +140,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       });
       cleanups.push(async () => {
         await agentRuns.drain(runSettings.shutdownGraceMs);
+        await runTracing?.settle();
         await stopMaintenance();
       });
     }
@@ -163,7 +168,6 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "worker") cleanups.push(await listenForIdentityChanges(sql, identities.clear));
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
-    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
     const deps = {
       config,
       sql,

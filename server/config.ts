@@ -103,6 +103,8 @@ export interface Config {
   readonly graphConfigPath: string | undefined;
   /** Whether traces are counted into granular usage (`AGENTPLANE_USAGE_REPORTING`). */
   readonly usageReporting: boolean;
+  /** Whether agent runs are recorded in the tracing store (`AGENTPLANE_RUN_TRACING`); on where unset. */
+  readonly runTracing?: boolean;
   /**
    * The default config and context of the system assistants, by graph id (`LANGGRAPH_CONFIG`);
    * undefined leaves it to the graphs file's `env`.
@@ -338,6 +340,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
     graphConfigPath: text("AGENTPLANE_CONFIG") && resolve(text("AGENTPLANE_CONFIG") as string),
     usageReporting: oneOf("AGENTPLANE_USAGE_REPORTING", ["true", "false"], "true") === "true",
+    runTracing: oneOf("AGENTPLANE_RUN_TRACING", ["true", "false"], "true") === "true",
     assistantDefaults,
     schemaResolveTimeoutMs: integer(
       "LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS",

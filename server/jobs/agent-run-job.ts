@@ -12,6 +12,7 @@ import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
+import type { RunTracing } from "../runtime/run-tracer.js";
 import {
   type AgentRunRecord,
   type CancelAction,
@@ -49,6 +50,8 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   log: Logger;
   /** The process's run event bus (cancels reach running runs through it). */
   bus: () => RunEventBus;
+  /** Records runs in the tracing store; absent when run tracing is off. */
+  tracing?: RunTracing;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -202,6 +205,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     const writer = createRunEventWriter(sql, run, log);
+    const trace = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
@@ -249,6 +253,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         attempt: run.attempt,
         signal: stop.signal,
         emit: (event) => writer.push(event),
+        ...(trace ? { callbacks: [trace.handler] } : {}),
       });
       output = toPlainJson(result.output?.value ?? null);
     } catch (error) {
@@ -281,6 +286,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }
     } finally {
+      trace?.finish();
       clearInterval(heartbeat);
       clearTimeout(timeout);
       unsubscribe();
