@@ -116,7 +116,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     const registered = graphs.get(run.graphId);
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
     return registered.load({
-      checkpointer: new PostgresCheckpointer(sql, run.workspaceId),
+      // A stateless run that deletes its thread keeps no checkpoints, as on the LangGraph servers:
+      // nothing would read them. (A takeover then restarts it from its input.)
+      ...(kwargs.temporary ? {} : { checkpointer: new PostgresCheckpointer(sql, run.workspaceId) }),
       store: new PostgresStore(sql, run.workspaceId, graphs.settings.store.ttl),
       config: {
         ...kwargs.config,

@@ -116,7 +116,8 @@ export async function createRun(
   let reserved: RunSlot | undefined;
   const created = await deps.sql
     .begin(async (tx) => {
-      await lockThreadQueue(tx, workspaceId, threadId);
+      // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
+      if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
       let thread: ThreadRecord | undefined;
       if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
       if (!thread) {
@@ -130,7 +131,7 @@ export async function createRun(
           `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
           Code.NotFound,
         );
-      const active = await activeRunsOfThread(tx, workspaceId, threadId);
+      const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
       if (active.length > 0 && request.multitaskStrategy === "reject")
         throw new ConnectError(
           `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
