@@ -14,6 +14,7 @@ import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
+import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
@@ -102,6 +103,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const runBus = await createRunEventBus(sql);
     cleanups.push(() => runBus.close());
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
+    // Where graphs' loopback clients go: set, or this process's own address once it listens.
+    let apiUrl = config.loopbackUrl;
     const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
     const agentRuns = createAgentRunWorker({
       sql,
@@ -111,6 +114,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       queue: () => queue,
       bus: () => runBus,
       ...(runTracing ? { tracing: runTracing } : {}),
+      loopback: createLoopback({ sql, log, url: () => apiUrl, timeoutSeconds: runSettings.timeoutSeconds }),
     });
     const jobs = createJobRegistry({
       sql,
@@ -221,6 +225,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       },
     );
     const address = await server.listen(config.port, config.host);
+    if (config.role === "all") apiUrl ??= loopbackUrl(address);
     cleanups.push(() => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 

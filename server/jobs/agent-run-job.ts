@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { RunSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
+import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
@@ -52,6 +53,8 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   bus: () => RunEventBus;
   /** Records runs in the tracing store; absent when run tracing is off. */
   tracing?: RunTracing;
+  /** Gives each attempt the loopback client's credentials. */
+  loopback?: Loopback;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -157,7 +160,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (!stop.signal.aborted) stop.abort(reason);
     };
     if (claim.orphaned) halt({ kind: "orphaned" });
-    const done = execute(run, leaseToken, stop, halt)
+    const done = withLoopback(deps.loopback, run, () => execute(run, leaseToken, stop, halt))
       .catch((error: unknown) =>
         // Its lease lapses and another attempt takes the run over.
         log.error("run attempt failed; the run is retried when its lease lapses", {
