@@ -9,7 +9,7 @@
  * token (read when the client is built, so a client keeps its run's credentials whichever async
  * context later sends its requests); outside a run they answer nothing and the SDK keeps its defaults.
  *
- * The token is minted per attempt: random, stored only as its SHA-256, valid in the run's workspace
+ * The token is minted per attempt, on its first loopback request: random, stored only as its SHA-256, valid in the run's workspace
  * while the run is active and at most the run's timeout, deleted when the attempt ends. It lives in
  * this process's memory only, so a worker in any process mints its own.
  */
@@ -32,7 +32,8 @@ const URL_SYMBOL = Symbol.for("langgraph_api:url");
 /** The credentials and target of the run attempt a node runs in. */
 interface LoopbackScope {
   readonly url: string;
-  readonly token: string;
+  /** The attempt's token (minted on first use). */
+  readonly token: () => Promise<string>;
   readonly workspaceId: string;
 }
 
@@ -67,24 +68,42 @@ export function createLoopback(deps: LoopbackDeps): Loopback {
     async around(run, fn) {
       const url = deps.url();
       if (url === undefined) return fn();
-      const token = RUN_TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
-      const tokenHash = createHash("sha256").update(token, "utf8").digest();
-      await insertRunToken(deps.sql, {
-        tokenHash,
-        workspaceId: run.workspaceId,
-        runId: run.runId,
-        ttlSeconds: deps.timeoutSeconds + TOKEN_MARGIN_SECONDS,
-      });
+      // Minted on the first loopback request, so a run that makes none costs no query.
+      let minted: Promise<{ token: string; tokenHash: Buffer }> | undefined;
+      const token = () => {
+        // A failed mint is retried by the next request rather than failing every later one.
+        minted ??= mint(deps, run).catch((error: unknown) => {
+          minted = undefined;
+          throw error;
+        });
+        return minted.then((m) => m.token);
+      };
       try {
         return await scopes.run({ url, token, workspaceId: run.workspaceId }, fn);
       } finally {
         // A token left behind stops working when its run ends and is deleted once it expires.
-        await deleteRunToken(deps.sql, tokenHash).catch((error: unknown) =>
-          deps.log.warn("could not delete a run's loopback token", { runId: run.runId, error }),
-        );
+        if (minted)
+          await minted
+            .then(({ tokenHash }) => deleteRunToken(deps.sql, tokenHash))
+            .catch((error: unknown) =>
+              deps.log.warn("could not delete a run's loopback token", { runId: run.runId, error }),
+            );
       }
     },
   };
+}
+
+/** A new token for `run`, stored as its hash. */
+async function mint(deps: LoopbackDeps, run: LoopbackRun): Promise<{ token: string; tokenHash: Buffer }> {
+  const token = RUN_TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
+  const tokenHash = createHash("sha256").update(token, "utf8").digest();
+  await insertRunToken(deps.sql, {
+    tokenHash,
+    workspaceId: run.workspaceId,
+    runId: run.runId,
+    ttlSeconds: deps.timeoutSeconds + TOKEN_MARGIN_SECONDS,
+  });
+  return { token, tokenHash };
 }
 
 /** `fn` inside the loopback scope of `run` when there is a loopback, else as it is. */
@@ -129,10 +148,10 @@ function registerLoopbackGlobals(): void {
  * API key the SDK read from the environment is meant for another server).
  */
 function scopedFetch(scope: LoopbackScope): typeof fetch {
-  return (input, init) => {
+  return async (input, init) => {
     const headers = new Headers(init?.headers);
     headers.delete("authorization");
-    headers.set("x-api-key", scope.token);
+    headers.set("x-api-key", await scope.token());
     headers.set("x-tenant-id", scope.workspaceId);
     return fetch(input, { ...init, headers });
   };
