@@ -210,7 +210,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     const writer = createRunEventWriter(sql, run, log);
-    const trace = deps.tracing?.start(run);
+    const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
@@ -258,7 +258,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         attempt: run.attempt,
         signal: stop.signal,
         emit: (event) => writer.push(event),
-        ...(trace ? { callbacks: [trace.handler] } : {}),
+        ...(tracer ? { callbacks: [tracer] } : {}),
       });
       output = toPlainJson(result.output?.value ?? null);
     } catch (error) {
@@ -291,7 +291,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }
     } finally {
-      trace?.finish();
       clearInterval(heartbeat);
       clearTimeout(timeout);
       unsubscribe();

@@ -5,8 +5,8 @@
  * them, and hands them in batches to a sink (the in-process ingest service).
  *
  * Tracing must never fail or slow a run: callbacks only copy a record into a bounded buffer; a
- * background flush writes it; a full buffer drops records (logged once per run) rather than grow;
- * a failed write is logged and dropped.
+ * background flush writes it; a full buffer drops records (logged with their count) rather than
+ * grow; a failed write is logged and dropped.
  */
 import { BaseTracer, type Run } from "@langchain/core/tracers/base";
 import type { Logger } from "../logger.js";
@@ -30,18 +30,11 @@ export interface TracedRun {
   kwargs: { langsmith_tracer?: unknown };
 }
 
-/** The tracing of one run attempt. */
-export interface RunTrace {
-  /** The callback handler to put in the run's config `callbacks`. */
-  readonly handler: BaseTracer;
-  /** Writes what is left, in the background (never throws). */
-  finish(): void;
-}
-
 /** Starts run traces and waits for their writes at shutdown. */
 export interface RunTracing {
-  start(run: TracedRun): RunTrace;
-  /** Resolves when every write started so far has ended. */
+  /** The callback handler to put in the config `callbacks` of one attempt of `run`. */
+  start(run: TracedRun): BaseTracer;
+  /** Writes what is buffered and resolves when every write started so far has ended. */
   settle(): Promise<void>;
 }
 
@@ -49,21 +42,24 @@ export interface RunTracing {
 export interface RunTracingDeps {
   sink: TraceSink;
   log: Logger;
-  /** Records one run may hold in memory waiting for a write; more are dropped. */
+  /** Runs the process may hold in memory waiting for a write; records of more are dropped. */
   maxPending?: number;
   /** Milliseconds records wait to be written with the ones that follow them. */
   flushDelayMs?: number;
 }
 
 /**
- * A graph run of a few nodes makes a few dozen records; a chat loop with tools a few hundred. Past
- * this the run is producing records faster than Postgres takes them and memory must not grow.
+ * A graph run of a few nodes makes a few dozen records; hundreds of runs a second make thousands.
+ * Past this the process is producing records faster than Postgres takes them: memory must not grow.
  */
-const DEFAULT_MAX_PENDING = 2_000;
-/** Batches a node's start and end (and its model's) into one write, without holding them long. */
+const DEFAULT_MAX_PENDING = 10_000;
+/**
+ * Every run's records of this long go in one write: a run's start and end usually meet in the
+ * buffer and are written as one row, and concurrent runs share one ingest transaction.
+ */
 const DEFAULT_FLUSH_DELAY_MS = 200;
-/** A batch this big is written at once rather than after the delay: one ingest transaction's worth. */
-const FLUSH_BATCH = 200;
+/** A buffer this big is written at once rather than after the delay: one ingest transaction's worth. */
+const FLUSH_BATCH = 500;
 /** The ingest service's project-name limit; longer names are cut. */
 const MAX_PROJECT_NAME = 200;
 
@@ -78,63 +74,109 @@ export function traceProjectName(run: TracedRun): string {
   return name.slice(0, MAX_PROJECT_NAME);
 }
 
-/** Creates the {@link RunTracing} of a process. */
+/** A traced run's records waiting for a write: its start, its end, or both merged into one post. */
+interface PendingRun {
+  post?: TraceRecord;
+  patch?: TraceRecord;
+}
+
+/**
+ * Creates the {@link RunTracing} of a process: one buffer for every run, by workspace, written
+ * every {@link DEFAULT_FLUSH_DELAY_MS} in one ingest call per workspace, one write at a time.
+ */
 export function createRunTracing(deps: RunTracingDeps): RunTracing {
   const maxPending = deps.maxPending ?? DEFAULT_MAX_PENDING;
   const delayMs = deps.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS;
+  const pending = new Map<string, Map<string, PendingRun>>();
+  let size = 0;
+  let dropped = 0;
+  let timer: NodeJS.Timeout | undefined;
+  // One write at a time, so a run's end is never written before its start.
+  let chain: Promise<void> = Promise.resolve();
   const writes = new Set<Promise<void>>();
+
+  /** Writes a workspace's batch; a refused batch of several traces is retried trace by trace. */
+  async function write(workspaceId: string, post: TraceRecord[], patch: TraceRecord[]): Promise<void> {
+    try {
+      await deps.sink(workspaceId, { post, patch });
+    } catch (error) {
+      const traces = new Set([...post, ...patch].map((r) => r.trace_id));
+      if (traces.size > 1) {
+        for (const trace of traces) {
+          const mine = (r: TraceRecord) => r.trace_id === trace;
+          await write(workspaceId, post.filter(mine), patch.filter(mine));
+        }
+        return;
+      }
+      deps.log.warn("agent run trace records were not stored", {
+        traceId: [...traces][0],
+        records: post.length + patch.length,
+        error,
+      });
+    }
+  }
+
+  function flush(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    if (dropped > 0) {
+      deps.log.warn("agent run trace buffer was full; records were dropped", { dropped, maxPending });
+      dropped = 0;
+    }
+    if (size === 0) return;
+    const batches = [...pending].map(([workspaceId, runs]) => {
+      const entries = [...runs.values()];
+      return {
+        workspaceId,
+        post: entries.flatMap((e) => (e.post ? [e.post] : [])),
+        patch: entries.flatMap((e) => (e.patch ? [e.patch] : [])),
+      };
+    });
+    pending.clear();
+    size = 0;
+    const written = chain.then(async () => {
+      for (const batch of batches) await write(batch.workspaceId, batch.post, batch.patch);
+    });
+    chain = written;
+    writes.add(written);
+    void written.finally(() => writes.delete(written));
+  }
+
+  function add(workspaceId: string, kind: "post" | "patch", record: TraceRecord): void {
+    let runs = pending.get(workspaceId);
+    if (!runs) {
+      runs = new Map();
+      pending.set(workspaceId, runs);
+    }
+    const entry = runs.get(record.id);
+    if (!entry) {
+      if (size >= maxPending) {
+        dropped += 1;
+        timer ??= setTimeout(flush, delayMs);
+        return;
+      }
+      size += 1;
+      runs.set(record.id, { [kind]: record });
+    } else if (kind === "patch" && entry.post) {
+      // Started and ended within one delay: written once, as a finished run.
+      entry.post = { ...entry.post, ...record };
+    } else {
+      entry[kind] = record;
+    }
+    if (size >= FLUSH_BATCH) flush();
+    else timer ??= setTimeout(flush, delayMs);
+  }
 
   return {
     start(run) {
       const project = traceProjectName(run);
-      const posts: TraceRecord[] = [];
-      const patches: TraceRecord[] = [];
-      let dropped = 0;
-      let timer: NodeJS.Timeout | undefined;
-      // One write at a time per run, so a run's end never lands before its start.
-      let chain: Promise<void> = Promise.resolve();
-
-      const flush = (): void => {
-        clearTimeout(timer);
-        timer = undefined;
-        if (posts.length === 0 && patches.length === 0) return;
-        const batch = { post: posts.splice(0), patch: patches.splice(0) };
-        const write = chain.then(() =>
-          deps.sink(run.workspaceId, batch).then(
-            () => undefined,
-            (error: unknown) =>
-              deps.log.warn("agent run trace records were not stored", {
-                runId: run.runId,
-                records: batch.post.length + batch.patch.length,
-                error,
-              }),
-          ),
-        );
-        chain = write;
-        writes.add(write);
-        void write.finally(() => writes.delete(write));
-      };
-      const push = (list: TraceRecord[], record: TraceRecord): void => {
-        if (posts.length + patches.length >= maxPending) {
-          if (dropped === 0)
-            deps.log.warn("agent run trace buffer is full; records are dropped", {
-              runId: run.runId,
-              maxPending,
-            });
-          dropped += 1;
-          return;
-        }
-        list.push(record);
-        if (posts.length + patches.length >= FLUSH_BATCH) flush();
-        else timer ??= setTimeout(flush, delayMs);
-      };
-      const handler = new RunTraceHandler(
-        (record) => push(posts, { ...record, session_name: project }),
-        (record) => push(patches, { ...record, session_name: project }),
+      return new RunTraceHandler(
+        (record) => add(run.workspaceId, "post", { ...record, session_name: project }),
+        (record) => add(run.workspaceId, "patch", { ...record, session_name: project }),
       );
-      return { handler, finish: flush };
     },
     async settle() {
+      flush();
       while (writes.size > 0) await Promise.allSettled([...writes]);
     },
   };
@@ -173,7 +215,7 @@ class RunTraceHandler extends BaseTracer {
   }
 }
 
-/** A run tree node as a trace record; `ended` adds what the run's end knows. */
+/** A run tree node as a trace record: at its start with its inputs, at its end with its outcome. */
 function toRecord(run: Run, ended: boolean): TraceRecord {
   const stored = run as Run & { _serialized_start_time?: string };
   return {
@@ -184,9 +226,9 @@ function toRecord(run: Run, ended: boolean): TraceRecord {
     name: run.name,
     run_type: run.run_type,
     start_time: stored._serialized_start_time ?? run.start_time,
-    inputs: jsonObject(run.inputs, "input"),
     extra: jsonObject(run.extra, "extra"),
     tags: run.tags ?? [],
+    // Inputs are known at the start; an end leaves them to the start's record.
     ...(ended
       ? {
           end_time: run.end_time ?? Date.now(),
@@ -194,7 +236,7 @@ function toRecord(run: Run, ended: boolean): TraceRecord {
           error: run.error ?? null,
           events: jsonList(run.events),
         }
-      : {}),
+      : { inputs: jsonObject(run.inputs, "input") }),
   };
 }
 
