@@ -188,6 +188,11 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
  */
 class RunTraceHandler extends BaseTracer {
   override name = "agentplane_run_tracer";
+  /**
+   * Called inline: the work is a synchronous copy into the buffer, cheaper than a trip through
+   * LangChain's process-wide background callback queue (one task at a time for every run).
+   */
+  override awaitHandlers = true;
 
   constructor(
     private readonly onStart: (record: TraceRecord) => void,
