@@ -97,15 +97,44 @@ export async function lockThreadQueue(q: Queryable, workspaceId: string, threadI
   await q`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${threadId}`}, 0))`;
 }
 
-/** Inserts a run (pending). */
-export async function insertRun(q: Queryable, run: NewRun): Promise<AgentRunRecord> {
+/** How {@link insertRun} also starts the run: claimed at once by the creating process. */
+export interface ClaimOnInsert {
+  owner: string;
+  leaseToken: string;
+  leaseSeconds: number;
+}
+
+/**
+ * Inserts a run and, in the same statement, marks its thread busy (merging `threadMetadata` into
+ * the thread's metadata when given). Pending, or, with `claim`, running under that lease as its
+ * first attempt: only when the caller knows it heads its thread's queue (the queue is locked and
+ * empty, or the thread is new).
+ */
+export async function insertRun(
+  q: Queryable,
+  run: NewRun,
+  options: { threadMetadata: JsonObject | null; claim?: ClaimOnInsert },
+): Promise<AgentRunRecord> {
+  const { claim, threadMetadata } = options;
   const [row] = await q<RunRow[]>`
-    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
-                            multitask_strategy, temporary, not_before)
-    values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
-            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
-            now() + make_interval(secs => ${run.afterSeconds}::float8))
-    returning *`;
+    with inserted as (
+      insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                              multitask_strategy, temporary, not_before, status, attempt, lease_owner,
+                              lease_token, lease_expires_at, started_at)
+      values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
+              ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+              now() + make_interval(secs => ${run.afterSeconds}::float8),
+              ${claim ? "running" : "pending"}, ${claim ? 1 : 0}, ${claim?.owner ?? null},
+              ${claim?.leaseToken ?? null}::uuid,
+              ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
+              ${claim ? q`now()` : null})
+      returning *
+    ), busy as (
+      update threads set status = 'busy', updated_at = now()
+        ${threadMetadata ? q`, metadata = metadata || ${q.json(threadMetadata)}` : q``}
+      where workspace_id = ${run.workspaceId} and thread_id = ${run.threadId}
+    )
+    select * from inserted`;
   if (!row) throw new Error("insert into agent_runs returned no row");
   return toRecord(row);
 }
@@ -479,19 +508,6 @@ export async function deleteRunCheckpoints(
     delete from checkpoint_writes w using doomed d
     where w.workspace_id = ${workspaceId} and w.thread_id = ${threadId}
       and w.checkpoint_ns = d.checkpoint_ns and w.checkpoint_id = d.checkpoint_id`;
-}
-
-/** Marks a thread busy (a run was queued on it), merging `metadata` into its metadata when given. */
-export async function queueOnThread(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  metadata: JsonObject | null,
-): Promise<void> {
-  await q`
-    update threads set status = 'busy', updated_at = now()
-      ${metadata ? q`, metadata = metadata || ${q.json(metadata)}` : q``}
-    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
 }
 
 /** A busy thread with no pending or running run left becomes idle. */
