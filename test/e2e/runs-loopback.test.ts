@@ -4,6 +4,9 @@
  * minted for the attempt, stored hashed, deleted when the attempt ends), acting in the run's
  * workspace only.
  */
+import { createHash } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Client } from "@langchain/langgraph-sdk";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -49,6 +52,31 @@ export const graph = new StateGraph(State)
   .addEdge(START, "probe")
   .addEdge("probe", END)
   .compile();
+
+const Exposed = Annotation.Root({
+  echo_url: Annotation<string>,
+  api_url: Annotation<string>,
+  other_tenant: Annotation<string>,
+  own: Annotation<number>,
+  other: Annotation<number>,
+});
+
+/** Reads its own token back through an echo server, then calls the API with it directly. */
+export const exposed = new StateGraph(Exposed)
+  .addNode("expose", async (state) => {
+    const loopbackFetch = (globalThis as Record<symbol, typeof fetch>)[Symbol.for("langgraph_api:fetch")];
+    const token = await (await loopbackFetch(state.echo_url)).text();
+    const call = (tenant?: string) =>
+      fetch(state.api_url + "/threads/search", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": token, ...(tenant ? { "x-tenant-id": tenant } : {}) },
+        body: "{}",
+      }).then((res) => res.status);
+    return { own: await call(), other: await call(state.other_tenant) };
+  })
+  .addEdge(START, "expose")
+  .addEdge("expose", END)
+  .compile();
 `;
 
 let fixture: GraphFixture;
@@ -57,7 +85,10 @@ let sdk: Client;
 let sql: postgres.Sql;
 
 beforeAll(async () => {
-  fixture = await writeGraphFixture({ "graphs.ts": GRAPHS }, { graphs: { loopback: "./graphs.ts:graph" } });
+  fixture = await writeGraphFixture(
+    { "graphs.ts": GRAPHS },
+    { graphs: { loopback: "./graphs.ts:graph", exposed: "./graphs.ts:exposed" } },
+  );
   // An API key in the environment is for some other server: the loopback client must not send it.
   process.env.LANGGRAPH_API_KEY = "lsv2_not_for_this_server";
   t = await startTestApp({ graphConfigPath: fixture.configFile });
@@ -114,5 +145,38 @@ describe("new Client() with no URL inside a node", () => {
     });
     expect(res.status).toBe(401);
     expect(((await res.json()) as { detail: string }).detail).toMatch(/run token/);
+  });
+
+  it("acts only in the run's workspace at the authenticator, and only while the run runs", async () => {
+    // An echo server: answers the x-api-key the loopback fetch sent, and keeps it.
+    const seen: string[] = [];
+    const echo: Server = createServer((req, res) => {
+      const key = String(req.headers["x-api-key"] ?? "");
+      seen.push(key);
+      res.end(key);
+    });
+    await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+    try {
+      const other = (await t.client().workspaces.createWorkspace({ displayName: "Elsewhere" })).id;
+      const thread = await sdk.threads.create();
+      const values = (await sdk.runs.wait(thread.thread_id, "exposed", {
+        input: {
+          echo_url: `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`,
+          api_url: t.baseUrl,
+          other_tenant: other,
+        },
+      })) as Record<string, unknown>;
+      expect(values).toMatchObject({ own: 200, other: 403 });
+      const token = seen[0] ?? "";
+      expect(token).toMatch(/^ap_rt_[A-Za-z0-9_-]{43}$/);
+      // Only its hash was stored, and the attempt deleted even that when it ended.
+      const hash = createHash("sha256").update(token).digest();
+      const rows = await sql`select 1 from agent_run_tokens where token_hash = ${hash}`;
+      expect(rows).toHaveLength(0);
+      const after = await t.fetch("/threads/search", { method: "POST", body: "{}", apiKey: token });
+      expect(after.status).toBe(401);
+    } finally {
+      await new Promise((resolve) => echo.close(resolve));
+    }
   });
 });
