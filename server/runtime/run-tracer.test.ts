@@ -127,6 +127,25 @@ describe("createRunTracing", () => {
   });
 });
 
+describe("trace records", () => {
+  it("leave out the metadata checkpoints leave out (forwarded headers, auth fields)", async () => {
+    const posts: TraceRecord[] = [];
+    const tracing = createRunTracing({
+      log: capture().log,
+      flushDelayMs: NO_TIMER_MS,
+      sink: async (_ws, batch) => {
+        posts.push(...batch.post);
+      },
+    });
+    await RunnableLambda.from((x: number) => x).invoke(1, {
+      callbacks: [tracing.start(RUN)],
+      metadata: { "x-team-secret": "s", langgraph_auth_user_id: "u", thread_id: "t1" },
+    });
+    await tracing.settle();
+    expect(posts[0]?.extra).toEqual({ metadata: { thread_id: "t1" } });
+  });
+});
+
 describe("traceProjectName", () => {
   it("takes langsmith_tracer.project_name, else the graph id", () => {
     expect(traceProjectName(RUN)).toBe("agent");

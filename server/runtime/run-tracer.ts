@@ -10,6 +10,7 @@
  */
 import { BaseTracer, type Run } from "@langchain/core/tracers/base";
 import type { Logger } from "../logger.js";
+import { isStrippedMetadataKey } from "./checkpoint-metadata.js";
 import { toPlainJson } from "./plain-json.js";
 
 /** A run as the ingest service takes it (LangSmith `runs.Run`, snake_case). */
@@ -231,7 +232,7 @@ function toRecord(run: Run, ended: boolean): TraceRecord {
     name: run.name,
     run_type: run.run_type,
     start_time: stored._serialized_start_time ?? run.start_time,
-    extra: jsonObject(run.extra, "extra"),
+    extra: withoutPrivateMetadata(jsonObject(run.extra, "extra")),
     tags: run.tags ?? [],
     // Inputs are known at the start; an end leaves them to the start's record.
     ...(ended
@@ -253,6 +254,17 @@ function jsonObject(value: unknown, key: string): Record<string, unknown> {
   } catch (error) {
     return { [key]: `<not serialisable: ${error instanceof Error ? error.message : String(error)}>` };
   }
+}
+
+/**
+ * `extra` without the metadata keys checkpoints never keep either (forwarded request headers,
+ * authenticated-user fields, request ids): traces are read by everyone in the workspace.
+ */
+function withoutPrivateMetadata(extra: Record<string, unknown>): Record<string, unknown> {
+  const metadata = extra.metadata;
+  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return extra;
+  const kept = Object.entries(metadata).filter(([key]) => !isStrippedMetadataKey(key));
+  return { ...extra, metadata: Object.fromEntries(kept) };
 }
 
 function jsonList(events: Run["events"]): Record<string, unknown>[] {
