@@ -9,10 +9,10 @@ import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
   type AgentRunRecord,
   activeRunsOfThread,
-  checkpointExists,
   insertRun,
   lockThreadQueue,
 } from "../../store/agent-run-store.js";
+import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
 import { findThreads, insertThreads, type ThreadRecord } from "../../store/thread-store.js";
