@@ -20,6 +20,7 @@ import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
+import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
 import { explainDatabaseOutage } from "./services/database-outage.js";
@@ -34,6 +35,7 @@ import { checkConnectable, createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
+import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
 import { gateAdapter } from "./transport/gated-adapter.js";
@@ -135,6 +137,10 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
     const runBus = await createRunEventBus(sql);
     onStop("run event bus", () => runBus.close());
+    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
+    // Where graphs' loopback clients go: set, or this process's own address once it listens.
+    let apiUrl = config.loopbackUrl;
+    const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
     const agentRuns = createAgentRunWorker({
       sql,
       graphs,
@@ -142,6 +148,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       log,
       queue: () => queue,
       bus: () => runBus,
+      ...(runTracing ? { tracing: runTracing } : {}),
+      loopback: createLoopback({ sql, log, url: () => apiUrl, timeoutSeconds: runSettings.timeoutSeconds }),
     });
     const jobs = createJobRegistry({
       sql,
@@ -172,6 +180,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       // Before the queue stops: running runs get the background grace, then are handed back.
       onStop("agent runs", async () => {
         await agentRuns.drain(runSettings.shutdownGraceMs);
+        await runTracing?.settle();
         await stopMaintenance();
       });
     }
@@ -202,7 +211,6 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       onStop("identity listener", await listenForIdentityChanges(sql, identities.clear));
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
-    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
     const deps = {
       config,
       sql,
@@ -259,6 +267,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       },
     );
     const address = await server.listen(config.port, config.host);
+    if (config.role === "all") apiUrl ??= loopbackUrl(address);
     onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 

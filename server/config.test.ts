@@ -118,6 +118,23 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ AGENTPLANE_ROLE: "api" })).toThrow(/AGENTPLANE_ROLE=api .* set DATABASE_URL/);
     expect(loadConfig({ AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" }).role).toBe("api");
   });
+
+  it("reads run tracing and the loopback URL, refusing a URL that is not http(s)", () => {
+    expect(loadConfig({}).runTracing).toBe(true);
+    expect(loadConfig({}).loopbackUrl).toBeUndefined();
+    const config = loadConfig({
+      AGENTPLANE_RUN_TRACING: "false",
+      AGENTPLANE_LOOPBACK_URL: "http://api:8123/",
+    });
+    expect(config.runTracing).toBe(false);
+    expect(config.loopbackUrl).toBe("http://api:8123");
+    expect(() => loadConfig({ AGENTPLANE_LOOPBACK_URL: "api:8123" })).toThrow(
+      /AGENTPLANE_LOOPBACK_URL=api:8123 must be an http:\/\/ or https:\/\/ URL/,
+    );
+    expect(() => loadConfig({ AGENTPLANE_RUN_TRACING: "no" })).toThrow(
+      /AGENTPLANE_RUN_TRACING=no must be one of/,
+    );
+  });
 });
 
 describe("bulk export settings", () => {

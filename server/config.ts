@@ -108,6 +108,13 @@ export interface Config {
   readonly graphConfigPath: string | undefined;
   /** Whether traces are counted into granular usage (`AGENTPLANE_USAGE_REPORTING`). */
   readonly usageReporting: boolean;
+  /** Whether agent runs are recorded in the tracing store (`AGENTPLANE_RUN_TRACING`); on where unset. */
+  readonly runTracing?: boolean;
+  /**
+   * The API URL a graph's `new Client()` with no URL reaches (`AGENTPLANE_LOOPBACK_URL`); undefined
+   * is this process's own address when it serves the API (role `all`).
+   */
+  readonly loopbackUrl?: string | undefined;
   /**
    * The default config and context of the system assistants, by graph id (`LANGGRAPH_CONFIG`);
    * undefined leaves it to the graphs file's `env`.
@@ -253,6 +260,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
   }
   const role = oneOf("AGENTPLANE_ROLE", ROLES, "all");
+  const loopbackUrl = text("AGENTPLANE_LOOPBACK_URL")?.replace(/\/+$/, "");
+  if (loopbackUrl !== undefined && !/^https?:\/\/[^/]+/.test(loopbackUrl)) {
+    problems.push(
+      `AGENTPLANE_LOOPBACK_URL=${loopbackUrl} must be an http:// or https:// URL of an API process`,
+    );
+  }
   if (role !== "all" && databaseUrl === undefined) {
     problems.push(
       `AGENTPLANE_ROLE=${role} splits the server across processes, which must share one database: set DATABASE_URL`,
@@ -361,6 +374,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf("AGENTPLANE_LOG_LEVEL", LOG_LEVELS, "info"),
     graphConfigPath: text("AGENTPLANE_CONFIG") && resolve(text("AGENTPLANE_CONFIG") as string),
     usageReporting: oneOf("AGENTPLANE_USAGE_REPORTING", ["true", "false"], "true") === "true",
+    runTracing: oneOf("AGENTPLANE_RUN_TRACING", ["true", "false"], "true") === "true",
+    loopbackUrl,
     assistantDefaults,
     schemaResolveTimeoutMs: integer(
       "LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS",

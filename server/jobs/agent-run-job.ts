@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { RunSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
+import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
@@ -12,6 +13,7 @@ import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
+import type { RunTracing } from "../runtime/run-tracer.js";
 import {
   type AgentRunRecord,
   type CancelAction,
@@ -50,6 +52,10 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   log: Logger;
   /** The process's run event bus (cancels reach running runs through it). */
   bus: () => RunEventBus;
+  /** Records runs in the tracing store; absent when run tracing is off. */
+  tracing?: RunTracing;
+  /** Gives each attempt the loopback client's credentials. */
+  loopback?: Loopback;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -155,7 +161,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (!stop.signal.aborted) stop.abort(reason);
     };
     if (claim.orphaned) halt({ kind: "orphaned" });
-    const done = execute(run, leaseToken, stop, halt)
+    const done = withLoopback(deps.loopback, run, () => execute(run, leaseToken, stop, halt))
       .catch((error: unknown) =>
         // Its lease lapses and another attempt takes the run over.
         log.error("run attempt failed; the run is retried when its lease lapses", {
@@ -205,6 +211,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     const writer = createRunEventWriter(sql, run, log);
+    const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
@@ -252,6 +259,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         attempt: run.attempt,
         signal: stop.signal,
         emit: (event) => writer.push(event),
+        ...(tracer ? { callbacks: [tracer] } : {}),
       });
       output = toPlainJson(result.output?.value ?? null);
     } catch (error) {

@@ -1,3 +1,4 @@
+import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import { Command, Send } from "@langchain/langgraph";
 import type { CompiledGraph } from "./graph-registry.js";
@@ -21,6 +22,8 @@ export interface RunExecution {
   signal: AbortSignal;
   /** Receives every API event, in order, as it happens. */
   emit(event: RunStreamEvent): void;
+  /** Callback handlers of the run (its tracer). */
+  callbacks?: BaseCallbackHandler[];
 }
 
 /** What a completed execution produced: the last root `values` chunk, if any. */
@@ -87,6 +90,7 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
     ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
     ...(kwargs.durability ? { durability: kwargs.durability } : {}),
     signal: x.signal,
+    ...(x.callbacks ? { callbacks: x.callbacks } : {}),
     runId,
     streamMode: libraryModes(modes),
     subgraphs: kwargs.subgraphs,

@@ -20,7 +20,9 @@ export interface WorkspaceRecord {
 export type WorkspaceGrant =
   | { kind: "organization"; organizationId: string; role: WorkspaceRole }
   | { kind: "user"; organizationId: string; userId: string }
-  | { kind: "api-key"; organizationId: string; apiKeyId: string; role: WorkspaceRole };
+  | { kind: "api-key"; organizationId: string; apiKeyId: string; role: WorkspaceRole }
+  /** An agent run's token (the loopback client): the run's workspace only. */
+  | { kind: "run"; organizationId: string; workspaceId: string; role: WorkspaceRole };
 
 interface WorkspaceRow {
   id: string;
@@ -73,6 +75,8 @@ export function grantedWorkspace(
       return memberRole === null ? undefined : { ...workspace, role: memberRole };
     case "api-key":
       return keyScoped ? { ...workspace, role: grant.role } : undefined;
+    case "run":
+      return workspace.id === grant.workspaceId ? { ...workspace, role: grant.role } : undefined;
   }
 }
 
@@ -123,6 +127,14 @@ export async function listGrantedWorkspaces(
         where w.organization_id = ${grant.organizationId} and w.deleted_at is null and k.api_key_id = ${grant.apiKeyId}
           and (${only}::uuid is null or w.id = ${only}::uuid)
         order by w.created_at, w.id`;
+      break;
+    case "run":
+      rows = await q<WorkspaceRow[]>`
+        select w.id, w.organization_id, w.display_name, w.tenant_handle, w.is_personal, w.created_at,
+               ${grant.role}::text as role
+        from workspaces w
+        where w.organization_id = ${grant.organizationId} and w.deleted_at is null and w.id = ${grant.workspaceId}
+          and (${only}::uuid is null or w.id = ${only}::uuid)`;
       break;
   }
   return rows.map(toRecord);

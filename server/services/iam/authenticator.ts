@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { AuthMode } from "../../config.js";
 import { isUuid } from "../../ids.js";
 import type { Logger } from "../../logger.js";
+import { RUN_TOKEN_PREFIX } from "../../runtime/loopback-client.js";
 import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../store/api-key-store.js";
 import type { Sql } from "../../store/db.js";
 import { findFirstAdmin } from "../../store/member-store.js";
@@ -16,6 +17,7 @@ import type { CallGuard } from "../../transport/bound-service.js";
 import { hashApiKey } from "./api-key-secret.js";
 import type { CacheableIdentity, IdentityCache } from "./identity-cache.js";
 import { type Principal, principalKey } from "./principal.js";
+import { runTokenIdentity } from "./run-token-identity.js";
 
 /** last_used_at is kept to the minute (the store only writes once a minute anyway). */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -102,7 +104,10 @@ export function createAuthenticator({ sql, mode, log, identities }: Authenticato
         value: await localAdmin(sql),
         validUntil: null,
       }));
-    const keyHash = hashApiKey(readApiKey(headers));
+    const key = readApiKey(headers);
+    const keyHash = hashApiKey(key);
+    // Run tokens are not cached: one stops working the moment its run ends.
+    if (key.startsWith(RUN_TOKEN_PREFIX)) return runTokenIdentity(sql, keyHash);
     const wanted = requested !== undefined && isUuid(requested) ? requested : null;
     return identities.resolve(`${keyHash.toString("hex")}:${wanted ?? ""}`, () => byApiKey(keyHash, wanted));
   }

@@ -1,0 +1,77 @@
+/**
+ * Tokens minted for agent run attempts (the loopback client's credentials): stored as hashes,
+ * valid in the run's workspace while the run is active and the token has not expired.
+ */
+import type { Queryable } from "./db.js";
+import type { OrganizationRecord } from "./organization-store.js";
+
+/** What a valid run token acts as: the run's workspace, in its organization. */
+export interface RunTokenScope {
+  runId: string;
+  workspace: { id: string; displayName: string; tenantHandle: string; isPersonal: boolean; createdAt: Date };
+  organization: OrganizationRecord;
+}
+
+/** Stores a token's hash for a run, and deletes the tokens that expired. */
+export async function insertRunToken(
+  q: Queryable,
+  token: { tokenHash: Buffer; workspaceId: string; runId: string; ttlSeconds: number },
+): Promise<void> {
+  await q`delete from agent_run_tokens where expires_at < now()`;
+  await q`
+    insert into agent_run_tokens (token_hash, workspace_id, run_id, expires_at)
+    values (${token.tokenHash}, ${token.workspaceId}, ${token.runId},
+            now() + make_interval(secs => ${token.ttlSeconds}))`;
+}
+
+/** Deletes a token (its attempt ended). */
+export async function deleteRunToken(q: Queryable, tokenHash: Buffer): Promise<void> {
+  await q`delete from agent_run_tokens where token_hash = ${tokenHash}`;
+}
+
+/**
+ * The scope of a token that is valid now: not expired, its run pending or running, its workspace
+ * live. Undefined otherwise.
+ */
+export async function findRunTokenScope(q: Queryable, tokenHash: Buffer): Promise<RunTokenScope | undefined> {
+  const [row] = await q<
+    {
+      run_id: string;
+      workspace_id: string;
+      display_name: string;
+      tenant_handle: string;
+      is_personal: boolean;
+      workspace_created_at: Date;
+      organization_id: string;
+      organization_name: string;
+      plan: OrganizationRecord["plan"];
+      organization_created_at: Date;
+    }[]
+  >`
+    select t.run_id, w.id as workspace_id, w.display_name, w.tenant_handle, w.is_personal,
+           w.created_at as workspace_created_at, o.id as organization_id,
+           o.display_name as organization_name, o.plan, o.created_at as organization_created_at
+    from agent_run_tokens t
+    join agent_runs r on r.workspace_id = t.workspace_id and r.run_id = t.run_id
+    join workspaces w on w.id = t.workspace_id
+    join organizations o on o.id = w.organization_id
+    where t.token_hash = ${tokenHash} and t.expires_at > now()
+      and r.status in ('pending', 'running') and w.deleted_at is null`;
+  if (!row) return undefined;
+  return {
+    runId: row.run_id,
+    workspace: {
+      id: row.workspace_id,
+      displayName: row.display_name,
+      tenantHandle: row.tenant_handle,
+      isPersonal: row.is_personal,
+      createdAt: row.workspace_created_at,
+    },
+    organization: {
+      id: row.organization_id,
+      displayName: row.organization_name,
+      plan: row.plan,
+      createdAt: row.organization_created_at,
+    },
+  };
+}
