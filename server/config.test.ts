@@ -166,6 +166,7 @@ describe("bulk export settings", () => {
       AGENTPLANE_EXPORT_MAINTENANCE_INTERVAL_SECONDS: "5",
       AGENTPLANE_EXPORT_FILE_MAX_ROWS: "1000",
       AGENTPLANE_EXPORT_FILE_MAX_MB: "64",
+      AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS: "true",
     });
     expect(config.secretKey).toBe(key);
     expect(config.bulkExport).toEqual({
@@ -180,6 +181,7 @@ describe("bulk export settings", () => {
       maintenanceIntervalSeconds: 5,
       fileMaxRows: 1000,
       fileMaxBytes: 64 * 1024 * 1024,
+      allowPrivateEndpoints: true,
     });
   });
 
