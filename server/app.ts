@@ -3,8 +3,10 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "./config.js";
+import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, DEFAULT_RUN_SETTINGS } from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
+import { createAgentRunWorker } from "./jobs/agent-run-job.js";
+import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
 import { scheduleExportMaintenance } from "./jobs/bulk-export-maintenance-job.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
@@ -12,6 +14,7 @@ import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
+import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
@@ -93,11 +96,24 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
 
     const bulkExport = config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS;
     const secrets = createSecretBox(await loadSecretKey(config.secretKey, config.dataDir));
+    // A hand-built config without run settings takes the process's shutdown grace for runs too.
+    const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
+    const runBus = await createRunEventBus(sql);
+    cleanups.push(() => runBus.close());
+    const agentRuns = createAgentRunWorker({
+      sql,
+      graphs,
+      settings: runSettings,
+      log,
+      queue: () => queue,
+      bus: () => runBus,
+    });
     const jobs = createJobRegistry({
       sql,
       queue: () => queue,
       settings: graphs.settings,
       bulkExport: { settings: bulkExport, secrets, clock: hooks.clock ?? systemClock, log },
+      agentRuns,
     });
     const queue = createQueue({
       sql,
@@ -110,6 +126,18 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
     cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
+    if (config.role !== "api") {
+      const stopMaintenance = startRunMaintenance({
+        sql,
+        log,
+        queue: () => queue,
+        runJob: () => jobs.agentRun,
+      });
+      cleanups.push(async () => {
+        await agentRuns.drain(runSettings.shutdownGraceMs);
+        await stopMaintenance();
+      });
+    }
 
     const monitor = createDependencyMonitor({
       checkPostgres: async () => {
@@ -135,7 +163,20 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
-    const deps = { config, sql, queue, jobs, log, graphs, ingest, version, identities, secrets };
+    const deps = {
+      config,
+      sql,
+      queue,
+      jobs,
+      log,
+      graphs,
+      ingest,
+      version,
+      identities,
+      secrets,
+      runBus,
+      runSettings,
+    };
     const services: BoundService[] = [
       bindService(
         SystemService,

@@ -47,6 +47,27 @@ export interface BulkExportSettings {
   readonly fileMaxBytes: number;
 }
 
+/** Execution and streaming of agent runs (the Agent Server's runs). */
+export interface RunSettings {
+  /** Runs one worker process executes at once (`AGENTPLANE_RUN_WORKERS`, `N_JOBS_PER_WORKER`). */
+  readonly workers: number;
+  /** Attempts of a run before it ends in error: the first plus takeovers (`AGENTPLANE_RUN_MAX_ATTEMPTS`). */
+  readonly maxAttempts: number;
+  /** Seconds an attempt's lease lasts without a heartbeat (`AGENTPLANE_RUN_LEASE_SECONDS`). */
+  readonly leaseSeconds: number;
+  /** Seconds a run may execute before it ends in error (`AGENTPLANE_RUN_TIMEOUT_SECONDS`). */
+  readonly timeoutSeconds: number;
+  /** Seconds a resumable run's events are kept after it ends (`AGENTPLANE_STREAM_TTL_SECONDS`). */
+  readonly streamTtlSeconds: number;
+  /**
+   * Milliseconds a stopping worker lets its runs finish before handing them back to the queue
+   * (`BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS`, in seconds, as the reference server names it).
+   */
+  readonly shutdownGraceMs: number;
+  /** Whether creating a run updates its thread's metadata (`FF_RICH_THREADS`). */
+  readonly richThreads: boolean;
+}
+
 /** The validated configuration of one process. Built once at start-up by {@link loadConfig}. */
 export interface Config {
   /** TCP port for every protocol (`AGENTPLANE_PORT`). */
@@ -96,7 +117,27 @@ export interface Config {
   readonly secretKey?: string | undefined;
   /** Bulk export limits; {@link DEFAULT_BULK_EXPORT_SETTINGS} where a hand-built config has none. */
   readonly bulkExport?: BulkExportSettings;
+  /** Agent run settings; {@link DEFAULT_RUN_SETTINGS} where a hand-built config has none. */
+  readonly runs?: RunSettings;
 }
+
+/** The seed's defaults for runs and this server's tuning. */
+export const DEFAULT_RUN_SETTINGS: RunSettings = Object.freeze({
+  // The reference servers run 10 jobs per worker process.
+  workers: 10,
+  // The JS reference server gives up after 3 attempts.
+  maxAttempts: 3,
+  // A heartbeat every quarter lease; a dead worker is noticed after lease + sweep interval (5 s),
+  // 20 s, inside the issue's 30 s.
+  leaseSeconds: 15,
+  // One hour: a long agent run, with a bound so a stuck graph cannot hold a worker slot forever.
+  timeoutSeconds: 60 * 60,
+  // The seed: resumable streams are kept 2 minutes.
+  streamTtlSeconds: 120,
+  // The seed: background grace period 3 minutes.
+  shutdownGraceMs: 3 * 60 * 1000,
+  richThreads: true,
+});
 
 /** The seed's bulk export limits and this server's tuning defaults. */
 export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
@@ -263,6 +304,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       integer("AGENTPLANE_EXPORT_FILE_MAX_MB", d.fileMaxBytes / 1024 / 1024, 1, 16 * 1024) * 1024 * 1024,
   });
 
+  const r = DEFAULT_RUN_SETTINGS;
+  const runs: RunSettings = Object.freeze({
+    workers: integer("AGENTPLANE_RUN_WORKERS", integer("N_JOBS_PER_WORKER", r.workers, 1, 1000), 1, 1000),
+    maxAttempts: integer("AGENTPLANE_RUN_MAX_ATTEMPTS", r.maxAttempts, 1, 100),
+    leaseSeconds: integer("AGENTPLANE_RUN_LEASE_SECONDS", r.leaseSeconds, 2, 600),
+    // pg-boss refuses job expirations of a day or more; the run's job outlives its timeout a little.
+    timeoutSeconds: integer("AGENTPLANE_RUN_TIMEOUT_SECONDS", r.timeoutSeconds, 1, 86_000),
+    streamTtlSeconds: integer("AGENTPLANE_STREAM_TTL_SECONDS", r.streamTtlSeconds, 0, 7 * 86_400),
+    shutdownGraceMs:
+      integer("BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS", r.shutdownGraceMs / 1000, 0, 24 * 3600) * 1000,
+    richThreads: oneOf("FF_RICH_THREADS", ["true", "false"], "true") === "true",
+  });
+
   const config: Config = Object.freeze({
     port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
     host,
@@ -293,6 +347,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ),
     secretKey,
     bulkExport,
+    runs,
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,4 +1,5 @@
 import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { RunService as AgentRunService } from "../gen/agentplane/agents/v1/run_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
@@ -9,13 +10,15 @@ import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "./config.js";
+import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, type RunSettings } from "./config.js";
 import type { SecretBox } from "./export/secret-box.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
 import type { GraphRegistry } from "./runtime/graph-registry.js";
+import type { RunEventBus } from "./runtime/run-event-bus.js";
 import { createAssistantService } from "./services/agents/assistant-service.js";
+import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
 import { createThreadGraphs } from "./services/agents/thread-graph.js";
@@ -56,6 +59,10 @@ export interface ServiceDeps {
   readonly identities: IdentityCache<Identity>;
   /** Seals bulk-export destination credentials. */
   readonly secrets: SecretBox;
+  /** Fans run events and cancels out to this process. */
+  readonly runBus: RunEventBus;
+  /** How runs execute and stream. */
+  readonly runSettings: RunSettings;
 }
 
 /**
@@ -82,6 +89,19 @@ export function createApiServices(
     bindService(ApiKeyService, clearingIdentitiesAfterWrites(createApiKeyService({ sql }), identities), bind),
     bindService(MemberService, clearingIdentitiesAfterWrites(createMemberService({ sql }), identities), bind),
     bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
+    bindService(
+      AgentRunService,
+      createAgentRunService({
+        sql,
+        graphs,
+        systemAssistants,
+        queue: () => queue,
+        runJob: () => jobs.agentRun,
+        bus: deps.runBus,
+        settings: deps.runSettings,
+      }),
+      bind,
+    ),
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),

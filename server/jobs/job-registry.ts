@@ -4,6 +4,7 @@ import type { SecretBox } from "../export/secret-box.js";
 import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
+import type { AgentRunWorker } from "./agent-run-job.js";
 import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";
 import { createExportRunJob } from "./bulk-export-run-job.js";
 import type { JobDefinition } from "./job-definition.js";
@@ -24,6 +25,8 @@ export interface JobRegistry {
   readonly bulkExportRun: ReturnType<typeof createExportRunJob>;
   /** Resumes orphaned export runs, times exports out, spawns scheduled exports; reschedules itself. */
   readonly bulkExportMaintenance: ReturnType<typeof createExportMaintenanceJob>;
+  /** Executes one agent run. */
+  readonly agentRun: AgentRunWorker["job"];
 }
 
 /** Builds the registry; the one place a new job type is added. */
@@ -35,9 +38,12 @@ export function createJobRegistry(deps: {
   queue: () => Pick<Queue, "enqueue">;
   /** What the bulk export jobs need: their limits, the key of destination credentials, the clock of schedules. */
   bulkExport: { settings: BulkExportSettings; secrets: SecretBox; clock: Clock; log: Logger };
+  /** The agent run worker (built first: its job dispatches through the queue built after). */
+  agentRuns: AgentRunWorker;
 }): JobRegistry {
   const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
   return {
+    agentRun: deps.agentRuns.job,
     bulkExportRun,
     bulkExportMaintenance: createExportMaintenanceJob({
       sql: deps.sql,

@@ -1,0 +1,350 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { RunSettings } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
+import { toPlainJson } from "../runtime/plain-json.js";
+import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
+import { PostgresStore } from "../runtime/postgres-store.js";
+import type { RunEventBus } from "../runtime/run-event-bus.js";
+import { createRunEventWriter } from "../runtime/run-event-writer.js";
+import { executeRun } from "../runtime/run-executor.js";
+import type { RunKwargs } from "../runtime/run-kwargs.js";
+import { errorData } from "../runtime/run-stream-modes.js";
+import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
+import {
+  type AgentRunRecord,
+  type CancelAction,
+  claimRun,
+  deleteRun,
+  deleteRunCheckpoints,
+  finishRun,
+  lockThreadQueue,
+  type RunStatus,
+  releaseRun,
+  renewRunLease,
+  saveThreadAfterRun,
+  threadExists,
+  threadHasActiveRun,
+} from "../store/agent-run-store.js";
+import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
+import type { Sql } from "../store/db.js";
+import { appendRunEvents, END_EVENT, expireRunEvents } from "../store/run-event-store.js";
+import type { JsonValue } from "../store/thread-store.js";
+import { deleteThreads } from "../store/thread-store.js";
+import {
+  type AgentRunPayload,
+  dispatchRun,
+  dispatchThreadQueue,
+  type RunDispatchDeps,
+} from "./agent-run-dispatch.js";
+import { defineJob, type JobDefinition } from "./job-definition.js";
+
+/** Dependencies of {@link createAgentRunWorker}. */
+export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
+  sql: Sql;
+  graphs: GraphRegistry;
+  settings: RunSettings;
+  log: Logger;
+  /** The process's run event bus (cancels reach running runs through it). */
+  bus: () => RunEventBus;
+}
+
+/** The run job and the controls of this process's run execution. */
+export interface AgentRunWorker {
+  readonly job: JobDefinition<AgentRunPayload>;
+  /**
+   * Stops taking runs, lets those running finish for up to `graceMs`, then stops the rest and
+   * hands them back to the queue (another worker resumes them from their last checkpoint).
+   */
+  drain(graceMs: number): Promise<void>;
+}
+
+/** Why an attempt stopped before the graph ended. */
+type StopReason =
+  | { kind: "cancel"; action: CancelAction }
+  | { kind: "orphaned" }
+  | { kind: "timeout" }
+  | { kind: "lease-lost" }
+  | { kind: "shutdown" };
+
+/** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
+const QUEUE_RETRY_LIMIT = 3;
+/** Seconds before pg-boss retries such a job. */
+const QUEUE_RETRY_DELAY_SECONDS = 1;
+/** The job outlives the run's own timeout by this much, so the run's timeout always fires first. */
+const JOB_EXPIRY_MARGIN_SECONDS = 120;
+/** pg-boss refuses job expirations of a day or more. */
+const MAX_JOB_EXPIRY_SECONDS = 86_399;
+
+/**
+ * Executes runs. A job names a run; its handler claims the run when it heads its thread's queue
+ * (one run per thread at a time, in arrival order), holds a lease it renews every quarter lease,
+ * streams the graph's events to Postgres, and ends the run with a write conditional on its lease,
+ * in the same transaction that dispatches the thread's next run. A cancel (NOTIFY, or seen at a
+ * heartbeat), the run timeout, a lost lease or a shutdown stop the graph through its signal.
+ */
+export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
+  const { sql, graphs, settings, log } = deps;
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(-12)}`;
+  const heartbeatMs = (settings.leaseSeconds * 1000) / 4;
+  const dispatchDeps: RunDispatchDeps = { queue: deps.queue, runJob: () => job };
+  let draining = false;
+  const running = new Map<string, { stop: AbortController; done: Promise<void> }>();
+
+  async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
+    const registered = graphs.get(run.graphId);
+    if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
+    return registered.load({
+      checkpointer: new PostgresCheckpointer(sql, run.workspaceId),
+      store: new PostgresStore(sql, run.workspaceId, graphs.settings.store.ttl),
+      config: {
+        ...kwargs.config,
+        configurable: {
+          ...kwargs.config.configurable,
+          thread_id: run.threadId,
+          run_id: run.runId,
+          graph_id: run.graphId,
+          assistant_id: run.assistantId,
+        },
+      },
+    });
+  }
+
+  async function attempt(payload: AgentRunPayload, jobSignal: AbortSignal): Promise<void> {
+    // A stopping worker takes nothing new; the maintenance pass of a live worker dispatches it again.
+    if (draining) return;
+    const { workspaceId, threadId, runId } = payload;
+    const leaseToken = randomUUID();
+    const claim = await sql.begin(async (tx) => {
+      await lockThreadQueue(tx, workspaceId, threadId);
+      return claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds });
+    });
+    if (!claim) return;
+    const { run } = claim;
+    const stop = new AbortController();
+    const halt = (reason: StopReason) => {
+      if (!stop.signal.aborted) stop.abort(reason);
+    };
+    if (claim.orphaned) halt({ kind: "orphaned" });
+    const done = execute(run, leaseToken, stop, halt, jobSignal);
+    running.set(runId, { stop, done });
+    try {
+      await done;
+    } finally {
+      running.delete(runId);
+    }
+  }
+
+  async function execute(
+    run: AgentRunRecord,
+    leaseToken: string,
+    stop: AbortController,
+    halt: (reason: StopReason) => void,
+    jobSignal: AbortSignal,
+  ): Promise<void> {
+    const kwargs = run.kwargs as unknown as RunKwargs;
+    const writer = createRunEventWriter(sql, run, log);
+    const onJobAbort = () => halt({ kind: "shutdown" });
+    jobSignal.addEventListener("abort", onJobAbort, { once: true });
+    const unsubscribe = deps
+      .bus()
+      .onCancel(run.runId, (action) =>
+        halt({ kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" }),
+      );
+    const heartbeat = setInterval(() => {
+      renewRunLease(sql, run.runId, leaseToken, settings.leaseSeconds).then(
+        (state) => {
+          if (!state) halt({ kind: "lease-lost" });
+          else if (state.orphaned) halt({ kind: "orphaned" });
+          else if (state.cancelAction) halt({ kind: "cancel", action: state.cancelAction });
+        },
+        // A missed heartbeat is retried at the next tick; the lease outlives three of them.
+        (error: unknown) => log.warn("run heartbeat failed", { runId: run.runId, error }),
+      );
+    }, heartbeatMs);
+    const timeout = setTimeout(() => halt({ kind: "timeout" }), settings.timeoutSeconds * 1000);
+    let graph: CompiledGraph | undefined;
+    let status: RunStatus = "success";
+    let output: JsonValue = null;
+    let failure: { error: string; message: string } | undefined;
+    try {
+      stop.signal.throwIfAborted();
+      if (run.attempt > settings.maxAttempts) {
+        throw Object.assign(
+          new Error(
+            `run ${run.runId} was started ${run.attempt} times, more than the ${settings.maxAttempts} allowed`,
+          ),
+          { name: "RunAttemptsExceeded" },
+        );
+      }
+      graph = await loadGraph(run, kwargs);
+      const result = await executeRun({
+        graph,
+        runId: run.runId,
+        threadId: run.threadId,
+        assistantId: run.assistantId,
+        graphId: run.graphId,
+        kwargs,
+        metadata: run.metadata,
+        attempt: run.attempt,
+        signal: stop.signal,
+        emit: (event) => writer.push(event),
+      });
+      output = toPlainJson(result.output?.value ?? null);
+    } catch (error) {
+      const reason = stop.signal.aborted ? (stop.signal.reason as StopReason) : undefined;
+      if (reason?.kind === "lease-lost") {
+        await writer.flush().catch(() => {});
+        return;
+      }
+      if (reason?.kind === "shutdown") {
+        await writer.flush().catch(() => {});
+        await handBack(run, leaseToken);
+        return;
+      }
+      if (reason?.kind === "cancel" || reason?.kind === "orphaned") {
+        status = "interrupted";
+        if (reason.kind === "cancel" && reason.action === "rollback") {
+          await writer.flush().catch(() => {});
+          await rollBack(run, leaseToken, graph);
+          return;
+        }
+      } else {
+        status = "error";
+        failure =
+          reason?.kind === "timeout"
+            ? { error: "TimeoutError", message: `the run exceeded its ${settings.timeoutSeconds} s timeout` }
+            : errorData(error);
+        output = { __error__: failure };
+        writer.push({ event: "error", data: failure });
+        if (!reason)
+          log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
+      }
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(timeout);
+      unsubscribe();
+      jobSignal.removeEventListener("abort", onJobAbort);
+    }
+    await writer.flush();
+    await end(run, leaseToken, graph, { status, output, failure });
+  }
+
+  /** Ends the run (when this attempt still holds it), records the thread's state, starts the next run. */
+  async function end(
+    run: AgentRunRecord,
+    leaseToken: string,
+    graph: CompiledGraph | undefined,
+    outcome: {
+      status: RunStatus;
+      output: JsonValue;
+      failure: { error: string; message: string } | undefined;
+    },
+  ): Promise<void> {
+    const kwargs = run.kwargs as unknown as RunKwargs;
+    let state: ThreadStateAfterRun | undefined;
+    if (graph && !kwargs.temporary) state = await threadStateAfterRun(graph, run.threadId);
+    let output = outcome.output;
+    // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
+    if (output === null) output = state?.values ?? {};
+    await sql.begin(async (tx) => {
+      await lockThreadQueue(tx, run.workspaceId, run.threadId);
+      if (!(await finishRun(tx, run.runId, leaseToken, { status: outcome.status, output }))) return;
+      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
+      await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
+      if (!(await threadExists(tx, run.workspaceId, run.threadId))) {
+        // The thread was deleted while the run ran: what the run wrote after that goes too.
+        await deleteRun(tx, run.workspaceId, run.runId);
+        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
+        return;
+      }
+      if (kwargs.temporary && !(await threadHasActiveRun(tx, run.workspaceId, run.threadId))) {
+        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
+        await deleteThreads(tx, run.workspaceId, [run.threadId]);
+        return;
+      }
+      const threadStatus =
+        outcome.status === "error"
+          ? "error"
+          : outcome.status === "interrupted" || !state?.stopped
+            ? "idle"
+            : "interrupted";
+      await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
+        ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
+        status: threadStatus,
+        error: outcome.failure ?? null,
+      });
+      await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
+    });
+  }
+
+  /** A rollback: the run, its checkpoints and (after their TTL) its events go; the next run starts. */
+  async function rollBack(
+    run: AgentRunRecord,
+    leaseToken: string,
+    graph: CompiledGraph | undefined,
+  ): Promise<void> {
+    await sql.begin(async (tx) => {
+      await lockThreadQueue(tx, run.workspaceId, run.threadId);
+      if (!(await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} }))) return;
+      await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
+      await deleteRun(tx, run.workspaceId, run.runId);
+      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
+      await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
+    });
+    const state = graph ? await threadStateAfterRun(graph, run.threadId) : undefined;
+    await sql.begin(async (tx) => {
+      await lockThreadQueue(tx, run.workspaceId, run.threadId);
+      await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
+        ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
+        status: state?.stopped ? "interrupted" : "idle",
+        error: null,
+      });
+      await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
+    });
+  }
+
+  /** A stopping worker gives the run back: pending again, dispatched for any worker to resume. */
+  async function handBack(run: AgentRunRecord, leaseToken: string): Promise<void> {
+    await sql.begin(async (tx) => {
+      if (!(await releaseRun(tx, run.runId, leaseToken))) return;
+      await dispatchRun(tx, dispatchDeps, {
+        workspaceId: run.workspaceId,
+        threadId: run.threadId,
+        runId: run.runId,
+      });
+    });
+    log.info("run handed back to the queue at shutdown", { runId: run.runId });
+  }
+
+  const job: JobDefinition<AgentRunPayload> = defineJob<AgentRunPayload>({
+    name: "agent.run",
+    version: 1,
+    retryLimit: QUEUE_RETRY_LIMIT,
+    retryDelaySeconds: QUEUE_RETRY_DELAY_SECONDS,
+    retryBackoff: true,
+    expireInSeconds: Math.min(settings.timeoutSeconds + JOB_EXPIRY_MARGIN_SECONDS, MAX_JOB_EXPIRY_SECONDS),
+    workers: settings.workers,
+    handler: (payload, { signal }) => attempt(payload, signal),
+  });
+
+  return {
+    job,
+    async drain(graceMs) {
+      draining = true;
+      const all = () => [...running.values()].map((r) => r.done.catch(() => {}));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(all()),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      for (const entry of running.values())
+        if (!entry.stop.signal.aborted) entry.stop.abort({ kind: "shutdown" } satisfies StopReason);
+      await Promise.all(all());
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import type { Logger } from "../logger.js";
+import type { Sql } from "../store/db.js";
+import { appendRunEvents, type NewRunEvent } from "../store/run-event-store.js";
+import { toPlainJson } from "./plain-json.js";
+import type { RunStreamEvent } from "./run-stream-modes.js";
+
+/**
+ * The seed's ceiling on one stream message: an event whose JSON is larger is skipped with a
+ * warning rather than sent (a client could not hold it, and Postgres text tops out at 1 GB).
+ */
+export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
+
+/** Writes a run's events to Postgres as they happen; see {@link createRunEventWriter}. */
+export interface RunEventWriter {
+  /** Queues an event; it is written with the next batch. */
+  push(event: RunStreamEvent): void;
+  /** Resolves once every event pushed so far is written; rejects with the first failed write. */
+  flush(): Promise<void>;
+}
+
+/**
+ * Batches a run's events: the first event starts a write, events pushed while it runs go out
+ * together in the next, so a fast graph costs one statement per batch rather than per event, and
+ * the first event still leaves at once. Memory is bounded by what the graph produces while one
+ * write is in flight.
+ */
+export function createRunEventWriter(
+  sql: Sql,
+  run: { workspaceId: string; runId: string; threadId: string },
+  log: Logger,
+): RunEventWriter {
+  let pending: NewRunEvent[] = [];
+  let writing: Promise<void> | undefined;
+  let failure: unknown;
+
+  const drain = async (): Promise<void> => {
+    while (pending.length > 0) {
+      const batch = pending;
+      pending = [];
+      await appendRunEvents(sql, run, batch);
+    }
+  };
+  const start = (): void => {
+    if (writing) return;
+    writing = drain()
+      .catch((error: unknown) => {
+        failure ??= error;
+      })
+      .finally(() => {
+        writing = undefined;
+        if (pending.length > 0 && failure === undefined) start();
+      });
+  };
+
+  return {
+    push({ event, data }) {
+      const json = JSON.stringify(toPlainJson(data)) ?? "null";
+      if (json.length > MAX_EVENT_BYTES) {
+        log.warn("run event skipped: larger than the 128 MB ceiling", {
+          runId: run.runId,
+          event,
+          bytes: json.length,
+        });
+        return;
+      }
+      pending.push({ ms: Date.now(), event, data: json });
+      start();
+    },
+    async flush() {
+      while (writing) await writing;
+      if (failure !== undefined) throw failure;
+      if (pending.length > 0) {
+        start();
+        await this.flush();
+      }
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import type { StreamEvent } from "@langchain/core/tracers/log_stream";
+import { Command, Send } from "@langchain/langgraph";
+import type { CompiledGraph } from "./graph-registry.js";
+import type { RunCommand, RunKwargs } from "./run-kwargs.js";
+import {
+  createStreamMapper,
+  libraryModes,
+  needsCallbackEvents,
+  type RunStreamEvent,
+} from "./run-stream-modes.js";
+
+/** One execution (attempt) of a run. */
+export interface RunExecution {
+  /** The graph, loaded with the workspace's checkpointer and store. */
+  graph: CompiledGraph;
+  runId: string;
+  threadId: string;
+  assistantId: string;
+  graphId: string;
+  kwargs: RunKwargs;
+  /** The run's metadata (assistant's, thread's and request's merged). */
+  metadata: Record<string, unknown>;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Stops the graph (cancel, timeout, lost lease, shutdown). */
+  signal: AbortSignal;
+  /** Receives every API event, in order, as it happens. */
+  emit(event: RunStreamEvent): void;
+}
+
+/** What a completed execution produced: the last root `values` chunk, if any. */
+export interface RunResult {
+  output: { value: unknown } | undefined;
+}
+
+/** The API's command as the library's `Command`; `goto` entries that are objects become `Send`s. */
+export function toCommand(command: RunCommand): Command {
+  const goto = command.goto === undefined || command.goto === null ? undefined : command.goto;
+  const list = goto === undefined ? undefined : Array.isArray(goto) ? goto : [goto];
+  return new Command({
+    ...(list
+      ? {
+          goto: list.map((item) => {
+            if (typeof item === "string") return item;
+            const send = item as { node: string; input?: unknown };
+            return new Send(send.node, send.input);
+          }),
+        }
+      : {}),
+    ...(command.update !== undefined ? { update: command.update as Record<string, unknown> } : {}),
+    ...(command.resume !== undefined ? { resume: command.resume } : {}),
+  });
+}
+
+/**
+ * Runs the graph once, streaming its chunks as API events through `emit`: `metadata` first, then
+ * whatever the stream modes ask for. Throws what the graph throws (an abort included); the caller
+ * decides the run's status. When an earlier attempt of the same run left checkpoints, the library
+ * resumes from the last one: the run id in the config metadata matches the checkpoint's.
+ */
+export async function executeRun(x: RunExecution): Promise<RunResult> {
+  const { kwargs, runId } = x;
+  x.emit({ event: "metadata", data: { run_id: runId, attempt: x.attempt } });
+  const modes = kwargs.stream_mode;
+  const mapper = createStreamMapper(modes, kwargs.subgraphs);
+  const input = kwargs.command ? toCommand(kwargs.command) : (kwargs.input ?? null);
+  const { tags, recursion_limit: recursionLimit, configurable, ...rest } = kwargs.config;
+  const options = {
+    ...rest,
+    ...(tags ? { tags } : {}),
+    ...(recursionLimit !== undefined ? { recursionLimit } : {}),
+    configurable: {
+      ...configurable,
+      thread_id: x.threadId,
+      run_id: runId,
+      graph_id: x.graphId,
+      assistant_id: x.assistantId,
+      ...(kwargs.checkpoint
+        ? { checkpoint_id: kwargs.checkpoint.checkpoint_id, checkpoint_ns: kwargs.checkpoint.checkpoint_ns }
+        : {}),
+    },
+    metadata: {
+      ...x.metadata,
+      run_id: runId,
+      run_attempt: x.attempt,
+      thread_id: x.threadId,
+      graph_id: x.graphId,
+      assistant_id: x.assistantId,
+    },
+    context: kwargs.context,
+    ...(kwargs.interrupt_before ? { interruptBefore: kwargs.interrupt_before } : {}),
+    ...(kwargs.interrupt_after ? { interruptAfter: kwargs.interrupt_after } : {}),
+    ...(kwargs.durability ? { durability: kwargs.durability } : {}),
+    signal: x.signal,
+    runId,
+    streamMode: libraryModes(modes),
+    subgraphs: true,
+  };
+  const emitAll = (events: Iterable<RunStreamEvent>): void => {
+    for (const event of events) x.emit(event);
+  };
+  if (needsCallbackEvents(modes)) {
+    // The library's overloads do not cover a mode list chosen at run time; the chunks are typed below.
+    const eventOptions = { ...options, version: "v2" } as unknown as Parameters<
+      CompiledGraph["streamEvents"]
+    >[1];
+    const events = (await x.graph.streamEvents(input, eventOptions)) as AsyncIterable<StreamEvent>;
+    for await (const event of events) {
+      if (event.event === "on_chain_stream" && event.run_id === runId) {
+        const [ns, mode, data] = event.data.chunk as [string[], string, unknown];
+        emitAll(mapper.chunk(ns, mode, data));
+      } else {
+        emitAll(mapper.callbackEvent(event));
+      }
+    }
+  } else {
+    const stream = await x.graph.stream(input, options as unknown as Parameters<CompiledGraph["stream"]>[1]);
+    for await (const chunk of stream as AsyncIterable<[string[], string, unknown]>) {
+      const [ns, mode, data] = chunk;
+      emitAll(mapper.chunk(ns, mode, data));
+    }
+  }
+  x.signal.throwIfAborted();
+  return { output: mapper.output() };
+}

@@ -1,0 +1,146 @@
+import { isBaseMessage } from "@langchain/core/messages";
+import { toPlainJson } from "./plain-json.js";
+
+/** The stream modes a run accepts, as the LangGraph API names them. */
+export const STREAM_MODES = [
+  "values",
+  "updates",
+  "messages",
+  "messages-tuple",
+  "events",
+  "debug",
+  "tasks",
+  "checkpoints",
+  "custom",
+] as const;
+
+/** One of {@link STREAM_MODES}. */
+export type StreamMode = (typeof STREAM_MODES)[number];
+
+/** An event of a run's stream, before it is stored: its name and its data (any JSON-able value). */
+export interface RunStreamEvent {
+  event: string;
+  data: unknown;
+}
+
+/**
+ * The modes to ask `@langchain/langgraph` for, given the modes a client asked for: `messages-tuple`
+ * is the library's `messages`; the API's `messages` builds `messages/complete` from `values`;
+ * `values` is always asked for, since the last root `values` chunk is the run's output; `events`
+ * and the API's `messages` come from the callback events, not from a mode.
+ */
+export function libraryModes(modes: readonly StreamMode[]): string[] {
+  const lib = new Set<string>(["values"]);
+  for (const mode of modes) {
+    if (mode === "messages-tuple") lib.add("messages");
+    else if (mode !== "events" && mode !== "messages") lib.add(mode);
+  }
+  return [...lib];
+}
+
+/** True when the run needs the callback event stream (`streamEvents`) rather than `stream`. */
+export function needsCallbackEvents(modes: readonly StreamMode[]): boolean {
+  return modes.includes("events") || modes.includes("messages");
+}
+
+/**
+ * Maps the chunks of one run to API events. `chunk` takes the library's `[namespace, mode, data]`
+ * tuples; `callbackEvent` the `streamEvents` v2 events other than the root's chunks (for `events`
+ * and `messages/*`). Subgraph chunks become `<mode>|<ns…>` events when `subgraphs` is set, and are
+ * dropped otherwise. `output()` is the last root `values` chunk: the run's result.
+ */
+export function createStreamMapper(modes: readonly StreamMode[], subgraphs: boolean) {
+  const wanted = new Set<string>(modes);
+  const partial = new Map<string, { concat?: (other: unknown) => unknown }>();
+  const completed = new Set<string>();
+  let output: unknown;
+  let hasOutput = false;
+
+  const named = (mode: string, ns: readonly string[]) => (ns.length > 0 ? `${mode}|${ns.join("|")}` : mode);
+
+  function* completeMessages(values: unknown): Generator<RunStreamEvent> {
+    if (typeof values !== "object" || values === null || isBaseMessage(values)) return;
+    const raw = (values as { messages?: unknown }).messages;
+    const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+    const fresh = list.filter((m) => {
+      const id = (m as { id?: unknown })?.id;
+      if (typeof id !== "string" || completed.has(id)) return false;
+      completed.add(id);
+      return true;
+    });
+    if (fresh.length > 0) yield { event: "messages/complete", data: fresh };
+  }
+
+  return {
+    *chunk(ns: readonly string[], mode: string, data: unknown): Generator<RunStreamEvent> {
+      const root = ns.length === 0;
+      if (mode === "values" && root) {
+        output = data;
+        hasOutput = true;
+      }
+      if (!root && !subgraphs) return;
+      if (mode === "values" && wanted.has("messages")) yield* completeMessages(data);
+      if (mode === "messages") {
+        if (wanted.has("messages-tuple")) yield { event: named("messages", ns), data };
+        return;
+      }
+      if (wanted.has(mode)) yield { event: named(mode, ns), data: modeData(mode, data) };
+    },
+
+    *callbackEvent(event: {
+      event: string;
+      data?: { chunk?: unknown };
+      tags?: string[];
+      metadata?: unknown;
+    }): Generator<RunStreamEvent> {
+      if (event.tags?.includes("langsmith:hidden")) return;
+      if (wanted.has("events")) yield { event: "events", data: event };
+      if (!wanted.has("messages") || event.event !== "on_chat_model_stream") return;
+      if (event.tags?.includes("nostream")) return;
+      const message = event.data?.chunk as { id?: string; concat?: (other: unknown) => unknown } | undefined;
+      if (!message || typeof message.id !== "string") return;
+      const previous = partial.get(message.id);
+      if (!previous) {
+        partial.set(message.id, message);
+        yield { event: "messages/metadata", data: { [message.id]: { metadata: event.metadata } } };
+      } else {
+        partial.set(message.id, (previous.concat?.(message) ?? message) as typeof message);
+      }
+      yield { event: "messages/partial", data: [partial.get(message.id)] };
+    },
+
+    /** The last root `values` chunk, or undefined when the graph produced none. */
+    output(): { value: unknown } | undefined {
+      return hasOutput ? { value: output } : undefined;
+    },
+  };
+}
+
+/**
+ * The data of a chunk as the API shows it: debug and task payloads without the library's internal
+ * config keys (`__pregel_*`, callbacks), camelCase parent config as `parent_config`.
+ */
+function modeData(mode: string, data: unknown): unknown {
+  if ((mode === "debug" || mode === "checkpoints" || mode === "tasks") && typeof data === "object" && data) {
+    return stripInternal(data);
+  }
+  return data;
+}
+
+function stripInternal(value: unknown, depth = 0): unknown {
+  // Debug payloads nest config → configurable; deeper values are state and are left as they are.
+  if (depth > 4 || typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  if (isBaseMessage(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    if (key.startsWith("__") || key === "callbacks" || key === "signal") continue;
+    out[key === "parentConfig" ? "parent_config" : key] = stripInternal(member, depth + 1);
+  }
+  return out;
+}
+
+/** An error as the `error` event and a failed run's output show it: `{error, message}`. */
+export function errorData(error: unknown): { error: string; message: string } {
+  if (error instanceof Error) return { error: error.name, message: error.message };
+  return { error: "Error", message: JSON.stringify(toPlainJson(error)) };
+}

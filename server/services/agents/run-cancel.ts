@@ -1,0 +1,60 @@
+import { dispatchThreadQueue, type RunDispatchDeps } from "../../jobs/agent-run-dispatch.js";
+import type { RunEventBus } from "../../runtime/run-event-bus.js";
+import {
+  type CancelAction,
+  type CancelOutcome,
+  cancelRuns,
+  deleteRun,
+  lockThreadQueue,
+  settleThreadStatus,
+  threadsOfRuns,
+} from "../../store/agent-run-store.js";
+import type { Queryable } from "../../store/db.js";
+import { appendRunEvents, END_EVENT, expireRunEvents } from "../../store/run-event-store.js";
+
+/** What cancelling needs. */
+export interface RunCancelDeps {
+  bus: RunEventBus;
+  dispatch: RunDispatchDeps;
+  /** Seconds a run's events are kept after it ends. */
+  streamTtlSeconds: number;
+}
+
+/**
+ * Cancels runs inside `tx`. A pending run ends at once (`interrupted`; a rollback deletes it) and
+ * its stream ends; a running run is asked to stop through NOTIFY (and the flag its worker reads at
+ * every heartbeat), and its worker ends it. Threads left without active runs go idle, and the next
+ * queued run of each thread is dispatched. Returns the runs that were pending or running.
+ */
+export async function cancelRunsInTx(
+  tx: Queryable,
+  deps: RunCancelDeps,
+  workspaceId: string,
+  runIds: readonly string[],
+  action: CancelAction,
+): Promise<CancelOutcome[]> {
+  if (runIds.length === 0) return [];
+  // Thread queues first, in one order, as workers take them: a cancel racing a run's end waits
+  // for it instead of deadlocking with it.
+  for (const threadId of (await threadsOfRuns(tx, workspaceId, runIds)).sort())
+    await lockThreadQueue(tx, workspaceId, threadId);
+  const outcomes = await cancelRuns(tx, workspaceId, runIds, action);
+  const threads = new Set<string>();
+  for (const outcome of outcomes) {
+    if (outcome.previous === "running") {
+      await deps.bus.notifyCancel(tx, outcome.runId, action);
+      continue;
+    }
+    threads.add(outcome.threadId);
+    await appendRunEvents(tx, { workspaceId, runId: outcome.runId, threadId: outcome.threadId }, [
+      { ms: Date.now(), event: END_EVENT, data: "null" },
+    ]);
+    await expireRunEvents(tx, outcome.runId, deps.streamTtlSeconds);
+    if (action === "rollback") await deleteRun(tx, workspaceId, outcome.runId);
+  }
+  for (const threadId of threads) {
+    await settleThreadStatus(tx, workspaceId, threadId);
+    await dispatchThreadQueue(tx, deps.dispatch, workspaceId, threadId);
+  }
+  return outcomes;
+}

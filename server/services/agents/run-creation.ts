@@ -1,0 +1,198 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { RunSettings } from "../../config.js";
+import { uuidv7 } from "../../ids.js";
+import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
+import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
+import type { RunKwargs } from "../../runtime/run-kwargs.js";
+import {
+  type AgentRunRecord,
+  activeRunsOfThread,
+  checkpointExists,
+  insertRun,
+  lockThreadQueue,
+  queueOnThread,
+} from "../../store/agent-run-store.js";
+import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
+import type { Sql } from "../../store/db.js";
+import { findThreads, insertThreads, type ThreadRecord } from "../../store/thread-store.js";
+import { invalid, requireUuid } from "../request-validation.js";
+import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
+import type { RunRequest } from "./run-requests.js";
+import type { SystemAssistants } from "./system-assistants.js";
+import { threadNotFound } from "./thread-access.js";
+
+/** What creating runs needs. */
+export interface RunCreationDeps {
+  sql: Sql;
+  systemAssistants: SystemAssistants;
+  graphIds: () => string[];
+  cancel: RunCancelDeps;
+  settings: RunSettings;
+  /** The graphs file's `http.configurable_headers`; undefined copies no header. */
+  configurableHeaders: ConfigurableHeadersConfig | undefined;
+}
+
+/** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
+export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
+
+/** The assistant a request names: by UUID, or the system assistant of a graph id. */
+async function resolveAssistant(
+  deps: RunCreationDeps,
+  workspaceId: string,
+  raw: string,
+): Promise<AssistantRecord> {
+  await deps.systemAssistants.ensure(workspaceId);
+  if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
+  const id = /^[0-9a-f-]{36}$/i.test(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
+  const found = id ? await findAssistant(deps.sql, workspaceId, id) : undefined;
+  if (!found)
+    throw new ConnectError(
+      `assistant "${raw}" not found: send an assistant's UUID or a graph id (graphs: ${deps.graphIds().join(", ")})`,
+      Code.NotFound,
+    );
+  return found;
+}
+
+/** A header name matches a `*`-wildcard pattern, case-insensitively. */
+function matches(pattern: string, name: string): boolean {
+  const re = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+    "i",
+  );
+  return re.test(name);
+}
+
+/**
+ * The request headers the graphs file lets into `config.configurable` (`http.configurable_headers`
+ * include patterns, minus exclude patterns). Credentials never pass, whatever the patterns say.
+ */
+export function configurableHeaders(
+  headers: Headers,
+  config: ConfigurableHeadersConfig | undefined,
+): JsonObject {
+  if (!config || config.include.length === 0) return {};
+  const out: JsonObject = {};
+  headers.forEach((value, name) => {
+    if (name === "x-api-key" || name === "authorization" || name === "cookie") return;
+    if (!config.include.some((p) => matches(p, name))) return;
+    if (config.exclude.some((p) => matches(p, name))) return;
+    out[name] = value;
+  });
+  return out;
+}
+
+function objectOf(value: unknown): JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
+}
+
+/**
+ * Creates a run in one transaction: resolves the assistant, finds (or creates) the thread, applies
+ * the multitask strategy to the thread's active runs, stores the run with its merged config, marks
+ * the thread busy and, when the run heads its thread's queue, dispatches it. The thread's queue is
+ * locked throughout, so concurrent creations on one thread keep arrival order.
+ */
+export async function createRun(
+  deps: RunCreationDeps,
+  workspaceId: string,
+  target: RunTarget,
+  request: RunRequest,
+  headers: Headers,
+): Promise<AgentRunRecord> {
+  const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
+  const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
+  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
+    throw invalid(
+      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
+    );
+  const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
+  return deps.sql.begin(async (tx) => {
+    await lockThreadQueue(tx, workspaceId, threadId);
+    let thread: ThreadRecord | undefined;
+    if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
+    if (!thread) {
+      if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
+      [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+      if (!thread) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+    }
+    if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
+      throw new ConnectError(
+        `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
+        Code.NotFound,
+      );
+    const active = await activeRunsOfThread(tx, workspaceId, threadId);
+    if (active.length > 0 && request.multitaskStrategy === "reject")
+      throw new ConnectError(
+        `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
+        Code.AlreadyExists,
+      );
+    let waiting = active;
+    if (
+      active.length > 0 &&
+      (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
+    ) {
+      await cancelRunsInTx(
+        tx,
+        deps.cancel,
+        workspaceId,
+        active.map((r) => r.runId),
+        request.multitaskStrategy,
+      );
+      waiting = await activeRunsOfThread(tx, workspaceId, threadId);
+    }
+    const runId = uuidv7();
+    const threadConfig = objectOf(thread.config);
+    const requestConfig = request.config;
+    const config = {
+      ...assistant.config,
+      ...threadConfig,
+      ...requestConfig,
+      configurable: {
+        ...objectOf(assistant.config.configurable),
+        ...objectOf(threadConfig.configurable),
+        ...objectOf(requestConfig.configurable),
+        ...configurableHeaders(headers, deps.configurableHeaders),
+      },
+    };
+    const kwargs: RunKwargs = {
+      input: request.input,
+      command: request.command,
+      config: config as RunKwargs["config"],
+      context: { ...objectOf(assistant.context), ...request.context },
+      stream_mode: request.streamModes,
+      subgraphs: request.subgraphs,
+      resumable: request.resumable,
+      interrupt_before: request.interruptBefore,
+      interrupt_after: request.interruptAfter,
+      checkpoint: request.checkpoint
+        ? { checkpoint_id: request.checkpoint.checkpoint_id, checkpoint_ns: request.checkpoint.checkpoint_ns }
+        : null,
+      durability: request.durability,
+      webhook: request.webhook,
+      feedback_keys: request.feedbackKeys,
+      temporary: target.kind === "stateless" && request.onCompletion === "delete",
+      on_disconnect: request.onDisconnect,
+      ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+    };
+    const run = await insertRun(tx, {
+      workspaceId,
+      runId,
+      threadId,
+      assistantId: assistant.assistantId,
+      graphId: assistant.graphId,
+      metadata: request.metadata,
+      kwargs: kwargs as unknown as JsonObject,
+      multitaskStrategy: request.multitaskStrategy,
+      temporary: kwargs.temporary,
+      afterSeconds: request.afterSeconds,
+    });
+    await queueOnThread(tx, workspaceId, threadId, deps.settings.richThreads ? graphMetadata : null);
+    // Runs still active before this one dispatch it when they end.
+    if (waiting.length === 0)
+      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
+    return run;
+  });
+}

@@ -1,0 +1,387 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { type Run, RunSchema, type RunService } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
+import type { RunSettings } from "../../config.js";
+import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
+import type { JobDefinition } from "../../jobs/job-definition.js";
+import type { Queue } from "../../jobs/queue.js";
+import type { GraphRegistry } from "../../runtime/graph-registry.js";
+import type { RunEventBus } from "../../runtime/run-event-bus.js";
+import {
+  type AgentRunRecord,
+  deleteEndedRun,
+  findRun,
+  listRuns,
+  type RunStatus,
+  runIdsWithStatus,
+  threadExists,
+} from "../../store/agent-run-store.js";
+import { pgErrorCode, type Sql } from "../../store/db.js";
+import { lastEventSeq } from "../../store/run-event-store.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+import { invalid, oneOf, requireUuid } from "../request-validation.js";
+import { toValue } from "./plain-json.js";
+import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
+import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
+import {
+  parseCancelAction,
+  parseFlag,
+  parseQueryStreamModes,
+  parseRunRequest,
+  RUN_STATUSES,
+  type RunRequest,
+} from "./run-requests.js";
+import {
+  eventFilter,
+  hasEnded,
+  outputOf,
+  parseLastEventId,
+  readRunStream,
+  readThreadStream,
+  waitForRunEnd,
+} from "./run-streams.js";
+import type { SystemAssistants } from "./system-assistants.js";
+import { threadNotFound } from "./thread-access.js";
+
+/** Dependencies of {@link createRunService}. */
+export interface RunServiceDeps {
+  sql: Sql;
+  graphs: GraphRegistry;
+  systemAssistants: SystemAssistants;
+  queue: () => Pick<Queue, "enqueue">;
+  runJob: () => JobDefinition<AgentRunPayload>;
+  bus: RunEventBus;
+  settings: RunSettings;
+}
+
+/** Default page size of the runs list, as in the LangGraph API. */
+const DEFAULT_LIMIT = 10;
+/** Largest page size of the runs list. */
+const MAX_LIMIT = 1000;
+/** Runs one bulk cancel by status touches at most; a larger backlog takes several calls. */
+const MAX_BULK_CANCEL = 1000;
+/** Largest stateless batch: each run is a transaction; bigger batches belong in several calls. */
+const MAX_BATCH = 100;
+/** Fields a runs list may `select`. */
+const RUN_FIELDS = [
+  "run_id",
+  "thread_id",
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "status",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+];
+
+/** A run as the API shows it. */
+export function runView(run: AgentRunRecord): Run {
+  return create(RunSchema, {
+    runId: run.runId,
+    threadId: run.threadId,
+    assistantId: run.assistantId,
+    createdAt: timestampFromDate(run.createdAt),
+    updatedAt: timestampFromDate(run.updatedAt),
+    status: run.status,
+    metadata: run.metadata,
+    kwargs: run.kwargs,
+    multitaskStrategy: run.multitaskStrategy,
+  });
+}
+
+function runNotFound(runId: string): ConnectError {
+  return new ConnectError(`run ${runId} not found`, Code.NotFound);
+}
+
+/** Deadlocks and serialization failures of racing writes answer 409, never 500. */
+async function conflictsAs409<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const code = pgErrorCode(error);
+    if (code === "40P01" || code === "40001")
+      throw new ConnectError(
+        "the run changed while this request ran (a race with its end); retry",
+        Code.Aborted,
+      );
+    throw error;
+  }
+}
+
+/** RunService: creating, streaming, waiting for, listing and cancelling runs. */
+export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunService> {
+  const { sql, bus, settings } = deps;
+  const cancelDeps: RunCancelDeps = {
+    bus,
+    dispatch: { queue: deps.queue, runJob: deps.runJob },
+    streamTtlSeconds: settings.streamTtlSeconds,
+  };
+  const creationDeps: RunCreationDeps = {
+    sql,
+    systemAssistants: deps.systemAssistants,
+    graphIds: () => deps.graphs.ids(),
+    cancel: cancelDeps,
+    settings,
+    configurableHeaders: deps.graphs.settings.http.configurableHeaders,
+  };
+  const readers = { sql, bus };
+
+  const start = async (
+    ctx: HandlerContext,
+    threadId: string | undefined,
+    request: RunRequest,
+  ): Promise<{ workspaceId: string; run: AgentRunRecord }> => {
+    const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+    const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
+    const run = await conflictsAs409(() =>
+      createRun(creationDeps, workspace.id, target, request, ctx.requestHeader),
+    );
+    const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
+    ctx.responseHeader.set("Content-Location", base);
+    return { workspaceId: workspace.id, run };
+  };
+
+  const cancel = (workspaceId: string, runIds: string[], action: "interrupt" | "rollback") =>
+    conflictsAs409(() => sql.begin((tx) => cancelRunsInTx(tx, cancelDeps, workspaceId, runIds, action)));
+
+  /** Waits for the run; on a client that goes away, cancels it when asked to. */
+  const awaitEnd = async (
+    ctx: HandlerContext,
+    workspaceId: string,
+    run: AgentRunRecord,
+    cancelOnDisconnect: boolean,
+  ) => {
+    try {
+      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal);
+    } catch (error) {
+      if (cancelOnDisconnect && ctx.signal.aborted)
+        await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});
+      throw error;
+    }
+  };
+
+  const loadRun = async (
+    ctx: HandlerContext,
+    permission: "threads:read" | "threads:write",
+    threadId: string | undefined,
+    rawRunId: string,
+  ) => {
+    const { workspace } = await authorizeWorkspace(ctx, permission);
+    const runId = requireUuid(rawRunId, "run_id");
+    const tid = threadId === undefined ? undefined : requireUuid(threadId, "thread_id");
+    const run = await findRun(sql, workspace.id, runId, tid);
+    if (!run) throw runNotFound(runId);
+    return { workspaceId: workspace.id, run };
+  };
+
+  return {
+    async createRun(request, ctx) {
+      const { run } = await start(
+        ctx,
+        request.threadId,
+        parseRunRequest(request, request.threadId === undefined),
+      );
+      return runView(run);
+    },
+
+    async *streamRun(request, ctx) {
+      const parsed = parseRunRequest(request, request.threadId === undefined);
+      const { workspaceId, run } = await start(ctx, request.threadId, parsed);
+      ctx.responseHeader.set(
+        "Location",
+        request.threadId === undefined
+          ? `/runs/${run.runId}/stream`
+          : `/threads/${run.threadId}/runs/${run.runId}/stream`,
+      );
+      let ended = false;
+      try {
+        yield* readRunStream(
+          readers,
+          { workspaceId, runId: run.runId },
+          {
+            afterSeq: 0,
+            accept: () => true,
+            signal: ctx.signal,
+          },
+        );
+        ended = !ctx.signal.aborted;
+      } finally {
+        if (!ended && parsed.onDisconnect === "cancel")
+          await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});
+      }
+    },
+
+    async waitRun(request, ctx) {
+      const parsed = parseRunRequest(request, request.threadId === undefined);
+      const { workspaceId, run } = await start(ctx, request.threadId, parsed);
+      ctx.responseHeader.set(
+        "Location",
+        request.threadId === undefined
+          ? `/runs/${run.runId}`
+          : `/threads/${run.threadId}/runs/${run.runId}/join`,
+      );
+      const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
+      return { output: toValue(outputOf(ended)) };
+    },
+
+    async createRunBatch(request, ctx) {
+      if (request.runs.length === 0 || request.runs.length > MAX_BATCH)
+        throw invalid(`a batch must hold 1 to ${MAX_BATCH} runs`);
+      const parsed = request.runs.map((r, i) => {
+        if (r.threadId !== undefined)
+          throw invalid(`runs[${i}]: batch runs are stateless; send no thread_id`);
+        return parseRunRequest(r, true);
+      });
+      const runs: Run[] = [];
+      for (const p of parsed) runs.push(runView((await start(ctx, undefined, p)).run));
+      ctx.responseHeader.delete("Content-Location");
+      return { runs };
+    },
+
+    async listRuns(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const threadId = requireUuid(request.threadId, "thread_id");
+      const limit = request.limit ?? DEFAULT_LIMIT;
+      if (limit < 1 || limit > MAX_LIMIT) throw invalid(`limit must be from 1 to ${MAX_LIMIT}, got ${limit}`);
+      const offset = request.offset ?? 0;
+      if (offset < 0) throw invalid(`offset must be 0 or more, got ${offset}`);
+      const status = request.status === undefined ? undefined : oneOf(request.status, RUN_STATUSES, "status");
+      for (const field of request.select.flatMap((s) =>
+        s.startsWith("[") ? (JSON.parse(s) as string[]) : [s],
+      ))
+        if (!RUN_FIELDS.includes(field))
+          throw invalid(`select: unknown field ${JSON.stringify(field)}; fields: ${RUN_FIELDS.join(", ")}`);
+      const runs = await listRuns(sql, workspace.id, threadId, {
+        limit,
+        offset,
+        ...(status ? { status } : {}),
+      });
+      return { runs: runs.map(runView) };
+    },
+
+    async getRun(request, ctx) {
+      const { run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
+      return runView(run);
+    },
+
+    async deleteRun(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const threadId = requireUuid(request.threadId, "thread_id");
+      const runId = requireUuid(request.runId, "run_id");
+      const outcome = await deleteEndedRun(sql, workspace.id, threadId, runId);
+      if (outcome === "missing") throw runNotFound(runId);
+      if (outcome === "active")
+        throw new ConnectError(
+          `run ${runId} is still pending or running: cancel it before deleting it`,
+          Code.FailedPrecondition,
+        );
+      return {};
+    },
+
+    async cancelRun(request, ctx) {
+      const wait = parseFlag(request.wait, "wait");
+      const action = parseCancelAction(request.action);
+      const { workspaceId, run } = await loadRun(ctx, "threads:write", request.threadId, request.runId);
+      const outcomes = await cancel(workspaceId, [run.runId], action);
+      if (outcomes.length === 0)
+        throw new ConnectError(
+          `run ${run.runId} has already ended (${(await findRun(sql, workspaceId, run.runId))?.status ?? "deleted"}): there is nothing to cancel`,
+          Code.FailedPrecondition,
+        );
+      if (wait) await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal);
+      return {};
+    },
+
+    async cancelRuns(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const action = parseCancelAction(request.action);
+      const filter = request.filter;
+      const byIds = filter?.threadId !== undefined || (filter?.runIds.length ?? 0) > 0;
+      if (byIds === (filter?.status !== undefined))
+        throw invalid("send either thread_id with run_ids, or status (pending, running or all), not both");
+      let runIds: string[];
+      if (byIds) {
+        if (filter?.threadId === undefined || filter.runIds.length === 0)
+          throw invalid("thread_id and run_ids go together: the runs of that thread to cancel");
+        const threadId = requireUuid(filter.threadId, "thread_id");
+        const ids = filter.runIds.map((id, i) => requireUuid(id, `run_ids[${i}]`));
+        const found = await Promise.all(ids.map((id) => findRun(sql, workspace.id, id, threadId)));
+        const missing = ids.filter((_, i) => !found[i]);
+        if (missing.length > 0)
+          throw new ConnectError(
+            `runs not found on thread ${threadId}: ${missing.join(", ")}`,
+            Code.NotFound,
+          );
+        runIds = ids;
+      } else {
+        const status = oneOf(filter?.status, ["pending", "running", "all"] as const, "status");
+        const statuses: RunStatus[] = status === "all" ? ["pending", "running"] : [status];
+        runIds = await runIdsWithStatus(sql, workspace.id, statuses, MAX_BULK_CANCEL);
+      }
+      await cancel(workspace.id, runIds, action);
+      return {};
+    },
+
+    async joinRun(request, ctx) {
+      const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
+      const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
+      const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
+      return { output: toValue(outputOf(ended)) };
+    },
+
+    async *joinRunStream(request, ctx) {
+      const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
+      const modes = parseQueryStreamModes(request.streamMode);
+      const lastEventId = parseLastEventId(ctx.requestHeader.get("last-event-id") ?? request.lastEventId);
+      const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
+      // Without Last-Event-ID a join sees what happens from now on; an ended run has nothing more.
+      if (lastEventId === undefined && hasEnded(run)) return;
+      const afterSeq = lastEventId ?? (await lastEventSeq(sql, workspaceId, { runId: run.runId }));
+      let ended = false;
+      try {
+        yield* readRunStream(
+          readers,
+          { workspaceId, runId: run.runId },
+          {
+            afterSeq,
+            accept: eventFilter(modes),
+            signal: ctx.signal,
+          },
+        );
+        ended = !ctx.signal.aborted;
+      } finally {
+        if (!ended && cancelOnDisconnect) await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});
+      }
+    },
+
+    async *joinThreadStream(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const threadId = requireUuid(request.threadId, "thread_id");
+      if (!(await threadExists(sql, workspace.id, threadId))) throw threadNotFound(threadId);
+      const modes = request.streamMode.flatMap((m) =>
+        m.startsWith("[") ? (JSON.parse(m) as string[]) : [m],
+      );
+      const kind = oneOf(
+        modes[0],
+        ["run_modes", "lifecycle", "state_update"] as const,
+        "stream_mode",
+        "run_modes",
+      );
+      const accept =
+        kind === "lifecycle"
+          ? (event: string) => event === "metadata" || event === "error"
+          : kind === "state_update"
+            ? (event: string) => event === "values" || event.startsWith("values|")
+            : () => true;
+      const lastEventId = parseLastEventId(ctx.requestHeader.get("last-event-id") ?? request.lastEventId);
+      const afterSeq = lastEventId ?? (await lastEventSeq(sql, workspace.id, { threadId }));
+      yield* readThreadStream(
+        readers,
+        { workspaceId: workspace.id, threadId },
+        { afterSeq, accept, signal: ctx.signal },
+      );
+    },
+  };
+}

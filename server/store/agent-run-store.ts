@@ -1,0 +1,527 @@
+import type { Queryable } from "./db.js";
+import type { JsonObject, JsonValue } from "./thread-store.js";
+
+/** Run status values, as the checks of migration 0010 allow. */
+export type RunStatus = "pending" | "running" | "error" | "success" | "timeout" | "interrupted";
+
+/** Statuses of a run that has not ended. */
+export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ["pending", "running"];
+
+/** What a new run on a busy thread does to the runs before it. */
+export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
+
+/** How a cancel stops a run: keep its checkpoints, or delete it with them. */
+export type CancelAction = "interrupt" | "rollback";
+
+/** A run row. */
+export interface AgentRunRecord {
+  workspaceId: string;
+  runId: string;
+  threadId: string;
+  assistantId: string;
+  graphId: string;
+  status: RunStatus;
+  metadata: JsonObject;
+  kwargs: JsonObject;
+  multitaskStrategy: MultitaskStrategy;
+  temporary: boolean;
+  attempt: number;
+  cancelAction: CancelAction | null;
+  output: JsonValue | null;
+  notBefore: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface RunRow {
+  workspace_id: string;
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  graph_id: string;
+  status: RunStatus;
+  metadata: JsonObject;
+  kwargs: JsonObject;
+  multitask_strategy: MultitaskStrategy;
+  temporary: boolean;
+  attempt: number;
+  cancel_action: CancelAction | null;
+  output: JsonValue | null;
+  not_before: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(row: RunRow): AgentRunRecord {
+  return {
+    workspaceId: row.workspace_id,
+    runId: row.run_id,
+    threadId: row.thread_id,
+    assistantId: row.assistant_id,
+    graphId: row.graph_id,
+    status: row.status,
+    metadata: row.metadata,
+    kwargs: row.kwargs,
+    multitaskStrategy: row.multitask_strategy,
+    temporary: row.temporary,
+    attempt: row.attempt,
+    cancelAction: row.cancel_action,
+    output: row.output,
+    notBefore: row.not_before,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** A run to insert. */
+export interface NewRun {
+  workspaceId: string;
+  runId: string;
+  threadId: string;
+  assistantId: string;
+  graphId: string;
+  metadata: JsonObject;
+  kwargs: JsonObject;
+  multitaskStrategy: MultitaskStrategy;
+  temporary: boolean;
+  /** Seconds from now before the run may start. */
+  afterSeconds: number;
+}
+
+/**
+ * Serialises the changes to one thread's queue of runs (creation, claiming, finishing) until the
+ * transaction ends. An advisory lock rather than the thread row's lock: a stateless run's thread
+ * may be created in the same transaction, and deleting a thread must not wait on a queue.
+ */
+export async function lockThreadQueue(q: Queryable, workspaceId: string, threadId: string): Promise<void> {
+  await q`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${threadId}`}, 0))`;
+}
+
+/** Inserts a run (pending). */
+export async function insertRun(q: Queryable, run: NewRun): Promise<AgentRunRecord> {
+  const [row] = await q<RunRow[]>`
+    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                            multitask_strategy, temporary, not_before)
+    values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
+            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+            now() + make_interval(secs => ${run.afterSeconds}::float8))
+    returning *`;
+  if (!row) throw new Error("insert into agent_runs returned no row");
+  return toRecord(row);
+}
+
+/** The workspace's run `runId`, optionally only on thread `threadId`. */
+export async function findRun(
+  q: Queryable,
+  workspaceId: string,
+  runId: string,
+  threadId?: string,
+): Promise<AgentRunRecord | undefined> {
+  const [row] = await q<RunRow[]>`
+    select * from agent_runs
+    where workspace_id = ${workspaceId} and run_id = ${runId}
+      ${threadId === undefined ? q`` : q`and thread_id = ${threadId}`}`;
+  return row && toRecord(row);
+}
+
+/** A page of a thread's runs, newest first. */
+export async function listRuns(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  page: { limit: number; offset: number; status?: RunStatus },
+): Promise<AgentRunRecord[]> {
+  const rows = await q<RunRow[]>`
+    select * from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+      ${page.status === undefined ? q`` : q`and status = ${page.status}`}
+    order by created_at desc, run_id desc
+    limit ${page.limit} offset ${page.offset}`;
+  return rows.map(toRecord);
+}
+
+/** The thread's pending and running runs, oldest first. */
+export async function activeRunsOfThread(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<AgentRunRecord[]> {
+  const rows = await q<RunRow[]>`
+    select * from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId} and status in ('pending', 'running')
+    order by run_id`;
+  return rows.map(toRecord);
+}
+
+/** True when the thread has a pending or running run. */
+export async function threadHasActiveRun(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<boolean> {
+  const rows = await q`
+    select 1 from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId} and status in ('pending', 'running')
+    limit 1`;
+  return rows.length > 0;
+}
+
+/** Deletes a run that has ended; what happened: deleted, still active, or no such run. */
+export async function deleteEndedRun(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  runId: string,
+): Promise<"deleted" | "active" | "missing"> {
+  const [row] = await q<{ deleted: boolean; found: boolean }[]>`
+    with target as (
+      select run_id, status from agent_runs
+      where workspace_id = ${workspaceId} and thread_id = ${threadId} and run_id = ${runId}
+    ), removed as (
+      delete from agent_runs r using target t
+      where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status not in ('pending', 'running')
+      returning r.run_id
+    )
+    select exists (select 1 from removed) as deleted, (select count(*) from target) > 0 as found`;
+  if (row?.deleted) return "deleted";
+  return row?.found ? "active" : "missing";
+}
+
+/** True when the workspace still has the thread. */
+export async function threadExists(q: Queryable, workspaceId: string, threadId: string): Promise<boolean> {
+  const rows = await q`select 1 from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+  return rows.length > 0;
+}
+
+/** Deletes a run whatever its state (rollback); true when it existed. */
+export async function deleteRun(q: Queryable, workspaceId: string, runId: string): Promise<boolean> {
+  const rows =
+    await q`delete from agent_runs where workspace_id = ${workspaceId} and run_id = ${runId} returning 1`;
+  return rows.length > 0;
+}
+
+/** A claimed run: the record as running, and the token every write of the attempt must name. */
+export interface RunClaim {
+  run: AgentRunRecord;
+  leaseToken: string;
+  /** The run's thread or assistant was deleted: the run must stop. */
+  orphaned: boolean;
+}
+
+/** True (in a statement on `agent_runs r`) when the run's thread or assistant no longer exists. */
+function orphaned(q: Queryable) {
+  return q`(not exists (select 1 from threads t where t.workspace_id = r.workspace_id and t.thread_id = r.thread_id)
+    or not exists (select 1 from assistants a where a.workspace_id = r.workspace_id and a.assistant_id = r.assistant_id))`;
+}
+
+/**
+ * Starts an attempt of a pending run when it is the head of its thread's queue: no run of the
+ * thread is running and no earlier pending run may start. Call with the thread's queue locked
+ * ({@link lockThreadQueue}). Undefined when the run is not pending, not due, or must wait.
+ */
+export async function claimRun(
+  q: Queryable,
+  claim: { workspaceId: string; runId: string; owner: string; leaseToken: string; leaseSeconds: number },
+): Promise<RunClaim | undefined> {
+  const [row] = await q<(RunRow & { orphaned: boolean })[]>`
+    update agent_runs r set
+      status = 'running', attempt = r.attempt + 1, lease_owner = ${claim.owner},
+      lease_token = ${claim.leaseToken},
+      lease_expires_at = now() + make_interval(secs => ${claim.leaseSeconds}::float8),
+      started_at = coalesce(r.started_at, now()), updated_at = now()
+    where r.workspace_id = ${claim.workspaceId} and r.run_id = ${claim.runId}
+      and r.status = 'pending' and r.not_before <= now()
+      and not exists (
+        select 1 from agent_runs o
+        where o.workspace_id = r.workspace_id and o.thread_id = r.thread_id and o.run_id <> r.run_id
+          and (o.status = 'running' or (o.status = 'pending' and o.run_id < r.run_id and o.not_before <= now())))
+    returning r.*, ${orphaned(q)} as orphaned`;
+  return row && { run: toRecord(row), leaseToken: claim.leaseToken, orphaned: row.orphaned };
+}
+
+/** The pending run that may start next on a thread (its queue's head), if any. */
+export async function headOfThreadQueue(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<{ runId: string; notBefore: Date } | undefined> {
+  const [row] = await q<{ run_id: string; not_before: Date; running: boolean }[]>`
+    select run_id, not_before,
+      exists (select 1 from agent_runs o where o.workspace_id = ${workspaceId} and o.thread_id = ${threadId}
+              and o.status = 'running') as running
+    from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId} and status = 'pending'
+    order by (not_before > now()), run_id
+    limit 1`;
+  if (!row || row.running) return undefined;
+  return { runId: row.run_id, notBefore: row.not_before };
+}
+
+/** What a lease renewal learns: a cancel asked of the run, if any. */
+export interface LeaseState {
+  cancelAction: CancelAction | null;
+  /** The run's thread or assistant was deleted: the run must stop. */
+  orphaned: boolean;
+}
+
+/** Extends the attempt's lease; undefined when the attempt no longer holds it. */
+export async function renewRunLease(
+  q: Queryable,
+  runId: string,
+  leaseToken: string,
+  leaseSeconds: number,
+): Promise<LeaseState | undefined> {
+  const [row] = await q<{ cancel_action: CancelAction | null; orphaned: boolean }[]>`
+    update agent_runs r set lease_expires_at = now() + make_interval(secs => ${leaseSeconds}::float8)
+    where r.run_id = ${runId} and r.lease_token = ${leaseToken} and r.status = 'running'
+    returning r.cancel_action, ${orphaned(q)} as orphaned`;
+  return row && { cancelAction: row.cancel_action, orphaned: row.orphaned };
+}
+
+/**
+ * Ends the attempt's run with `status` and `output`; false when the attempt no longer holds the
+ * lease (another attempt took the run over, or it was deleted), so a run never ends twice.
+ */
+export async function finishRun(
+  q: Queryable,
+  runId: string,
+  leaseToken: string,
+  end: { status: RunStatus; output: JsonValue },
+): Promise<boolean> {
+  const rows = await q`
+    update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
+      updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
+    where run_id = ${runId} and lease_token = ${leaseToken} and status = 'running'
+    returning 1`;
+  return rows.length > 0;
+}
+
+/**
+ * Hands a run back to the queue (a worker that stops before the run ends): pending again, the
+ * attempt not counted. False when the attempt no longer holds the lease.
+ */
+export async function releaseRun(q: Queryable, runId: string, leaseToken: string): Promise<boolean> {
+  const rows = await q`
+    update agent_runs set status = 'pending', attempt = greatest(attempt - 1, 0), updated_at = now(),
+      lease_owner = null, lease_token = null, lease_expires_at = null
+    where run_id = ${runId} and lease_token = ${leaseToken} and status = 'running'
+    returning 1`;
+  return rows.length > 0;
+}
+
+/** A run whose lease lapsed and that went back to pending. */
+export interface LapsedRun {
+  workspaceId: string;
+  runId: string;
+  threadId: string;
+  attempt: number;
+}
+
+/**
+ * Puts running runs whose lease lapsed (their worker died) back to pending, at most `limit`;
+ * rows another sweeper is handling are skipped.
+ */
+export async function releaseLapsedRuns(q: Queryable, limit: number): Promise<LapsedRun[]> {
+  const rows = await q<{ workspace_id: string; run_id: string; thread_id: string; attempt: number }[]>`
+    update agent_runs r set status = 'pending', lease_owner = null, lease_token = null,
+      lease_expires_at = null, updated_at = now()
+    from (
+      select workspace_id, run_id from agent_runs
+      where status = 'running' and lease_expires_at < now()
+      order by lease_expires_at limit ${limit}
+      for update skip locked
+    ) lapsed
+    where r.workspace_id = lapsed.workspace_id and r.run_id = lapsed.run_id
+    returning r.workspace_id, r.run_id, r.thread_id, r.attempt`;
+  return rows.map((r) => ({
+    workspaceId: r.workspace_id,
+    runId: r.run_id,
+    threadId: r.thread_id,
+    attempt: r.attempt,
+  }));
+}
+
+/** Pending runs that are due and head their thread's queue, for the dispatcher's safety net. */
+export async function dueQueueHeads(
+  q: Queryable,
+  olderThanSeconds: number,
+  limit: number,
+): Promise<{ workspaceId: string; runId: string; threadId: string }[]> {
+  const rows = await q<{ workspace_id: string; run_id: string; thread_id: string }[]>`
+    select distinct on (r.workspace_id, r.thread_id) r.workspace_id, r.run_id, r.thread_id
+    from agent_runs r
+    where r.status = 'pending' and r.not_before <= now()
+      and r.updated_at < now() - make_interval(secs => ${olderThanSeconds}::float8)
+      and not exists (select 1 from agent_runs o where o.workspace_id = r.workspace_id
+                      and o.thread_id = r.thread_id and o.status = 'running')
+    order by r.workspace_id, r.thread_id, r.run_id
+    limit ${limit}`;
+  return rows.map((r) => ({ workspaceId: r.workspace_id, runId: r.run_id, threadId: r.thread_id }));
+}
+
+/** Marks runs to stop (running) or stops them (pending); see {@link cancelRuns}. */
+export interface CancelOutcome {
+  runId: string;
+  threadId: string;
+  /** The status before the cancel. */
+  previous: RunStatus;
+}
+
+/**
+ * Cancels runs of the workspace: a pending run ends `interrupted` at once (a rollback deletes
+ * it), a running one is asked to stop with `action` (its worker ends it). Runs that already
+ * ended are left alone and not returned.
+ */
+export async function cancelRuns(
+  q: Queryable,
+  workspaceId: string,
+  runIds: readonly string[],
+  action: CancelAction,
+): Promise<CancelOutcome[]> {
+  const rows = await q<{ run_id: string; thread_id: string; previous: RunStatus }[]>`
+    with target as (
+      select run_id, thread_id, status from agent_runs
+      where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])
+        and status in ('pending', 'running')
+      for update
+    ), stopped as (
+      update agent_runs r set status = 'interrupted', ended_at = now(), updated_at = now(),
+        cancel_action = ${action}
+      from target t
+      where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'pending'
+      returning r.run_id
+    ), asked as (
+      update agent_runs r set cancel_action = ${action}, updated_at = now()
+      from target t
+      where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'running'
+      returning r.run_id
+    )
+    select run_id, thread_id, status as previous from target`;
+  return rows.map((r) => ({ runId: r.run_id, threadId: r.thread_id, previous: r.previous }));
+}
+
+/** Ids of the workspace's runs with one of `statuses`, oldest first, at most `limit`. */
+export async function runIdsWithStatus(
+  q: Queryable,
+  workspaceId: string,
+  statuses: readonly RunStatus[],
+  limit: number,
+): Promise<string[]> {
+  const rows = await q<{ run_id: string }[]>`
+    select run_id from agent_runs
+    where workspace_id = ${workspaceId} and status = any(${statuses as RunStatus[]}::text[])
+    order by run_id limit ${limit}`;
+  return rows.map((r) => r.run_id);
+}
+
+/** Ids of the unfinished runs of an assistant, or of threads, in the workspace. */
+export async function activeRunIds(
+  q: Queryable,
+  workspaceId: string,
+  of: { assistantId: string } | { threadIds: readonly string[] },
+): Promise<string[]> {
+  const rows = await q<{ run_id: string }[]>`
+    select run_id from agent_runs
+    where workspace_id = ${workspaceId} and status in ('pending', 'running')
+      and ${"assistantId" in of ? q`assistant_id = ${of.assistantId}` : q`thread_id = any(${of.threadIds as string[]}::uuid[])`}`;
+  return rows.map((r) => r.run_id);
+}
+
+/**
+ * Records a thread's state after a run: its cached values and interrupts (when the run left a
+ * state), its status and the run's error. The status stays busy while another run is queued.
+ */
+export async function saveThreadAfterRun(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  after: {
+    state?: { values: JsonValue; interrupts: JsonObject };
+    status: "idle" | "interrupted" | "error";
+    error: JsonValue | null;
+  },
+): Promise<void> {
+  const { state } = after;
+  await q`
+    update threads t set
+      "values" = ${state ? q`${q.json(state.values)}` : q`t."values"`},
+      interrupts = ${state ? q`${q.json(state.interrupts)}` : q`t.interrupts`},
+      state_updated_at = ${state ? q`now()` : q`t.state_updated_at`},
+      status = case when exists (
+        select 1 from agent_runs r where r.workspace_id = ${workspaceId} and r.thread_id = ${threadId}
+          and r.status in ('pending', 'running')) then 'busy' else ${after.status} end,
+      error = ${after.error === null ? null : q.json(after.error)},
+      updated_at = now(),
+      expires_at = case when ttl_minutes is null then null
+        else now() + make_interval(secs => ttl_minutes * 60) end
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+}
+
+/**
+ * Deletes the checkpoints a run wrote (a rollback): those whose metadata names the run, with
+ * their pending writes. Channel values stay: other checkpoints may share them.
+ */
+export async function deleteRunCheckpoints(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  runId: string,
+): Promise<void> {
+  await q`
+    with doomed as (
+      delete from checkpoints
+      where workspace_id = ${workspaceId} and thread_id = ${threadId} and metadata ->> 'run_id' = ${runId}
+      returning checkpoint_ns, checkpoint_id
+    )
+    delete from checkpoint_writes w using doomed d
+    where w.workspace_id = ${workspaceId} and w.thread_id = ${threadId}
+      and w.checkpoint_ns = d.checkpoint_ns and w.checkpoint_id = d.checkpoint_id`;
+}
+
+/** Marks a thread busy (a run was queued on it), merging `metadata` into its metadata when given. */
+export async function queueOnThread(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  metadata: JsonObject | null,
+): Promise<void> {
+  await q`
+    update threads set status = 'busy', updated_at = now()
+      ${metadata ? q`, metadata = metadata || ${q.json(metadata)}` : q``}
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+}
+
+/** A busy thread with no pending or running run left becomes idle. */
+export async function settleThreadStatus(q: Queryable, workspaceId: string, threadId: string): Promise<void> {
+  await q`
+    update threads t set status = 'idle', updated_at = now()
+    where t.workspace_id = ${workspaceId} and t.thread_id = ${threadId} and t.status = 'busy'
+      and not exists (select 1 from agent_runs r where r.workspace_id = t.workspace_id
+                      and r.thread_id = t.thread_id and r.status in ('pending', 'running'))`;
+}
+
+/** True when the thread has a checkpoint with this id in this namespace. */
+export async function checkpointExists(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  checkpoint: { checkpoint_ns: string; checkpoint_id: string },
+): Promise<boolean> {
+  const rows = await q`
+    select 1 from checkpoints
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+      and checkpoint_ns = ${checkpoint.checkpoint_ns} and checkpoint_id = ${checkpoint.checkpoint_id}`;
+  return rows.length > 0;
+}
+
+/** The distinct threads of the workspace's runs `runIds`. */
+export async function threadsOfRuns(
+  q: Queryable,
+  workspaceId: string,
+  runIds: readonly string[],
+): Promise<string[]> {
+  const rows = await q<{ thread_id: string }[]>`
+    select distinct thread_id from agent_runs
+    where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])`;
+  return rows.map((r) => r.thread_id);
+}

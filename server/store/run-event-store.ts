@@ -1,0 +1,136 @@
+import type { Queryable } from "./db.js";
+
+/** The internal event that ends a run's stream; never sent to clients. */
+export const END_EVENT = "__end__";
+
+/**
+ * The NOTIFY channel of new events; the payload is `<run_id> <thread_id>`, followed by ` end` when
+ * the batch ends the run's stream.
+ */
+export const RUN_EVENTS_CHANNEL = "agentplane_run_events";
+
+/** One event to append. */
+export interface NewRunEvent {
+  /** Milliseconds since the epoch when it was produced. */
+  ms: number;
+  event: string;
+  /** The data, as JSON text. */
+  data: string;
+}
+
+/** A stored event. */
+export interface RunEventRecord {
+  seq: number;
+  runId: string;
+  ms: number;
+  event: string;
+  data: string;
+}
+
+/** The id clients see: `<ms>-<seq>`. */
+export function eventId(event: Pick<RunEventRecord, "ms" | "seq">): string {
+  return `${event.ms}-${event.seq}`;
+}
+
+interface EventRow {
+  seq: string;
+  run_id: string;
+  ms: string;
+  event: string;
+  data: string;
+}
+
+function toRecord(row: EventRow): RunEventRecord {
+  return { seq: Number(row.seq), runId: row.run_id, ms: Number(row.ms), event: row.event, data: row.data };
+}
+
+/**
+ * Appends a run's events in one statement and notifies the processes streaming it, in the same
+ * transaction when `q` is one. `expiresAt` is set for the end event (the stream's TTL starts).
+ */
+export async function appendRunEvents(
+  q: Queryable,
+  run: { workspaceId: string; runId: string; threadId: string },
+  events: readonly NewRunEvent[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const ends = events.some((e) => e.event === END_EVENT);
+  const notice = `${run.runId} ${run.threadId}${ends ? " end" : ""}`;
+  await q`
+    with added as (
+      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data)
+      select ${run.workspaceId}, ${run.runId}, ${run.threadId}, e.ms, e.event, e.data
+      from unnest(${events.map((e) => e.ms)}::bigint[], ${events.map((e) => e.event)}::text[],
+                  ${events.map((e) => e.data)}::text[]) as e(ms, event, data)
+      returning 1
+    )
+    select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice}) from (select count(*) from added) c`;
+}
+
+/** Events of a run after `afterSeq`, oldest first, at most `limit`. */
+export async function runEventsAfter(
+  q: Queryable,
+  workspaceId: string,
+  runId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<RunEventRecord[]> {
+  const rows = await q<EventRow[]>`
+    select seq, run_id, ms, event, data from agent_run_events
+    where run_id = ${runId} and workspace_id = ${workspaceId} and seq > ${afterSeq}
+    order by seq limit ${limit}`;
+  return rows.map(toRecord);
+}
+
+/** Events of every run of a thread after `afterSeq`, oldest first, at most `limit`. */
+export async function threadEventsAfter(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<RunEventRecord[]> {
+  const rows = await q<EventRow[]>`
+    select seq, run_id, ms, event, data from agent_run_events
+    where thread_id = ${threadId} and workspace_id = ${workspaceId} and seq > ${afterSeq}
+    order by seq limit ${limit}`;
+  return rows.map(toRecord);
+}
+
+/** The newest event's seq of a run (or of a thread), 0 when it has none. */
+export async function lastEventSeq(
+  q: Queryable,
+  workspaceId: string,
+  of: { runId: string } | { threadId: string },
+): Promise<number> {
+  const [row] = await q<{ seq: string | null }[]>`
+    select max(seq) as seq from agent_run_events
+    where workspace_id = ${workspaceId}
+      and ${"runId" in of ? q`run_id = ${of.runId}` : q`thread_id = ${of.threadId}`}`;
+  return row?.seq ? Number(row.seq) : 0;
+}
+
+/** Starts the TTL of a run's events: they are swept `ttlSeconds` from now. */
+export async function expireRunEvents(q: Queryable, runId: string, ttlSeconds: number): Promise<void> {
+  await q`
+    update agent_run_events set expires_at = now() + make_interval(secs => ${ttlSeconds}::float8)
+    where run_id = ${runId}`;
+}
+
+/** Deletes events whose TTL passed, at most `limit`; returns how many. */
+export async function sweepRunEvents(q: Queryable, limit: number): Promise<number> {
+  const rows = await q`
+    delete from agent_run_events where seq in (
+      select seq from agent_run_events where expires_at < now() order by expires_at limit ${limit})
+    returning 1`;
+  return rows.length;
+}
+
+/** Deletes every event of the runs (a rolled-back run). */
+export async function deleteRunEvents(
+  q: Queryable,
+  workspaceId: string,
+  runIds: readonly string[],
+): Promise<void> {
+  await q`delete from agent_run_events where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])`;
+}
