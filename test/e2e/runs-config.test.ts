@@ -7,7 +7,7 @@
  */
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Config } from "../../server/config.js";
+import { DEFAULT_RUN_SETTINGS } from "../../server/config.js";
 import { systemAssistantId } from "../../server/runtime/system-assistant-id.js";
 import { langGraphFailure } from "../support/call-failures.js";
 import { type RunsApp, startRunsApp } from "../support/runs-app.js";
@@ -136,12 +136,8 @@ describe("config, context and metadata reach the graph", () => {
     expect((await sdk.runs.get(thread.thread_id, runId)).metadata).toMatchObject({ purpose: "echo" });
   });
 
-  it("an assistant's context and config are the defaults a run's own override", async () => {
-    const assistant = await sdk.assistants.create({
-      graphId: "echo",
-      context: { tone: "warm", lang: "en" },
-      config: { configurable: { model: "big" } },
-    });
+  it("an assistant's context is the default a run's own context overrides key by key", async () => {
+    const assistant = await sdk.assistants.create({ graphId: "echo", context: { tone: "warm", lang: "en" } });
     const values = await echoed(
       sdk.runs.wait(null, assistant.assistant_id, {
         input: {},
@@ -149,7 +145,6 @@ describe("config, context and metadata reach the graph", () => {
       }),
     );
     expect(values.context).toEqual({ tone: "cold", lang: "en" });
-    expect(values.configurable.model).toBe("big");
     expect(values.configurable.assistant_id).toBe(assistant.assistant_id);
   });
 
@@ -170,18 +165,7 @@ describe("config, context and metadata reach the graph", () => {
 
 describe("FF_RICH_THREADS=false", () => {
   it("creating a run leaves the thread's metadata alone", async () => {
-    // The run settings land with the runs server; spelled out here until then.
-    const plain = await startRunsApp({
-      runs: {
-        workers: 2,
-        maxAttempts: 3,
-        leaseSeconds: 15,
-        timeoutSeconds: 600,
-        streamTtlSeconds: 120,
-        shutdownGraceMs: 2_000,
-        richThreads: false,
-      },
-    } as Partial<Config>);
+    const plain = await startRunsApp({ runs: { ...DEFAULT_RUN_SETTINGS, richThreads: false } });
     try {
       const thread = await plain.sdk.threads.create({ metadata: { owner: "bo" } });
       await plain.sdk.runs.wait(thread.thread_id, "steps", { input: { topic: "plain" } });

@@ -29,17 +29,20 @@ afterAll(async () => {
   await app?.t.stop();
 });
 
-/** The reply of the chat fixture's fake model, serialised as LangChain.js does. */
-const aiOut = {
+/**
+ * The reply of the chat fixture's fake model, serialised as LangChain.js does. `tool_call_chunks`
+ * is left open: it is there when the model streamed (an AIMessageChunk), which depends on the modes
+ * a server asks of the graph, not on the contract.
+ */
+const aiOut = expect.objectContaining({
   content: "Hi!",
   additional_kwargs: {},
   response_metadata: {},
-  tool_call_chunks: [],
   tool_calls: [],
   invalid_tool_calls: [],
   id: expect.any(String),
   type: "ai",
-};
+});
 
 /** Streams one run of `chat` on a new thread with `streamMode`; returns the run id and the events. */
 async function streamChat(streamMode: StreamMode | StreamMode[]) {
@@ -119,7 +122,8 @@ describe("stream modes alone", () => {
       "messages/partial",
       "messages/complete",
     ]);
-    expect(parts.at(-1)).toMatchObject({ event: "messages/complete", data: [{ ...aiOut, id: replyId }] });
+    expect(parts.at(-1)).toMatchObject({ event: "messages/complete", data: [aiOut] });
+    expect(parts.at(-1)?.data[0].id).toBe(replyId);
   });
 
   it("messages-tuple: [chunk, metadata] per token, named `messages`", async () => {
