@@ -137,26 +137,48 @@ describe("runs.joinStream", () => {
 });
 
 describe("thread stream (threads.joinStream)", () => {
-  it("shows the events of two runs of the thread, one run after the other", async () => {
-    const thread = await sdk.threads.create();
+  /**
+   * Reads the thread stream of `threadId` (with `options`) until `enough` holds for what was seen;
+   * fails after 20 s.
+   */
+  async function readThreadStream(
+    threadId: string,
+    options: { lastEventId?: string; streamMode?: "run_modes" | "lifecycle" | "state_update" },
+    enough: (seen: StreamPart[]) => boolean,
+  ): Promise<StreamPart[]> {
     const controller = new AbortController();
+    const timeout = setTimeout(() => controller.abort(), 20_000);
     const seen: StreamPart[] = [];
-    const reading = (async () => {
-      for await (const part of sdk.threads.joinStream(thread.thread_id, { signal: controller.signal })) {
+    try {
+      for await (const part of sdk.threads.joinStream(threadId, { ...options, signal: controller.signal })) {
         seen.push(part as StreamPart);
-        const values = seen.filter((p) => p.event === "values" && p.data?.done === 2);
-        if (values.length >= 2) break;
+        if (enough(seen)) break;
       }
-    })();
+    } finally {
+      clearTimeout(timeout);
+    }
+    return seen;
+  }
+
+  /** Whether both ticker runs' final values were seen. */
+  const bothDone = (seen: StreamPart[]) =>
+    seen.filter((p) => p.event === "values" && p.data?.done === 2).length >= 2;
+
+  it("shows the events of two runs of the thread, one run after the other, and resumes after an event", async () => {
+    const thread = await sdk.threads.create();
+    const reading = readThreadStream(thread.thread_id, {}, bothDone);
     // The first run starts a second from now, well after the stream above has attached.
     const first = await sdk.runs.create(thread.thread_id, "ticker", {
       input: ticker(2, 10),
       afterSeconds: 1,
+      streamResumable: true,
     });
-    const second = await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10) });
+    const second = await sdk.runs.create(thread.thread_id, "ticker", {
+      input: ticker(2, 10),
+      streamResumable: true,
+    });
     await sdk.runs.join(thread.thread_id, second.run_id);
-    const timeout = setTimeout(() => controller.abort(), 20_000);
-    await reading.finally(() => clearTimeout(timeout));
+    const seen = await reading;
 
     const metadata = seen.filter((p) => p.event === "metadata").map((p) => p.data.run_id);
     expect(metadata).toEqual([first.run_id, second.run_id]);
@@ -165,5 +187,24 @@ describe("thread stream (threads.joinStream)", () => {
     expect(firstEnd).toBeGreaterThan(0);
     expect(firstEnd).toBeLessThan(secondStart);
     for (const part of seen) expect(part.event).not.toBe("error");
+    const ids = seen.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    const resumed = await readThreadStream(
+      thread.thread_id,
+      { lastEventId: seen[firstEnd]?.id ?? "" },
+      (parts) => parts.some((p) => p.event === "values" && p.data?.done === 2),
+    );
+    expect(resumed).toEqual(seen.slice(firstEnd + 1));
+  });
+
+  it("stream_mode=state_update shows only the state as it changes", async () => {
+    const thread = await sdk.threads.create();
+    const reading = readThreadStream(thread.thread_id, { streamMode: "state_update" }, bothDone);
+    await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10), afterSeconds: 1 });
+    const second = await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10) });
+    await sdk.runs.join(thread.thread_id, second.run_id);
+    const seen = await reading;
+    expect(new Set(eventNames(seen))).toEqual(new Set(["values"]));
   });
 });
