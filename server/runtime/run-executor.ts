@@ -2,12 +2,7 @@ import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import { Command, Send } from "@langchain/langgraph";
 import type { CompiledGraph } from "./graph-registry.js";
 import type { RunCommand, RunKwargs } from "./run-kwargs.js";
-import {
-  createStreamMapper,
-  libraryModes,
-  needsCallbackEvents,
-  type RunStreamEvent,
-} from "./run-stream-modes.js";
+import { createStreamMapper, libraryModes, type RunStreamEvent } from "./run-stream-modes.js";
 
 /** One execution (attempt) of a run. */
 export interface RunExecution {
@@ -94,30 +89,29 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
     signal: x.signal,
     runId,
     streamMode: libraryModes(modes),
-    subgraphs: true,
+    subgraphs: kwargs.subgraphs,
   };
   const emitAll = (events: Iterable<RunStreamEvent>): void => {
     for (const event of events) x.emit(event);
   };
-  if (needsCallbackEvents(modes)) {
-    // The library's overloads do not cover a mode list chosen at run time; the chunks are typed below.
-    const eventOptions = { ...options, version: "v2" } as unknown as Parameters<
-      CompiledGraph["streamEvents"]
-    >[1];
-    const events = (await x.graph.streamEvents(input, eventOptions)) as AsyncIterable<StreamEvent>;
-    for await (const event of events) {
-      if (event.event === "on_chain_stream" && event.run_id === runId) {
-        const [ns, mode, data] = event.data.chunk as [string[], string, unknown];
-        emitAll(mapper.chunk(ns, mode, data));
-      } else {
-        emitAll(mapper.callbackEvent(event));
-      }
-    }
-  } else {
-    const stream = await x.graph.stream(input, options as unknown as Parameters<CompiledGraph["stream"]>[1]);
-    for await (const chunk of stream as AsyncIterable<[string[], string, unknown]>) {
-      const [ns, mode, data] = chunk;
-      emitAll(mapper.chunk(ns, mode, data));
+  // Always through the callback event stream, as the LangGraph servers do: chat models then stream
+  // their tokens (so `messages` modes have chunks), and messages are serialised as they serialise
+  // them (the streamed AIMessageChunk, with its tool_call_chunks).
+  const eventOptions = { ...options, version: "v2" } as unknown as Parameters<
+    CompiledGraph["streamEvents"]
+  >[1];
+  const events = (await x.graph.streamEvents(input, eventOptions)) as AsyncIterable<StreamEvent>;
+  for await (const event of events) {
+    if (event.event === "on_chain_stream" && event.run_id === runId) {
+      // With subgraphs the library names each chunk's namespace (a root node's messages carry the
+      // node's own); without, chunks are [mode, data] of the root graph.
+      const chunk = event.data.chunk as [string[], string, unknown] | [string, unknown];
+      const [ns, mode, data] = kwargs.subgraphs
+        ? (chunk as [string[], string, unknown])
+        : [[], ...(chunk as [string, unknown])];
+      emitAll(mapper.chunk(ns as string[], mode as string, data));
+    } else {
+      emitAll(mapper.callbackEvent(event));
     }
   }
   x.signal.throwIfAborted();

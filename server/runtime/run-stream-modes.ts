@@ -38,11 +38,6 @@ export function libraryModes(modes: readonly StreamMode[]): string[] {
   return [...lib];
 }
 
-/** True when the run needs the callback event stream (`streamEvents`) rather than `stream`. */
-export function needsCallbackEvents(modes: readonly StreamMode[]): boolean {
-  return modes.includes("events") || modes.includes("messages");
-}
-
 /**
  * Maps the chunks of one run to API events. `chunk` takes the library's `[namespace, mode, data]`
  * tuples; `callbackEvent` the `streamEvents` v2 events other than the root's chunks (for `events`

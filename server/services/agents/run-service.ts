@@ -1,7 +1,13 @@
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create, fromJson, toJson } from "@bufbuild/protobuf";
+import { timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { type Run, RunSchema, type RunService } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
+import {
+  type CreateRunRequest,
+  CreateRunRequestSchema,
+  type Run,
+  RunSchema,
+  type RunService,
+} from "../../../gen/agentplane/agents/v1/run_service_pb.js";
 import type { RunSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
@@ -21,6 +27,7 @@ import { pgErrorCode, type Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
+import { setRestSuccessStatus } from "../response-status.js";
 import { toValue } from "./plain-json.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
@@ -76,19 +83,50 @@ const RUN_FIELDS = [
   "multitask_strategy",
 ];
 
-/** A run as the API shows it. */
-export function runView(run: AgentRunRecord): Run {
-  return create(RunSchema, {
-    runId: run.runId,
-    threadId: run.threadId,
-    assistantId: run.assistantId,
-    createdAt: timestampFromDate(run.createdAt),
-    updatedAt: timestampFromDate(run.updatedAt),
-    status: run.status,
-    metadata: run.metadata,
-    kwargs: run.kwargs,
-    multitaskStrategy: run.multitaskStrategy,
-  });
+/** One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped. */
+function batchEntry(value: Value, index: number): CreateRunRequest {
+  const json = toJson(ValueSchema, value);
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw invalid(`runs[${index}] must be a JSON object: a run's body`);
+  const { assistantId, ...rest } = json;
+  const body =
+    "assistant_id" in rest
+      ? rest
+      : { ...rest, ...(assistantId === undefined ? {} : { assistant_id: assistantId }) };
+  try {
+    return fromJson(CreateRunRequestSchema, body);
+  } catch (error) {
+    throw invalid(`runs[${index}]: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** A run as the API shows it; with `select`, only those fields. */
+export function runView(run: AgentRunRecord, select?: ReadonlySet<string>): Run {
+  const want = (field: string) => !select || select.has(field);
+  const view = create(RunSchema);
+  if (want("run_id")) view.runId = run.runId;
+  if (want("thread_id")) view.threadId = run.threadId;
+  if (want("assistant_id")) view.assistantId = run.assistantId;
+  if (want("created_at")) view.createdAt = timestampFromDate(run.createdAt);
+  if (want("updated_at")) view.updatedAt = timestampFromDate(run.updatedAt);
+  if (want("status")) view.status = run.status;
+  if (want("metadata")) view.metadata = run.metadata;
+  if (want("kwargs")) view.kwargs = run.kwargs;
+  if (want("multitask_strategy")) view.multitaskStrategy = run.multitaskStrategy;
+  return view;
+}
+
+/** A query parameter sent as a JSON array of strings (the JS SDK's form for lists). */
+function parseJsonList(raw: string, field: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalid(`${field} ${JSON.stringify(raw)} is not a JSON array of strings`);
+  }
+  if (!Array.isArray(parsed) || !parsed.every((f) => typeof f === "string"))
+    throw invalid(`${field} must be a list of strings`);
+  return parsed;
 }
 
 function runNotFound(runId: string): ConnectError {
@@ -229,7 +267,8 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     async createRunBatch(request, ctx) {
       if (request.runs.length === 0 || request.runs.length > MAX_BATCH)
         throw invalid(`a batch must hold 1 to ${MAX_BATCH} runs`);
-      const parsed = request.runs.map((r, i) => {
+      const parsed = request.runs.map((value, i) => {
+        const r = batchEntry(value, i);
         if (r.threadId !== undefined)
           throw invalid(`runs[${i}]: batch runs are stateless; send no thread_id`);
         return parseRunRequest(r, true);
@@ -248,17 +287,18 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const offset = request.offset ?? 0;
       if (offset < 0) throw invalid(`offset must be 0 or more, got ${offset}`);
       const status = request.status === undefined ? undefined : oneOf(request.status, RUN_STATUSES, "status");
-      for (const field of request.select.flatMap((s) =>
-        s.startsWith("[") ? (JSON.parse(s) as string[]) : [s],
-      ))
+      const fields = request.select.flatMap((s) => (s.startsWith("[") ? parseJsonList(s, "select") : [s]));
+      for (const field of fields)
         if (!RUN_FIELDS.includes(field))
           throw invalid(`select: unknown field ${JSON.stringify(field)}; fields: ${RUN_FIELDS.join(", ")}`);
+      if (!(await threadExists(sql, workspace.id, threadId))) throw threadNotFound(threadId);
       const runs = await listRuns(sql, workspace.id, threadId, {
         limit,
         offset,
         ...(status ? { status } : {}),
       });
-      return { runs: runs.map(runView) };
+      const select = fields.length > 0 ? new Set(fields) : undefined;
+      return { runs: runs.map((run) => runView(run, select)) };
     },
 
     async getRun(request, ctx) {
@@ -291,6 +331,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           Code.FailedPrecondition,
         );
       if (wait) await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal);
+      else setRestSuccessStatus(ctx, 202);
       return {};
     },
 

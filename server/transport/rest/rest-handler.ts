@@ -9,6 +9,7 @@ import {
   type Registry,
   toJson,
 } from "@bufbuild/protobuf";
+import { restSuccessStatusKey } from "../../services/response-status.js";
 import {
   type BoundMethod,
   type BoundService,
@@ -129,7 +130,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       }
       const body = JSON.stringify(endpoint.encode(await endpoint.call(request, ctx)));
       if (res.destroyed) return;
-      res.writeHead(200, {
+      res.writeHead(ctx.values.get(restSuccessStatusKey), {
         ...call.handlerHeaders(),
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),

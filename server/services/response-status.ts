@@ -1,0 +1,13 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+
+/**
+ * The HTTP status a unary RPC's REST form answers with when it succeeds; 200 unless the handler
+ * sets another 2xx (the LangGraph API answers a cancel without `wait` with 202 Accepted). gRPC and
+ * Connect have no such status and ignore it.
+ */
+export const restSuccessStatusKey = createContextKey<number>(200);
+
+/** Makes the REST form of this call answer `status` (a 2xx) on success. */
+export function setRestSuccessStatus(ctx: HandlerContext, status: 200 | 201 | 202): void {
+  ctx.values.set(restSuccessStatusKey, status);
+}
