@@ -57,15 +57,15 @@ describe("runs.joinStream", () => {
   it("a live join sees the run's events from when it attached, to the end", async () => {
     const thread = await sdk.threads.create();
     const run = await sdk.runs.create(thread.thread_id, "ticker", {
-      input: ticker(5, 150),
+      input: ticker(10, 200),
       streamMode: ["custom", "values"],
     });
     const parts = await collect(sdk.runs.joinStream(thread.thread_id, run.run_id));
     const ticks = parts.filter((p) => p.event === "custom").map((p) => p.data.tick as number);
     // Attached while the run was going: the ticks seen are the last ones, in order.
     expect(ticks.length).toBeGreaterThan(0);
-    expect(ticks).toEqual(ticks.map((_, i) => 5 - ticks.length + i));
-    expect(parts.at(-1)).toMatchObject({ event: "values", data: { done: 5 } });
+    expect(ticks).toEqual(ticks.map((_, i) => 10 - ticks.length + i));
+    expect(parts.at(-1)).toMatchObject({ event: "values", data: { done: 10 } });
   });
 
   it("a resumable run replays everything with Last-Event-ID -1, and exactly what follows a given id", async () => {
@@ -167,10 +167,10 @@ describe("thread stream (threads.joinStream)", () => {
   it("shows the events of two runs of the thread, one run after the other, and resumes after an event", async () => {
     const thread = await sdk.threads.create();
     const reading = readThreadStream(thread.thread_id, {}, bothDone);
-    // The first run starts a second from now, well after the stream above has attached.
+    // The first run starts two seconds from now, well after the stream above has attached.
     const first = await sdk.runs.create(thread.thread_id, "ticker", {
       input: ticker(2, 10),
-      afterSeconds: 1,
+      afterSeconds: 2,
       streamResumable: true,
     });
     const second = await sdk.runs.create(thread.thread_id, "ticker", {
@@ -201,7 +201,7 @@ describe("thread stream (threads.joinStream)", () => {
   it("stream_mode=state_update shows only the state as it changes", async () => {
     const thread = await sdk.threads.create();
     const reading = readThreadStream(thread.thread_id, { streamMode: "state_update" }, bothDone);
-    await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10), afterSeconds: 1 });
+    await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10), afterSeconds: 2 });
     const second = await sdk.runs.create(thread.thread_id, "ticker", { input: ticker(2, 10) });
     await sdk.runs.join(thread.thread_id, second.run_id);
     const seen = await reading;

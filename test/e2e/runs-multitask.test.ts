@@ -44,7 +44,7 @@ async function messagesOf(threadId: string): Promise<string[]> {
 
 describe("multitask strategies", () => {
   it("reject: a second run on a busy thread answers 409 and the first goes on", async () => {
-    const { threadId, first } = await busyThread(1_500);
+    const { threadId, first } = await busyThread(3_000);
     expect((await sdk.threads.get(threadId)).status).toBe("busy");
     const failure = await langGraphFailure(
       sdk.runs.create(threadId, "sleepy", {
@@ -56,7 +56,7 @@ describe("multitask strategies", () => {
     expect(failure.detail).toMatch(/busy|running|in progress|multitask/i);
     await sdk.runs.join(threadId, first.run_id);
     expect((await sdk.runs.get(threadId, first.run_id)).status).toBe("success");
-    expect(await messagesOf(threadId)).toEqual(["A", "slept 1500 ms"]);
+    expect(await messagesOf(threadId)).toEqual(["A", "slept 3000 ms"]);
     expect(await sdk.runs.list(threadId)).toHaveLength(1);
   });
 
@@ -91,13 +91,13 @@ describe("multitask strategies", () => {
   });
 
   it("enqueue is the default: the second run waits as pending, then runs on the first one's result", async () => {
-    const { threadId, first } = await busyThread(1_000);
+    const { threadId, first } = await busyThread(2_000);
     const second = await sdk.runs.create(threadId, "sleepy", { input: { sleep_ms: 0, messages: ["B"] } });
     expect(second.multitask_strategy).toBe("enqueue");
     expect((await sdk.runs.get(threadId, second.run_id)).status).toBe("pending");
     await sdk.runs.join(threadId, second.run_id);
     expect((await sdk.runs.get(threadId, first.run_id)).status).toBe("success");
-    expect(await messagesOf(threadId)).toEqual(["A", "slept 1000 ms", "B", "slept 0 ms"]);
+    expect(await messagesOf(threadId)).toEqual(["A", "slept 2000 ms", "B", "slept 0 ms"]);
   });
 });
 
@@ -143,7 +143,7 @@ describe("one run at a time per thread", () => {
 
 describe("thread status follows its runs", () => {
   it("busy while a run is pending or running; a state update then answers 409; idle after", async () => {
-    const { threadId, first } = await busyThread(1_500);
+    const { threadId, first } = await busyThread(3_000);
     expect((await sdk.threads.get(threadId)).status).toBe("busy");
     const failure = await langGraphFailure(
       sdk.threads.updateState(threadId, { values: { messages: ["edit"] } }),
@@ -153,6 +153,6 @@ describe("thread status follows its runs", () => {
     await sdk.runs.join(threadId, first.run_id);
     expect((await sdk.threads.get(threadId)).status).toBe("idle");
     await sdk.threads.updateState(threadId, { values: { messages: ["edit"] } });
-    expect(await messagesOf(threadId)).toEqual(["A", "slept 1500 ms", "edit"]);
+    expect(await messagesOf(threadId)).toEqual(["A", "slept 3000 ms", "edit"]);
   });
 });
