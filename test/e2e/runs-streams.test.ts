@@ -4,9 +4,13 @@
  * from `@langchain/langgraph/remote` driving the same server. Sequences are asserted exactly where
  * the wire contract fixes them (agent-server-api.md §1.6), checked against the JS reference server.
  */
+import { fromJson, toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
 import { RemoteGraph } from "@langchain/langgraph/remote";
 import type { Client, StreamMode } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunService } from "../../gen/agentplane/agents/v1/run_service_pb.js";
 import {
   collect,
   eventNames,
@@ -320,5 +324,75 @@ describe("RemoteGraph from @langchain/langgraph/remote", () => {
     ]);
     const state = await remote.getState(config);
     expect(state.values).toMatchObject({ topic: "again", log: ["draft", "publish", "draft", "publish"] });
+  });
+});
+
+describe("the wire", () => {
+  it("SSE blocks carry one event, one data line of JSON and one id; comments are the only other lines", async () => {
+    const thread = await sdk.threads.create();
+    const res = await app.t.fetch(`/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      body: JSON.stringify({
+        assistant_id: "steps",
+        input: { topic: "wire" },
+        stream_mode: ["values", "updates"],
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const blocks = (await res.text())
+      .split(/\r?\n\r?\n/)
+      .map((block) => block.split(/\r?\n/).filter((line) => line !== "" && !line.startsWith(":")))
+      .filter((lines) => lines.length > 0);
+    // The SSE spec leaves the order of fields open (the reference servers write event, data, id).
+    const names = (lines: string[]) => lines.map((line) => line.slice(0, line.indexOf(":")));
+    expect(blocks.map((lines) => names(lines).sort())).toEqual(blocks.map(() => ["data", "event", "id"]));
+    const field = (lines: string[], name: string) => lines.find((line) => line.startsWith(`${name}:`)) ?? "";
+    for (const lines of blocks)
+      expect(() => JSON.parse(field(lines, "data").replace(/^data: ?/, ""))).not.toThrow();
+    expect(blocks.map((lines) => field(lines, "event"))).toEqual([
+      "event: metadata",
+      "event: values",
+      "event: updates",
+      "event: values",
+      "event: updates",
+      "event: values",
+    ]);
+  });
+
+  it("Connect's server stream carries the same events as the SSE stream", async () => {
+    const rpc = createClient(RunService, app.t.client().transport);
+    const thread = await sdk.threads.create();
+    const events: { event: string; data: unknown; id: string }[] = [];
+    for await (const message of rpc.streamRun({
+      threadId: thread.thread_id,
+      assistantId: "steps",
+      input: fromJson(ValueSchema, { topic: "rpc" }),
+      streamMode: fromJson(ValueSchema, ["values", "updates"]),
+    }))
+      events.push({
+        event: message.event,
+        data: message.data ? toJson(ValueSchema, message.data) : null,
+        id: message.id,
+      });
+    expect(events.map((e) => e.event)).toEqual([
+      "metadata",
+      "values",
+      "updates",
+      "values",
+      "updates",
+      "values",
+    ]);
+    for (const e of events) expect(e.id).toMatch(/^\d{13}-\d+$/);
+    const runId = (events[0]?.data as { run_id?: string } | undefined)?.run_id ?? "";
+    const replay = await collect(sdk.runs.joinStream(thread.thread_id, runId));
+    // The run has ended and was not resumable: a join now sees nothing, but the run is there and done.
+    expect(replay).toEqual([]);
+    expect((await sdk.runs.get(thread.thread_id, runId)).status).toBe("success");
+    expect(events.at(-1)?.data).toEqual({
+      topic: "rpc",
+      text: "published: draft about rpc",
+      log: ["draft", "publish"],
+    });
   });
 });
