@@ -12,6 +12,7 @@ import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, type RunSettings } from "./config.js";
 import type { SecretBox } from "./export/secret-box.js";
+import type { AgentRunWorker } from "./jobs/agent-run-job.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
@@ -63,6 +64,8 @@ export interface ServiceDeps {
   readonly runBus: RunEventBus;
   /** How runs execute and stream. */
   readonly runSettings: RunSettings;
+  /** This process's run worker when it executes runs (roles all and worker). */
+  readonly localRuns?: Pick<AgentRunWorker, "canRunHere" | "runHere">;
 }
 
 /**
@@ -99,6 +102,7 @@ export function createApiServices(
         runJob: () => jobs.agentRun,
         bus: deps.runBus,
         settings: deps.runSettings,
+        ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
       }),
       bind,
     ),

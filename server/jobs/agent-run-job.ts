@@ -58,6 +58,17 @@ export interface AgentRunWorker {
    * hands them back to the queue (another worker resumes them from their last checkpoint).
    */
   drain(graceMs: number): Promise<void>;
+  /**
+   * Whether {@link runHere} would take a run now: this process executes runs, is not stopping, and
+   * has a free slot of its concurrency.
+   */
+  canRunHere(): boolean;
+  /**
+   * Starts a run in this process at once, skipping the queue's round trip (the creating process's
+   * fast path). The run is claimed like any other, so when it cannot start yet, or another worker
+   * took it, this does nothing; its queued job remains the way every other process reaches it.
+   */
+  runHere(payload: AgentRunPayload): void;
 }
 
 /** Why an attempt stopped before the graph ended. */
@@ -150,7 +161,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
-        halt({ kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" }),
+        halt(
+          action === "orphaned"
+            ? { kind: "orphaned" }
+            : { kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" },
+        ),
       );
     const heartbeat = setInterval(() => {
       renewRunLease(sql, run.runId, leaseToken, settings.leaseSeconds).then(
@@ -329,8 +344,20 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     handler: (payload, { signal }) => attempt(payload, signal),
   });
 
+  /** A signal that never fires: a run started here stops through drain(), not through a job. */
+  const unstoppable = new AbortController().signal;
+
   return {
     job,
+    canRunHere: () => !draining && running.size < settings.workers,
+    runHere(payload) {
+      attempt(payload, unstoppable).catch((error: unknown) =>
+        log.warn("a run started in-process failed to start; its queued job retries it", {
+          runId: payload.runId,
+          error,
+        }),
+      );
+    },
     async drain(graceMs) {
       draining = true;
       const all = () => [...running.values()].map((r) => r.done.catch(() => {}));

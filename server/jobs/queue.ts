@@ -67,7 +67,8 @@ export interface Queue {
   stop(options?: QueueStopOptions): Promise<void>;
   /**
    * Sends a job and wakes the workers of every process (this one included) with a NOTIFY sent on the same
-   * transaction, so a rolled-back enqueue wakes nobody. Returns the job id. Throws an Error for a job not
+   * transaction, so a rolled-back enqueue wakes nobody; a job delayed with `startAfterSeconds` wakes
+   * nobody (the poll fetches it once due). Returns the job id. Throws an Error for a job not
    * registered with this queue, and ConnectError(AlreadyExists) when pg-boss declines the job because one
    * with the same id or (per the queue policy) singleton key is already there.
    */
@@ -347,7 +348,10 @@ export function createQueue(options: QueueOptions): Queue {
         Code.AlreadyExists,
       );
     }
-    await tx`select pg_notify(${JOBS_CHANNEL}, ${job.name})`;
+    // A delayed job cannot be fetched yet: waking every worker now would only cost them a fetch.
+    // The poll picks it up when it comes due.
+    if (!(options.startAfterSeconds !== undefined && options.startAfterSeconds > 0))
+      await tx`select pg_notify(${JOBS_CHANNEL}, ${job.name})`;
     return id;
   }
 

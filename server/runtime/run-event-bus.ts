@@ -1,7 +1,10 @@
 import type { Queryable, Sql } from "../store/db.js";
 import { RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 
-/** The NOTIFY channel of cancels; the payload is `<run_id> <action>`. */
+/**
+ * The NOTIFY channel of cancels; the payload is `<run_id> <action>`: `interrupt`, `rollback`, or
+ * `orphaned` (its thread or assistant was deleted; migration 0011 sends it).
+ */
 export const RUN_CONTROL_CHANNEL = "agentplane_run_control";
 
 /** A cancel asked of a run. */

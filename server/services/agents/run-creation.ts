@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
+import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
@@ -31,7 +32,15 @@ export interface RunCreationDeps {
   settings: RunSettings;
   /** The graphs file's `http.configurable_headers`; undefined copies no header. */
   configurableHeaders: ConfigurableHeadersConfig | undefined;
+  /** This process's run worker, when it executes runs (roles all and worker). */
+  localRuns: Pick<AgentRunWorker, "canRunHere" | "runHere"> | undefined;
 }
+
+/**
+ * Seconds a run's queued job waits when the creating process starts the run itself: the job is then
+ * only the safety net (the process died before claiming it), so it need not wake every worker now.
+ */
+const LOCAL_FALLBACK_SECONDS = 3;
 
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
 export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
@@ -109,7 +118,7 @@ export async function createRun(
       `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
     );
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  return deps.sql.begin(async (tx) => {
+  const created = await deps.sql.begin(async (tx) => {
     await lockThreadQueue(tx, workspaceId, threadId);
     let thread: ThreadRecord | undefined;
     if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
@@ -191,8 +200,14 @@ export async function createRun(
     });
     await queueOnThread(tx, workspaceId, threadId, deps.settings.richThreads ? graphMetadata : null);
     // Runs still active before this one dispatch it when they end.
-    if (waiting.length === 0)
-      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
-    return run;
+    const runNow =
+      waiting.length === 0 && request.afterSeconds === 0 && deps.localRuns?.canRunHere() === true;
+    if (waiting.length === 0) {
+      const delay = runNow ? LOCAL_FALLBACK_SECONDS : request.afterSeconds;
+      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, delay);
+    }
+    return { run, runNow };
   });
+  if (created.runNow) deps.localRuns?.runHere({ workspaceId, threadId, runId: created.run.runId });
+  return created.run;
 }

@@ -10,6 +10,7 @@ import {
 } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
 import type { RunSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
+import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
 import type { GraphRegistry } from "../../runtime/graph-registry.js";
@@ -60,6 +61,8 @@ export interface RunServiceDeps {
   runJob: () => JobDefinition<AgentRunPayload>;
   bus: RunEventBus;
   settings: RunSettings;
+  /** This process's run worker, when it executes runs: runs created here start here at once. */
+  localRuns?: Pick<AgentRunWorker, "canRunHere" | "runHere">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
@@ -163,6 +166,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     cancel: cancelDeps,
     settings,
     configurableHeaders: deps.graphs.settings.http.configurableHeaders,
+    localRuns: deps.localRuns,
   };
   const readers = { sql, bus };
 

@@ -1,0 +1,233 @@
+/**
+ * The run store's guarantees, on a real database: one run per thread at a time in arrival order,
+ * lease takeover after a lapse, an attempt that lost its lease can never end the run (so a run ends
+ * once), cancels of pending and running runs, and stream event ids of the form `<ms>-<seq>` that a
+ * Last-Event-ID (new or old form) resumes after.
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import { parseLastEventId } from "../../server/services/agents/run-streams.js";
+import {
+  cancelRuns,
+  claimRun,
+  finishRun,
+  headOfThreadQueue,
+  insertRun,
+  lockThreadQueue,
+  releaseLapsedRuns,
+  renewRunLease,
+} from "../../server/store/agent-run-store.js";
+import {
+  appendRunEvents,
+  END_EVENT,
+  eventId,
+  expireRunEvents,
+  runEventsAfter,
+  sweepRunEvents,
+} from "../../server/store/run-event-store.js";
+import { insertThreads } from "../../server/store/thread-store.js";
+import { useTestDatabase } from "../support/database.js";
+
+const db = useTestDatabase();
+let workspaceId: string;
+const assistantId = randomUUID();
+
+beforeAll(async () => {
+  const organizationId = uuidv7();
+  workspaceId = uuidv7();
+  const sql = db().sql;
+  await sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
+  await sql`
+    insert into workspaces (id, organization_id, display_name, tenant_handle)
+    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  await sql`
+    insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
+    values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
+});
+
+async function newThread(): Promise<string> {
+  const threadId = uuidv7();
+  await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
+  return threadId;
+}
+
+async function newRun(threadId: string, afterSeconds = 0) {
+  return insertRun(db().sql, {
+    workspaceId,
+    runId: uuidv7(),
+    threadId,
+    assistantId,
+    graphId: "g",
+    metadata: {},
+    kwargs: {},
+    multitaskStrategy: "enqueue",
+    temporary: false,
+    afterSeconds,
+  });
+}
+
+/** Claims `runId` as `owner`, with the thread's queue locked, as the worker does. */
+function claim(threadId: string, runId: string, leaseSeconds = 30) {
+  return db().sql.begin(async (tx) => {
+    await lockThreadQueue(tx, workspaceId, threadId);
+    return claimRun(tx, { workspaceId, runId, owner: "test", leaseToken: randomUUID(), leaseSeconds });
+  });
+}
+
+describe("one run per thread, in arrival order", () => {
+  it("claims only the head of a thread's queue, and the next one after it ends", async () => {
+    const threadId = await newThread();
+    const first = await newRun(threadId);
+    const second = await newRun(threadId);
+    expect(await claim(threadId, second.runId)).toBeUndefined();
+    const a = await claim(threadId, first.runId);
+    expect(a?.run.status).toBe("running");
+    expect(a?.run.attempt).toBe(1);
+    // While the first runs, the second waits, however often it is tried.
+    expect(await claim(threadId, second.runId)).toBeUndefined();
+    expect(await headOfThreadQueue(db().sql, workspaceId, threadId)).toBeUndefined();
+    expect(await finishRun(db().sql, first.runId, a!.leaseToken, { status: "success", output: {} })).toBe(
+      true,
+    );
+    expect((await headOfThreadQueue(db().sql, workspaceId, threadId))?.runId).toBe(second.runId);
+    expect((await claim(threadId, second.runId))?.run.status).toBe("running");
+  });
+
+  it("runs on other threads start concurrently", async () => {
+    const [t1, t2] = [await newThread(), await newThread()];
+    const [r1, r2] = [await newRun(t1), await newRun(t2)];
+    expect(await claim(t1, r1.runId)).toBeDefined();
+    expect(await claim(t2, r2.runId)).toBeDefined();
+  });
+
+  it("a run with after_seconds does not start before its time, nor hold back a later due run", async () => {
+    const threadId = await newThread();
+    const later = await newRun(threadId, 3600);
+    const now = await newRun(threadId);
+    expect(await claim(threadId, later.runId)).toBeUndefined();
+    expect(await claim(threadId, now.runId)).toBeDefined();
+  });
+});
+
+describe("leases", () => {
+  it("a lapsed lease puts the run back; the old attempt can neither renew nor end it; the run ends once", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    const dead = await claim(threadId, run.runId, 0.2);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const lapsed = await releaseLapsedRuns(db().sql, 100);
+    expect(lapsed.map((r) => r.runId)).toContain(run.runId);
+    const taker = await claim(threadId, run.runId);
+    expect(taker?.run.attempt).toBe(2);
+    expect(await renewRunLease(db().sql, run.runId, dead!.leaseToken, 30)).toBeUndefined();
+    expect(await finishRun(db().sql, run.runId, dead!.leaseToken, { status: "error", output: {} })).toBe(
+      false,
+    );
+    expect(await renewRunLease(db().sql, run.runId, taker!.leaseToken, 30)).toEqual({
+      cancelAction: null,
+      orphaned: false,
+    });
+    expect(
+      await finishRun(db().sql, run.runId, taker!.leaseToken, { status: "success", output: { ok: 1 } }),
+    ).toBe(true);
+    expect(await finishRun(db().sql, run.runId, taker!.leaseToken, { status: "success", output: {} })).toBe(
+      false,
+    );
+    const [row] = await db().sql`select status, output from agent_runs where run_id = ${run.runId}`;
+    expect(row).toEqual({ status: "success", output: { ok: 1 } });
+  });
+
+  it("a live lease is not taken over", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    await claim(threadId, run.runId, 60);
+    const lapsed = await releaseLapsedRuns(db().sql, 100);
+    expect(lapsed.map((r) => r.runId)).not.toContain(run.runId);
+  });
+
+  it("a deleted thread orphans its running run: the heartbeat says stop", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    const held = await claim(threadId, run.runId);
+    await db().sql`delete from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+    expect(await renewRunLease(db().sql, run.runId, held!.leaseToken, 30)).toEqual({
+      cancelAction: null,
+      orphaned: true,
+    });
+  });
+});
+
+describe("cancels", () => {
+  it("a pending run ends interrupted at once; a running one is asked to stop at its next heartbeat", async () => {
+    const threadId = await newThread();
+    const running = await newRun(threadId);
+    const pending = await newRun(threadId);
+    const held = await claim(threadId, running.runId);
+    const outcomes = await cancelRuns(db().sql, workspaceId, [running.runId, pending.runId], "interrupt");
+    expect(outcomes.map((o) => [o.runId, o.previous]).sort()).toEqual(
+      [
+        [running.runId, "running"],
+        [pending.runId, "pending"],
+      ].sort(),
+    );
+    const [p] = await db().sql`select status from agent_runs where run_id = ${pending.runId}`;
+    expect(p?.status).toBe("interrupted");
+    expect(await renewRunLease(db().sql, running.runId, held!.leaseToken, 30)).toEqual({
+      cancelAction: "interrupt",
+      orphaned: false,
+    });
+    // A run that ended is left alone: cancelling it again changes nothing.
+    expect(await cancelRuns(db().sql, workspaceId, [pending.runId], "rollback")).toEqual([]);
+  });
+
+  it("cancels only the workspace's own runs", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    expect(await cancelRuns(db().sql, uuidv7(), [run.runId], "interrupt")).toEqual([]);
+  });
+});
+
+describe("stream events", () => {
+  it("ids are <ms>-<seq>, rising; Last-Event-ID in either form resumes after that event", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    const target = { workspaceId, runId: run.runId, threadId };
+    await appendRunEvents(db().sql, target, [
+      { ms: Date.now(), event: "metadata", data: "{}" },
+      { ms: Date.now(), event: "values", data: '{"a":1}' },
+    ]);
+    await appendRunEvents(db().sql, target, [{ ms: Date.now(), event: "values", data: '{"a":2}' }]);
+    const events = await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100);
+    const ids = events.map(eventId);
+    for (const id of ids) expect(id).toMatch(/^\d{13}-\d+$/);
+    expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((a, b) => a - b));
+    const second = ids[1]!;
+    const after = await runEventsAfter(db().sql, workspaceId, run.runId, parseLastEventId(second)!, 100);
+    expect(after.map((e) => e.data)).toEqual(['{"a":2}']);
+    // The old integer form names the same position.
+    const seq = second.split("-")[1]!;
+    expect(parseLastEventId(seq)).toBe(parseLastEventId(second));
+    expect(parseLastEventId("-1")).toBe(0);
+    expect(parseLastEventId(undefined)).toBeUndefined();
+    expect(() => parseLastEventId("abc")).toThrow(/Last-Event-ID/);
+    // Another workspace reads nothing of the run.
+    expect(await runEventsAfter(db().sql, uuidv7(), run.runId, 0, 100)).toEqual([]);
+  });
+
+  it("events are swept once their TTL has passed after the run ended", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    const target = { workspaceId, runId: run.runId, threadId };
+    await appendRunEvents(db().sql, target, [
+      { ms: Date.now(), event: "values", data: "{}" },
+      { ms: Date.now(), event: END_EVENT, data: "null" },
+    ]);
+    await sweepRunEvents(db().sql, 1000);
+    expect(await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100)).toHaveLength(2);
+    await expireRunEvents(db().sql, run.runId, 0);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sweepRunEvents(db().sql, 1000);
+    expect(await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100)).toEqual([]);
+  });
+});
