@@ -7,7 +7,14 @@
  */
 import type { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { collect, eventNames, type RunsApp, type StreamPart, startRunsApp } from "../support/runs-app.js";
+import {
+  collect,
+  eventNames,
+  type RunsApp,
+  type StreamPart,
+  startRunsApp,
+  waitFor,
+} from "../support/runs-app.js";
 
 let app: RunsApp;
 let sdk: Client;
@@ -101,6 +108,45 @@ describe("runs.joinStream", () => {
       sdk.runs.joinStream(thread.thread_id, runId, { lastEventId: original.at(-1)?.id ?? "" }),
     );
     expect(afterLast).toEqual([]);
+  });
+
+  it("stream_mode on a join keeps only those modes (metadata always first)", async () => {
+    const thread = await sdk.threads.create();
+    const original = await collect(
+      sdk.runs.stream(thread.thread_id, "ticker", {
+        input: ticker(2, 10),
+        streamMode: ["custom", "values", "updates"],
+        streamResumable: true,
+      }),
+    );
+    const runId = original[0]?.data.run_id as string;
+    const onlyCustom = await collect(
+      sdk.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1", streamMode: ["custom"] }),
+    );
+    expect(onlyCustom).toEqual(original.filter((p) => p.event === "metadata" || p.event === "custom"));
+  });
+
+  it("cancel_on_disconnect: a join that goes away cancels the run", async () => {
+    const thread = await sdk.threads.create();
+    const run = await sdk.runs.create(thread.thread_id, "ticker", {
+      input: ticker(600, 100),
+      streamMode: "custom",
+    });
+    const controller = new AbortController();
+    try {
+      for await (const part of sdk.runs.joinStream(thread.thread_id, run.run_id, {
+        cancelOnDisconnect: true,
+        signal: controller.signal,
+      }))
+        if ((part as StreamPart).event === "custom") controller.abort();
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    }
+    const ended = await waitFor(
+      () => sdk.runs.get(thread.thread_id, run.run_id),
+      (r) => r.status !== "running" && r.status !== "pending",
+    );
+    expect(ended.status).toBe("interrupted");
   });
 
   it("takes the last-event-id query parameter too, and the older integer form", async () => {
