@@ -132,6 +132,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         log,
         queue: () => queue,
         runJob: () => jobs.agentRun,
+        streamTtlSeconds: runSettings.streamTtlSeconds,
       });
       cleanups.push(async () => {
         await agentRuns.drain(runSettings.shutdownGraceMs);

@@ -122,28 +122,61 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     });
   }
 
-  async function attempt(payload: AgentRunPayload, jobSignal: AbortSignal): Promise<void> {
+  // Free execution slots of this process, and the starts waiting for one.
+  let free = settings.workers;
+  const waiting: (() => void)[] = [];
+  const acquire = (): Promise<void> => {
+    if (free > 0) {
+      free -= 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next) next();
+    else free += 1;
+  };
+
+  /**
+   * Starts a run in this process: waits for a free slot, claims the run (nothing happens when it
+   * cannot start yet or another worker has it) and leaves it executing in the background, holding
+   * the slot until it ends. Resolves once the run is claimed, so the queue's job is done: from then
+   * on the run's lease, not the job, keeps it alive.
+   */
+  async function start(payload: AgentRunPayload): Promise<void> {
     // A stopping worker takes nothing new; the maintenance pass of a live worker dispatches it again.
     if (draining) return;
-    const { workspaceId, threadId, runId } = payload;
-    const leaseToken = randomUUID();
-    const claim = await sql.begin(async (tx) => {
-      await lockThreadQueue(tx, workspaceId, threadId);
-      return claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds });
-    });
-    if (!claim) return;
-    const { run } = claim;
-    const stop = new AbortController();
-    const halt = (reason: StopReason) => {
-      if (!stop.signal.aborted) stop.abort(reason);
-    };
-    if (claim.orphaned) halt({ kind: "orphaned" });
-    const done = execute(run, leaseToken, stop, halt, jobSignal);
-    running.set(runId, { stop, done });
+    await acquire();
+    let handedOff = false;
     try {
-      await done;
+      if (draining) return;
+      const { workspaceId, threadId, runId } = payload;
+      const leaseToken = randomUUID();
+      const claim = await sql.begin(async (tx) => {
+        await lockThreadQueue(tx, workspaceId, threadId);
+        return claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds });
+      });
+      if (!claim) return;
+      const { run } = claim;
+      const stop = new AbortController();
+      const halt = (reason: StopReason) => {
+        if (!stop.signal.aborted) stop.abort(reason);
+      };
+      if (claim.orphaned) halt({ kind: "orphaned" });
+      const done = execute(run, leaseToken, stop, halt)
+        .catch((error: unknown) =>
+          // Its lease lapses and another attempt takes the run over.
+          log.error("run attempt failed; the run is retried when its lease lapses", { runId, error }),
+        )
+        .finally(() => {
+          running.delete(runId);
+          release();
+        });
+      running.set(runId, { stop, done });
+      handedOff = true;
     } finally {
-      running.delete(runId);
+      if (!handedOff) release();
     }
   }
 
@@ -152,12 +185,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     leaseToken: string,
     stop: AbortController,
     halt: (reason: StopReason) => void,
-    jobSignal: AbortSignal,
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     const writer = createRunEventWriter(sql, run, log);
-    const onJobAbort = () => halt({ kind: "shutdown" });
-    jobSignal.addEventListener("abort", onJobAbort, { once: true });
     const unsubscribe = deps
       .bus()
       .onCancel(run.runId, (action) =>
@@ -240,7 +270,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       clearInterval(heartbeat);
       clearTimeout(timeout);
       unsubscribe();
-      jobSignal.removeEventListener("abort", onJobAbort);
     }
     await writer.flush();
     await end(run, leaseToken, graph, { status, output, failure });
@@ -340,18 +369,18 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     retryDelaySeconds: QUEUE_RETRY_DELAY_SECONDS,
     retryBackoff: true,
     expireInSeconds: Math.min(settings.timeoutSeconds + JOB_EXPIRY_MARGIN_SECONDS, MAX_JOB_EXPIRY_SECONDS),
-    workers: settings.workers,
-    handler: (payload, { signal }) => attempt(payload, signal),
+    // One fetch loop per process taking up to a slot's worth of jobs at once: a handler returns as
+    // soon as its run is claimed (or waits for a slot), so one loop feeds every slot, and a
+    // wake-up costs one fetch rather than one per slot.
+    batchSize: settings.workers,
+    handler: (payload) => start(payload),
   });
-
-  /** A signal that never fires: a run started here stops through drain(), not through a job. */
-  const unstoppable = new AbortController().signal;
 
   return {
     job,
-    canRunHere: () => !draining && running.size < settings.workers,
+    canRunHere: () => !draining && free > 0,
     runHere(payload) {
-      attempt(payload, unstoppable).catch((error: unknown) =>
+      start(payload).catch((error: unknown) =>
         log.warn("a run started in-process failed to start; its queued job retries it", {
           runId: payload.runId,
           error,

@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.js";
-import { dueQueueHeads, releaseLapsedRuns } from "../store/agent-run-store.js";
+import { dueQueueHeads, releaseLapsedRuns, sweepTemporaryRuns } from "../store/agent-run-store.js";
 import type { Sql } from "../store/db.js";
 import { sweepRunEvents } from "../store/run-event-store.js";
 import { dispatchRun, type RunDispatchDeps } from "./agent-run-dispatch.js";
@@ -12,19 +12,23 @@ export const RUN_MAINTENANCE_INTERVAL_MS = 5_000;
 /** Rows one pass handles per kind; the next pass takes the rest. */
 const BATCH = 200;
 /**
- * A pending run that heads its queue and has waited this long without starting lost its job (a
- * stopping worker left it, or the job's NOTIFY was missed): dispatch it again.
+ * A pending run that heads its queue and has waited this long without starting may have lost its
+ * job (a stopping worker left it, or its process died holding it before claiming): dispatch it
+ * again. Long enough that runs merely waiting for a busy worker's slot are rarely dispatched twice
+ * (a second job is harmless: its claim finds the run taken).
  */
-const STALE_PENDING_SECONDS = 5;
+const STALE_PENDING_SECONDS = 15;
 /** Expired stream events deleted per pass. */
 const SWEEP_BATCH = 5_000;
 
 /**
  * The safety net of run execution, run by every worker process: puts runs whose lease lapsed
  * (their worker died) back in the queue, dispatches pending runs nobody dispatched, and deletes
- * stream events past their TTL. Returns the function that stops it.
+ * stream events past their TTL and the ended stateless runs kept as long for wait and join. Returns the function that stops it.
  */
-export function startRunMaintenance(deps: RunDispatchDeps & { sql: Sql; log: Logger }): () => Promise<void> {
+export function startRunMaintenance(
+  deps: RunDispatchDeps & { sql: Sql; log: Logger; streamTtlSeconds: number },
+): () => Promise<void> {
   const { sql, log } = deps;
   let pass: Promise<void> | undefined;
   const run = async (): Promise<void> => {
@@ -38,6 +42,7 @@ export function startRunMaintenance(deps: RunDispatchDeps & { sql: Sql; log: Log
     for (const head of await dueQueueHeads(sql, STALE_PENDING_SECONDS, BATCH))
       await dispatchRun(sql, deps, head);
     await sweepRunEvents(sql, SWEEP_BATCH);
+    await sweepTemporaryRuns(sql, deps.streamTtlSeconds, SWEEP_BATCH);
   };
   const timer = setInterval(() => {
     if (pass) return;

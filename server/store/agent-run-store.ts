@@ -525,3 +525,18 @@ export async function threadsOfRuns(
     where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])`;
   return rows.map((r) => r.thread_id);
 }
+
+/**
+ * Deletes stateless runs that ended more than `afterSeconds` ago, at most `limit` (their thread is
+ * gone; the row only served wait and join); returns how many.
+ */
+export async function sweepTemporaryRuns(q: Queryable, afterSeconds: number, limit: number): Promise<number> {
+  const rows = await q`
+    delete from agent_runs where (workspace_id, run_id) in (
+      select workspace_id, run_id from agent_runs
+      where temporary and status not in ('pending', 'running')
+        and ended_at < now() - make_interval(secs => ${afterSeconds}::float8)
+      limit ${limit})
+    returning 1`;
+  return rows.length;
+}

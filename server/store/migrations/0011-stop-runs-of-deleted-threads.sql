@@ -1,7 +1,8 @@
 -- Deleting a thread or an assistant stops its runs, whatever code deletes it (the API, a TTL sweep,
 -- a prune, a workspace purge). A deleted thread takes its runs with it: pending ones go at once;
 -- running ones are told to stop on the agentplane_run_control channel (delivered at commit), and
--- their worker then deletes them with what they wrote after the thread went. A deleted assistant's
+-- their worker then deletes them with what they wrote after the thread went. Ended runs of a stateless
+-- run's temporary thread stay until the run sweep (their output answers wait and join). A deleted assistant's
 -- pending runs end interrupted and its running ones are told to stop. The workers' heartbeats check
 -- the same thing, so a lost notification delays the stop by one heartbeat, never forever.
 
@@ -10,7 +11,8 @@ declare
   r record;
 begin
   delete from agent_runs
-  where workspace_id = old.workspace_id and thread_id = old.thread_id and status <> 'running';
+  where workspace_id = old.workspace_id and thread_id = old.thread_id
+    and (status = 'pending' or (status <> 'running' and not temporary));
   for r in
     select run_id from agent_runs
     where workspace_id = old.workspace_id and thread_id = old.thread_id and status = 'running'

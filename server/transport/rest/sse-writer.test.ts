@@ -20,7 +20,7 @@ describe("createSseFramer", () => {
       data: fromJson(ValueSchema, { a: [1, "two\nlines"] }),
     });
     expect(eventFramer(message, 9)).toBe(
-      'id: 1700000000000-3\nevent: values\ndata: {"a":[1,"two\\nlines"]}\n\n',
+      'event: values\ndata: {"a":[1,"two\\nlines"]}\nid: 1700000000000-3\n\n',
     );
   });
 
@@ -30,7 +30,7 @@ describe("createSseFramer", () => {
 
   it("strips line breaks from id and event so they cannot forge frame lines", () => {
     const message = create(ServerSentEventSchema, { id: "1\ndata: x", event: "a\r\nb" });
-    expect(eventFramer(message, 1)).toBe("id: 1data: x\nevent: ab\ndata: null\n\n");
+    expect(eventFramer(message, 1)).toBe("event: ab\ndata: null\nid: 1data: x\n\n");
   });
 
   it("frames other messages with a sequence id, event message and the encoded JSON", () => {

@@ -34,8 +34,8 @@ const heartbeatFrame = ": heartbeat\n";
 
 /**
  * The framer for a stream of `output` messages. `agentplane.api.v1.ServerSentEvent` messages
- * choose their own frame: `id:` (omitted when empty), `event:` (`message` when empty) and `data:`
- * from the `data` Value. Any other message is `id: <1-based sequence>`, `event: message` and its
+ * choose their own frame: `event:` (`message` when empty), `data:` from the `data` Value and `id:`
+ * (omitted when empty). Any other message is `id: <1-based sequence>`, `event: message` and its
  * JSON from `encode`. `JSON.stringify` never emits a newline, so each frame has one data line.
  */
 export function createSseFramer(output: DescMessage, encode: (message: unknown) => JsonValue): SseFramer {
@@ -50,7 +50,8 @@ function eventFrame(message: ServerSentEvent): string {
   const data = message.data ? JSON.stringify(toJson(ValueSchema, message.data)) : "null";
   const id = singleLine(message.id);
   const event = singleLine(message.event) || "message";
-  return `${id === "" ? "" : `id: ${id}\n`}event: ${event}\ndata: ${data}\n\n`;
+  // event, data, id: the order both LangGraph servers write, which line-based clients may expect.
+  return `event: ${event}\ndata: ${data}\n${id === "" ? "" : `id: ${id}\n`}\n`;
 }
 
 /** Strips line breaks, which would end the field early and let the rest forge frame lines. */
