@@ -328,7 +328,7 @@ describe("RemoteGraph from @langchain/langgraph/remote", () => {
 });
 
 describe("the wire", () => {
-  it("SSE blocks carry one event, one data line of JSON and one id; comments are the only other lines", async () => {
+  it("SSE blocks are event, data (one line of JSON), id, in that order; comments are the only other lines", async () => {
     const thread = await sdk.threads.create();
     const res = await app.t.fetch(`/threads/${thread.thread_id}/runs/stream`, {
       method: "POST",
@@ -344,9 +344,9 @@ describe("the wire", () => {
       .split(/\r?\n\r?\n/)
       .map((block) => block.split(/\r?\n/).filter((line) => line !== "" && !line.startsWith(":")))
       .filter((lines) => lines.length > 0);
-    // The SSE spec leaves the order of fields open (the reference servers write event, data, id).
+    // event, data, id: the order both reference servers write (agent-server-api.md §1.6).
     const names = (lines: string[]) => lines.map((line) => line.slice(0, line.indexOf(":")));
-    expect(blocks.map((lines) => names(lines).sort())).toEqual(blocks.map(() => ["data", "event", "id"]));
+    expect(blocks.map(names)).toEqual(blocks.map(() => ["event", "data", "id"]));
     const field = (lines: string[], name: string) => lines.find((line) => line.startsWith(`${name}:`)) ?? "";
     for (const lines of blocks)
       expect(() => JSON.parse(field(lines, "data").replace(/^data: ?/, ""))).not.toThrow();
