@@ -73,6 +73,16 @@ describe("interrupt_before", () => {
     expect(state.next).toEqual(["publish"]);
   });
 
+  it("a state update as a node moves the thread on: the next run starts after that node", async () => {
+    const thread = await sdk.threads.create();
+    await sdk.runs.wait(thread.thread_id, "steps", { input: { topic: "owl" }, interruptBefore: ["draft"] });
+    expect((await sdk.threads.getState(thread.thread_id)).next).toEqual(["draft"]);
+    await sdk.threads.updateState(thread.thread_id, { values: { text: "hand-written" }, asNode: "draft" });
+    expect((await sdk.threads.getState(thread.thread_id)).next).toEqual(["publish"]);
+    const values = await sdk.runs.wait(thread.thread_id, "steps", { input: null });
+    expect(values).toEqual({ topic: "owl", text: "published: hand-written", log: ["publish"] });
+  });
+
   it("interrupt_after stops once the node has run", async () => {
     const thread = await sdk.threads.create();
     await sdk.runs.wait(thread.thread_id, "steps", { input: { topic: "bees" }, interruptAfter: ["draft"] });

@@ -7,6 +7,7 @@
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
+import { Command } from "@langchain/langgraph";
 import { RemoteGraph } from "@langchain/langgraph/remote";
 import type { Client, StreamMode } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +20,7 @@ import {
   type RunsApp,
   type StreamPart,
   startRunsApp,
+  waitFor,
   withoutIds,
 } from "../support/runs-app.js";
 
@@ -324,6 +326,23 @@ describe("RemoteGraph from @langchain/langgraph/remote", () => {
     ]);
     const state = await remote.getState(config);
     expect(state.values).toMatchObject({ topic: "again", log: ["draft", "publish", "draft", "publish"] });
+  });
+
+  it("stops on a remote interrupt and resumes with a Command", async () => {
+    const remote = new RemoteGraph({ graphId: "review", url: app.t.baseUrl, apiKey: app.t.adminKey });
+    const thread = await sdk.threads.create();
+    const config = { configurable: { thread_id: thread.thread_id } };
+    // RemoteGraph raises the server's interrupt as a GraphInterrupt, as a local graph would in a parent.
+    await expect(remote.invoke({ request: "ship" }, config)).rejects.toThrow(/approve ship\?/);
+    // The client stops reading at the interrupt event; the run records its end a moment later.
+    await waitFor(
+      () => sdk.threads.get(thread.thread_id),
+      (t) => t.status === "interrupted",
+    );
+    expect(await remote.invoke(new Command({ resume: "ok" }), config)).toEqual({
+      request: "ship",
+      decision: "ok",
+    });
   });
 });
 
