@@ -9,7 +9,7 @@ import type { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RUN_SETTINGS } from "../../server/config.js";
 import { langGraphFailure } from "../support/call-failures.js";
-import { type RunsApp, startRunsApp, waitFor } from "../support/runs-app.js";
+import { collect, type RunsApp, startRunsApp, waitFor } from "../support/runs-app.js";
 
 let app: RunsApp;
 let sdk: Client;
@@ -105,6 +105,38 @@ describe("where a run starts", () => {
       checkpoint: afterDraft.checkpoint,
     });
     expect(again).toEqual(forked);
+  });
+
+  it("a branch edit as useStream sends it (checkpoint without thread_id, messages-tuple) forks the chat", async () => {
+    const thread = await sdk.threads.create();
+    await sdk.runs.wait(thread.thread_id, "chat", {
+      input: { messages: [{ role: "human", content: "one", id: "h1" }] },
+    });
+    await sdk.runs.wait(thread.thread_id, "chat", {
+      input: { messages: [{ role: "human", content: "two", id: "h2" }] },
+    });
+    const history = await sdk.threads.getHistory(thread.thread_id, { limit: 20 });
+    // The state after the first exchange: two messages and nothing left to run.
+    const afterFirst = history.find(
+      (s) => (s.values as { messages: unknown[] }).messages.length === 2 && s.next.length === 0,
+    );
+    if (!afterFirst) throw new Error("no checkpoint after the first exchange");
+    const { thread_id: _dropped, ...checkpoint } = afterFirst.checkpoint;
+    const parts = await collect(
+      sdk.runs.stream(thread.thread_id, "chat", {
+        input: { messages: [{ role: "human", content: "edited two", id: "h2b" }] },
+        checkpoint,
+        streamMode: ["values", "messages-tuple"],
+        streamResumable: true,
+        onDisconnect: "continue",
+      }),
+    );
+    expect(parts.filter((p) => p.event === "error")).toEqual([]);
+    const final = parts.filter((p) => p.event === "values").at(-1)?.data as {
+      messages: { content: string }[];
+    };
+    expect(final.messages.map((m) => m.content)).toEqual(["one", "Hi!", "edited two", "Hi!"]);
+    expect(parts.some((p) => p.event === "messages")).toBe(true);
   });
 
   it('interrupt_before "*" stops before the first node', async () => {
