@@ -65,7 +65,7 @@ export interface ServiceDeps {
   /** How runs execute and stream. */
   readonly runSettings: RunSettings;
   /** This process's run worker when it executes runs (roles all and worker). */
-  readonly localRuns?: Pick<AgentRunWorker, "canRunHere" | "runHere">;
+  readonly localRuns?: Pick<AgentRunWorker, "reserve">;
 }
 
 /**

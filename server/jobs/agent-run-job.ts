@@ -18,18 +18,19 @@ import {
   claimRun,
   deleteRun,
   deleteRunCheckpoints,
+  endRun,
   finishRun,
   lockThreadQueue,
+  type RunClaim,
   type RunStatus,
   releaseRun,
   renewRunLease,
   saveThreadAfterRun,
-  threadExists,
   threadHasActiveRun,
 } from "../store/agent-run-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import type { Sql } from "../store/db.js";
-import { appendRunEvents, END_EVENT, expireRunEvents } from "../store/run-event-store.js";
+import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import { deleteThreads } from "../store/thread-store.js";
 import {
@@ -59,16 +60,21 @@ export interface AgentRunWorker {
    */
   drain(graceMs: number): Promise<void>;
   /**
-   * Whether {@link runHere} would take a run now: this process executes runs, is not stopping, and
-   * has a free slot of its concurrency.
+   * Reserves one of this process's execution slots for a run its creator claims itself (the fast
+   * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
-  canRunHere(): boolean;
-  /**
-   * Starts a run in this process at once, skipping the queue's round trip (the creating process's
-   * fast path). The run is claimed like any other, so when it cannot start yet, or another worker
-   * took it, this does nothing; its queued job remains the way every other process reaches it.
-   */
-  runHere(payload: AgentRunPayload): void;
+  reserve(): RunSlot | undefined;
+}
+
+/** A reserved execution slot: run a claimed run in it, or give it back. */
+export interface RunSlot {
+  /** The lease owner and token the creator claims the run with (`claimRun`). */
+  readonly owner: string;
+  readonly leaseToken: string;
+  /** Executes the claimed run in this slot, in the background; the slot is freed when it ends. */
+  run(claim: RunClaim): void;
+  /** Gives the slot back unused (the run was not claimed, or its transaction failed). */
+  release(): void;
 }
 
 /** Why an attempt stopped before the graph ended. */
@@ -107,7 +113,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     const registered = graphs.get(run.graphId);
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
     return registered.load({
-      checkpointer: new PostgresCheckpointer(sql, run.workspaceId),
+      // A stateless run that deletes its thread keeps no checkpoints, as on the LangGraph servers:
+      // nothing would read them. (A takeover then restarts it from its input.)
+      ...(kwargs.temporary ? {} : { checkpointer: new PostgresCheckpointer(sql, run.workspaceId) }),
       store: new PostgresStore(sql, run.workspaceId, graphs.settings.store.ttl),
       config: {
         ...kwargs.config,
@@ -138,6 +146,29 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     else free += 1;
   };
 
+  /** Executes a claimed run in the background in a slot already taken; frees the slot when it ends. */
+  function launch(claim: RunClaim): void {
+    const { run, leaseToken } = claim;
+    const stop = new AbortController();
+    const halt = (reason: StopReason) => {
+      if (!stop.signal.aborted) stop.abort(reason);
+    };
+    if (claim.orphaned) halt({ kind: "orphaned" });
+    const done = execute(run, leaseToken, stop, halt)
+      .catch((error: unknown) =>
+        // Its lease lapses and another attempt takes the run over.
+        log.error("run attempt failed; the run is retried when its lease lapses", {
+          runId: run.runId,
+          error,
+        }),
+      )
+      .finally(() => {
+        running.delete(run.runId);
+        release();
+      });
+    running.set(run.runId, { stop, done });
+  }
+
   /**
    * Starts a run in this process: waits for a free slot, claims the run (nothing happens when it
    * cannot start yet or another worker has it) and leaves it executing in the background, holding
@@ -158,22 +189,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         return claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds });
       });
       if (!claim) return;
-      const { run } = claim;
-      const stop = new AbortController();
-      const halt = (reason: StopReason) => {
-        if (!stop.signal.aborted) stop.abort(reason);
-      };
-      if (claim.orphaned) halt({ kind: "orphaned" });
-      const done = execute(run, leaseToken, stop, halt)
-        .catch((error: unknown) =>
-          // Its lease lapses and another attempt takes the run over.
-          log.error("run attempt failed; the run is retried when its lease lapses", { runId, error }),
-        )
-        .finally(() => {
-          running.delete(runId);
-          release();
-        });
-      running.set(runId, { stop, done });
+      launch(claim);
       handedOff = true;
     } finally {
       if (!handedOff) release();
@@ -294,15 +310,14 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     if (output === null) output = state?.values ?? {};
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      if (!(await finishRun(tx, run.runId, leaseToken, { status: outcome.status, output }))) return;
-      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
-      await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
-      if (!(await threadExists(tx, run.workspaceId, run.threadId))) {
-        // The thread was deleted while the run ran: what the run wrote after that goes too.
-        await deleteRun(tx, run.workspaceId, run.runId);
-        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
-        return;
-      }
+      const ended = await endRun(tx, run.runId, leaseToken, {
+        status: outcome.status,
+        output,
+        eventTtlSeconds: settings.streamTtlSeconds,
+        endEvent: END_EVENT,
+        channel: RUN_EVENTS_CHANNEL,
+      });
+      if (!ended) return;
       if (kwargs.temporary && !(await threadHasActiveRun(tx, run.workspaceId, run.threadId))) {
         await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
         await deleteThreads(tx, run.workspaceId, [run.threadId]);
@@ -314,11 +329,17 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           : outcome.status === "interrupted" || !state?.stopped
             ? "idle"
             : "interrupted";
-      await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
+      const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
         ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
         status: threadStatus,
         error: outcome.failure ?? null,
       });
+      if (!saved) {
+        // The thread was deleted while the run ran: what the run wrote after that goes too.
+        await deleteRun(tx, run.workspaceId, run.runId);
+        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
+        return;
+      }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
   }
@@ -378,14 +399,26 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
 
   return {
     job,
-    canRunHere: () => !draining && free > 0,
-    runHere(payload) {
-      start(payload).catch((error: unknown) =>
-        log.warn("a run started in-process failed to start; its queued job retries it", {
-          runId: payload.runId,
-          error,
-        }),
-      );
+    reserve() {
+      if (draining || free === 0) return undefined;
+      free -= 1;
+      let used = false;
+      const once = () => {
+        if (used) throw new Error("a run slot is used once");
+        used = true;
+      };
+      return {
+        owner,
+        leaseToken: randomUUID(),
+        run(claim) {
+          once();
+          launch(claim);
+        },
+        release() {
+          once();
+          release();
+        },
+      };
     },
     async drain(graceMs) {
       draining = true;

@@ -430,6 +430,7 @@ export async function activeRunIds(
 /**
  * Records a thread's state after a run: its cached values and interrupts (when the run left a
  * state), its status and the run's error. The status stays busy while another run is queued.
+ * False when the thread no longer exists.
  */
 export async function saveThreadAfterRun(
   q: Queryable,
@@ -440,9 +441,9 @@ export async function saveThreadAfterRun(
     status: "idle" | "interrupted" | "error";
     error: JsonValue | null;
   },
-): Promise<void> {
+): Promise<boolean> {
   const { state } = after;
-  await q`
+  const rows = await q`
     update threads t set
       "values" = ${state ? q`${q.json(state.values)}` : q`t."values"`},
       interrupts = ${state ? q`${q.json(state.interrupts)}` : q`t.interrupts`},
@@ -454,7 +455,9 @@ export async function saveThreadAfterRun(
       updated_at = now(),
       expires_at = case when ttl_minutes is null then null
         else now() + make_interval(secs => ttl_minutes * 60) end
-    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+    returning 1`;
+  return rows.length > 0;
 }
 
 /**
@@ -539,4 +542,35 @@ export async function sweepTemporaryRuns(q: Queryable, afterSeconds: number, lim
       limit ${limit})
     returning 1`;
   return rows.length;
+}
+
+/**
+ * {@link finishRun}, and in the same statement the run's end event (announced on the events
+ * channel) and the start of its events' TTL. False, and nothing written, when the attempt no longer
+ * holds the lease.
+ */
+export async function endRun(
+  q: Queryable,
+  runId: string,
+  leaseToken: string,
+  end: { status: RunStatus; output: JsonValue; eventTtlSeconds: number; endEvent: string; channel: string },
+): Promise<boolean> {
+  const ttl = end.eventTtlSeconds;
+  const rows = await q`
+    with finished as (
+      update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
+        updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
+      where run_id = ${runId} and lease_token = ${leaseToken} and status = 'running'
+      returning workspace_id, run_id, thread_id
+    ), expired as (
+      update agent_run_events set expires_at = now() + make_interval(secs => ${ttl}::float8)
+      where run_id = ${runId} and exists (select 1 from finished)
+    ), ended as (
+      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
+      select workspace_id, run_id, thread_id, ${Date.now()}, ${end.endEvent}, 'null',
+        now() + make_interval(secs => ${ttl}::float8)
+      from finished
+    )
+    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end') from finished`;
+  return rows.length > 0;
 }

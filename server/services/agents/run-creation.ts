@@ -3,13 +3,14 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
-import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
+import type { AgentRunWorker, RunSlot } from "../../jobs/agent-run-job.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
   type AgentRunRecord,
   activeRunsOfThread,
   checkpointExists,
+  claimRun,
   insertRun,
   lockThreadQueue,
   queueOnThread,
@@ -33,14 +34,8 @@ export interface RunCreationDeps {
   /** The graphs file's `http.configurable_headers`; undefined copies no header. */
   configurableHeaders: ConfigurableHeadersConfig | undefined;
   /** This process's run worker, when it executes runs (roles all and worker). */
-  localRuns: Pick<AgentRunWorker, "canRunHere" | "runHere"> | undefined;
+  localRuns: Pick<AgentRunWorker, "reserve"> | undefined;
 }
-
-/**
- * Seconds a run's queued job waits when the creating process starts the run itself: the job is then
- * only the safety net (the process died before claiming it), so it need not wake every worker now.
- */
-const LOCAL_FALLBACK_SECONDS = 3;
 
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
 export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
@@ -118,96 +113,121 @@ export async function createRun(
       `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
     );
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  const created = await deps.sql.begin(async (tx) => {
-    await lockThreadQueue(tx, workspaceId, threadId);
-    let thread: ThreadRecord | undefined;
-    if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
-    if (!thread) {
-      if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
-      [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
-      if (!thread) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
-    }
-    if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
-      throw new ConnectError(
-        `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
-        Code.NotFound,
-      );
-    const active = await activeRunsOfThread(tx, workspaceId, threadId);
-    if (active.length > 0 && request.multitaskStrategy === "reject")
-      throw new ConnectError(
-        `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
-        Code.AlreadyExists,
-      );
-    let waiting = active;
-    if (
-      active.length > 0 &&
-      (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
-    ) {
-      await cancelRunsInTx(
-        tx,
-        deps.cancel,
+  let reserved: RunSlot | undefined;
+  const created = await deps.sql
+    .begin(async (tx) => {
+      // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
+      if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
+      let thread: ThreadRecord | undefined;
+      if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
+      if (!thread) {
+        if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
+        [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+        if (!thread)
+          throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+      }
+      if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
+        throw new ConnectError(
+          `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
+          Code.NotFound,
+        );
+      const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
+      if (active.length > 0 && request.multitaskStrategy === "reject")
+        throw new ConnectError(
+          `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
+          Code.AlreadyExists,
+        );
+      let waiting = active;
+      if (
+        active.length > 0 &&
+        (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
+      ) {
+        await cancelRunsInTx(
+          tx,
+          deps.cancel,
+          workspaceId,
+          active.map((r) => r.runId),
+          request.multitaskStrategy,
+        );
+        waiting = await activeRunsOfThread(tx, workspaceId, threadId);
+      }
+      const runId = uuidv7();
+      const threadConfig = objectOf(thread.config);
+      const requestConfig = request.config;
+      const config = {
+        ...assistant.config,
+        ...threadConfig,
+        ...requestConfig,
+        configurable: {
+          ...objectOf(assistant.config.configurable),
+          ...objectOf(threadConfig.configurable),
+          ...objectOf(requestConfig.configurable),
+          ...configurableHeaders(headers, deps.configurableHeaders),
+        },
+      };
+      const kwargs: RunKwargs = {
+        input: request.input,
+        command: request.command,
+        config: config as RunKwargs["config"],
+        context: { ...objectOf(assistant.context), ...request.context },
+        stream_mode: request.streamModes,
+        subgraphs: request.subgraphs,
+        resumable: request.resumable,
+        interrupt_before: request.interruptBefore,
+        interrupt_after: request.interruptAfter,
+        checkpoint: request.checkpoint
+          ? {
+              checkpoint_id: request.checkpoint.checkpoint_id,
+              checkpoint_ns: request.checkpoint.checkpoint_ns,
+            }
+          : null,
+        durability: request.durability,
+        webhook: request.webhook,
+        feedback_keys: request.feedbackKeys,
+        temporary: target.kind === "stateless" && request.onCompletion === "delete",
+        on_disconnect: request.onDisconnect,
+        ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+      };
+      const run = await insertRun(tx, {
         workspaceId,
-        active.map((r) => r.runId),
-        request.multitaskStrategy,
-      );
-      waiting = await activeRunsOfThread(tx, workspaceId, threadId);
-    }
-    const runId = uuidv7();
-    const threadConfig = objectOf(thread.config);
-    const requestConfig = request.config;
-    const config = {
-      ...assistant.config,
-      ...threadConfig,
-      ...requestConfig,
-      configurable: {
-        ...objectOf(assistant.config.configurable),
-        ...objectOf(threadConfig.configurable),
-        ...objectOf(requestConfig.configurable),
-        ...configurableHeaders(headers, deps.configurableHeaders),
-      },
-    };
-    const kwargs: RunKwargs = {
-      input: request.input,
-      command: request.command,
-      config: config as RunKwargs["config"],
-      context: { ...objectOf(assistant.context), ...request.context },
-      stream_mode: request.streamModes,
-      subgraphs: request.subgraphs,
-      resumable: request.resumable,
-      interrupt_before: request.interruptBefore,
-      interrupt_after: request.interruptAfter,
-      checkpoint: request.checkpoint
-        ? { checkpoint_id: request.checkpoint.checkpoint_id, checkpoint_ns: request.checkpoint.checkpoint_ns }
-        : null,
-      durability: request.durability,
-      webhook: request.webhook,
-      feedback_keys: request.feedbackKeys,
-      temporary: target.kind === "stateless" && request.onCompletion === "delete",
-      on_disconnect: request.onDisconnect,
-      ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
-    };
-    const run = await insertRun(tx, {
-      workspaceId,
-      runId,
-      threadId,
-      assistantId: assistant.assistantId,
-      graphId: assistant.graphId,
-      metadata: request.metadata,
-      kwargs: kwargs as unknown as JsonObject,
-      multitaskStrategy: request.multitaskStrategy,
-      temporary: kwargs.temporary,
-      afterSeconds: request.afterSeconds,
+        runId,
+        threadId,
+        assistantId: assistant.assistantId,
+        graphId: assistant.graphId,
+        metadata: request.metadata,
+        kwargs: kwargs as unknown as JsonObject,
+        multitaskStrategy: request.multitaskStrategy,
+        temporary: kwargs.temporary,
+        afterSeconds: request.afterSeconds,
+      });
+      await queueOnThread(tx, workspaceId, threadId, deps.settings.richThreads ? graphMetadata : null);
+      // Runs still active before this one dispatch it when they end. A run that may start now starts
+      // in this process when it has a free slot: claimed in this transaction, no queue round trip.
+      if (waiting.length > 0) return { run, claim: undefined };
+      const slot = request.afterSeconds === 0 ? deps.localRuns?.reserve() : undefined;
+      if (slot) {
+        reserved = slot;
+        const claim = await claimRun(tx, {
+          workspaceId,
+          runId,
+          owner: slot.owner,
+          leaseToken: slot.leaseToken,
+          leaseSeconds: deps.settings.leaseSeconds,
+        });
+        // The caller sees the run as created (pending), as when a worker claims it a moment later.
+        if (claim) return { run, claim };
+      }
+      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
+      return { run, claim: undefined };
+    })
+    .catch((error: unknown) => {
+      reserved?.release();
+      reserved = undefined;
+      throw error;
     });
-    await queueOnThread(tx, workspaceId, threadId, deps.settings.richThreads ? graphMetadata : null);
-    // Runs still active before this one dispatch it when they end.
-    const runNow =
-      waiting.length === 0 && request.afterSeconds === 0 && deps.localRuns?.canRunHere() === true;
-    if (waiting.length === 0) {
-      const delay = runNow ? LOCAL_FALLBACK_SECONDS : request.afterSeconds;
-      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, delay);
-    }
-    return { run, runNow };
-  });
-  if (created.runNow) deps.localRuns?.runHere({ workspaceId, threadId, runId: created.run.runId });
+  if (reserved) {
+    if (created.claim) reserved.run(created.claim);
+    else reserved.release();
+  }
   return created.run;
 }

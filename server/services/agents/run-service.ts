@@ -62,7 +62,7 @@ export interface RunServiceDeps {
   bus: RunEventBus;
   settings: RunSettings;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "canRunHere" | "runHere">;
+  localRuns?: Pick<AgentRunWorker, "reserve">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
