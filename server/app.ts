@@ -1,9 +1,15 @@
 import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, DEFAULT_RUN_SETTINGS } from "./config.js";
+import {
+  type Config,
+  DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_RUN_SETTINGS,
+  shutdownBudgetMs,
+} from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
@@ -16,18 +22,21 @@ import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
+import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
+import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { explainUnstorableInput } from "./services/unstorable-input.js";
-import { createSql } from "./store/db.js";
+import { checkConnectable, createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
+import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
@@ -44,6 +53,16 @@ export interface App {
 
 /** Time between background checks of Postgres and the queue: quick to notice an outage, cheap to run. */
 const DEPENDENCY_CHECK_INTERVAL_MS = 2_000;
+/**
+ * Time shutdown may take beyond the grace: the steps after draining requests and jobs (closing the
+ * pool, stopping embedded Postgres) take well under a second when Postgres answers; when it does not,
+ * each step gets what is left of this and the process goes on without it.
+ */
+const SHUTDOWN_MARGIN_MS = 3_000;
+/** Seconds the pool waits at shutdown for queries still running after the drain. */
+const POOL_END_SECONDS = 5;
+/** What a step that starts after the shutdown deadline still gets: enough to send its signals. */
+const LATE_STEP_MS = 100;
 
 /** What a caller can replace in the process it starts (tests drive export schedules with a clock). */
 export interface AppHooks {
@@ -56,10 +75,23 @@ export interface AppHooks {
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
-  const cleanups: (() => Promise<void>)[] = [];
+  const cleanups: { step: string; run: () => Promise<void> }[] = [];
+  const onStop = (step: string, run: () => Promise<void>) => cleanups.push({ step, run });
+  // Bounded whatever the state of Postgres: a step that overruns is left behind, the next one runs.
   const stopAll = async () => {
-    for (const cleanup of cleanups.reverse())
-      await cleanup().catch((error) => log.error("shutdown step failed", { error }));
+    const deadline = Date.now() + shutdownBudgetMs(config) + SHUTDOWN_MARGIN_MS;
+    for (const { step: name, run } of cleanups.reverse()) {
+      const step = run().then(
+        () => true,
+        (error: unknown) => {
+          log.error("shutdown step failed", { step: name, error });
+          return true;
+        },
+      );
+      const budget = Math.max(deadline - Date.now(), LATE_STEP_MS);
+      if (!(await Promise.race([step, delay(budget).then(() => false)])))
+        log.warn("shutdown step overran the grace; going on without it", { step: name, budgetMs: budget });
+    }
   };
   try {
     // Graphs load first: a broken graph stops start-up before anything else is started.
@@ -70,7 +102,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       schemaTimeoutMs: config.schemaResolveTimeoutMs,
       assistantDefaults: config.assistantDefaults,
     });
-    cleanups.push(() => graphs.close());
+    onStop("graphs", () => graphs.close());
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });
@@ -79,8 +111,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       const embedded = await startEmbeddedPostgres({
         dataDir: join(config.dataDir, "postgres"),
         log: (line) => log.debug(line, { source: "postgres" }),
+        lifecycle: log,
       });
-      cleanups.push(() => embedded.stop());
+      onStop("embedded Postgres", () => embedded.stop());
       databaseUrl = embedded.url;
       log.info("started embedded Postgres", { dataDir: join(config.dataDir, "postgres") });
     }
@@ -89,7 +122,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       statementTimeoutMs: config.statementTimeoutMs,
       applicationName: `agentplane-${config.role}`,
     });
-    cleanups.push(() => sql.end({ timeout: 5 }));
+    const gate = createDatabaseGate();
+    // Queries still running after the drain get a few seconds; during an outage nothing will finish.
+    onStop("database pool", () => sql.end({ timeout: gate.open() ? POOL_END_SECONDS : 0 }));
     const applied = await migrate(sql);
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
@@ -99,7 +134,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     // A hand-built config without run settings takes the process's shutdown grace for runs too.
     const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
     const runBus = await createRunEventBus(sql);
-    cleanups.push(() => runBus.close());
+    onStop("run event bus", () => runBus.close());
     const agentRuns = createAgentRunWorker({
       sql,
       graphs,
@@ -125,7 +160,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
-    cleanups.push(() => queue.stop({ graceMs: config.shutdownGraceMs }));
+    onStop("job queue", () => queue.stop({ graceMs: config.shutdownGraceMs }));
     if (config.role !== "api") {
       const stopMaintenance = startRunMaintenance({
         sql,
@@ -134,16 +169,19 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         runJob: () => jobs.agentRun,
         streamTtlSeconds: runSettings.streamTtlSeconds,
       });
-      cleanups.push(async () => {
+      // Before the queue stops: running runs get the background grace, then are handed back.
+      onStop("agent runs", async () => {
         await agentRuns.drain(runSettings.shutdownGraceMs);
         await stopMaintenance();
       });
     }
 
+    const checkedUrl = databaseUrl;
     const monitor = createDependencyMonitor({
-      checkPostgres: async () => {
-        await sql`select 1`;
-      },
+      // A fresh connection each time: a pool busy with long queries is load, not an outage, and a
+      // Postgres that takes no new connections is down even while pooled ones still answer.
+      checkPostgres: () => checkConnectable(checkedUrl),
+      onProbe: (status) => gate.set(status.postgres),
       checkQueue: () => queue.check(),
       intervalMs: DEPENDENCY_CHECK_INTERVAL_MS,
       onChange: (serving, status) => {
@@ -160,7 +198,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ctx: { service: { typeName: string }; method: { name: string } },
     ) => log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
     const identities = createIdentityCache<Identity>();
-    if (config.role !== "worker") cleanups.push(await listenForIdentityChanges(sql, identities.clear));
+    if (config.role !== "worker")
+      onStop("identity listener", await listenForIdentityChanges(sql, identities.clear));
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
@@ -193,7 +232,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     ];
     if (config.role !== "worker") {
       services.push(
-        ...createApiServices(deps, { guard, onInternalError, explainError: explainUnstorableInput }),
+        ...createApiServices(deps, { guard, onInternalError, explainError: explainStoreError, gate }),
       );
     }
     const health = createHealthRegistry(
@@ -201,7 +240,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ServingStatus.NOT_SERVING,
     );
     await monitor.start();
-    cleanups.push(async () => monitor.stop());
+    onStop("dependency monitor", async () => monitor.stop());
 
     const shutdown = new AbortController();
     const server = createOnePortServer(
@@ -209,7 +248,10 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         services,
         health,
         shutdownSignal: shutdown.signal,
-        adapters: config.role === "worker" ? [] : createRestAdapters(deps, auth),
+        adapters:
+          config.role === "worker"
+            ? []
+            : createRestAdapters(deps, auth).map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
         log,
       }),
       {
@@ -217,7 +259,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       },
     );
     const address = await server.listen(config.port, config.host);
-    cleanups.push(() => server.close(config.shutdownGraceMs));
+    onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 
     let stopping: Promise<void> | undefined;
@@ -233,6 +275,15 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/** The `ConnectError` for a database error that is not a bug: input it cannot store, or an outage. */
+function explainStoreError(error: unknown): ConnectError | undefined {
+  return explainUnstorableInput(error) ?? explainDatabaseOutage(error);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 async function readVersion(): Promise<string> {

@@ -162,6 +162,16 @@ export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
   fileMaxBytes: 128 * 1024 * 1024,
 });
 
+/**
+ * How long a graceful shutdown may take in all: the grace of requests, streams and jobs, plus, in a
+ * process that executes runs, the background grace its running runs get before they are handed back
+ * (a hand-built config without run settings gives runs the same grace as the rest).
+ */
+export function shutdownBudgetMs(config: Config): number {
+  if (config.role === "api") return config.shutdownGraceMs;
+  return config.shutdownGraceMs + (config.runs?.shutdownGraceMs ?? config.shutdownGraceMs);
+}
+
 /** Thrown by {@link loadConfig} with every problem found, one per line. */
 export class ConfigError extends Error {
   /** Each problem, as a sentence naming the variable and what to do. */

@@ -1,6 +1,13 @@
 import { startApp } from "./app.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadConfig, shutdownBudgetMs } from "./config.js";
 import { createLogger } from "./logger.js";
+
+/**
+ * Beyond the grace, how long shutdown may take before the process exits regardless: a backstop
+ * above the app's own bounded shutdown (grace plus a 3 s margin), so no state of the database or
+ * bug in a step can keep a stopping server alive.
+ */
+const SHUTDOWN_BACKSTOP_MS = 5_000;
 
 /**
  * `npm start`: reads the configuration, starts every part this process's role runs, and shuts down
@@ -39,6 +46,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     log.info("shutting down", { signal });
+    setTimeout(() => {
+      log.error("shutdown overran its grace; exiting now", { graceMs: shutdownBudgetMs(config) });
+      process.exit(1);
+    }, shutdownBudgetMs(config) + SHUTDOWN_BACKSTOP_MS).unref();
     stopRequested = true;
     stop();
   };

@@ -41,6 +41,28 @@ export function createSql(url: string, options: SqlOptions): Sql {
   });
 }
 
+/** Seconds a health check waits for a fresh connection: the caller's own check timeout is shorter. */
+const CHECK_CONNECT_TIMEOUT_SECONDS = 5;
+
+/**
+ * Opens a new connection, runs `select 1` and closes it. Unlike a query on a pooled connection, it
+ * fails when Postgres cannot take new connections (a frozen postmaster) even while the backends of
+ * existing connections still answer; the dependency monitor uses it every few seconds.
+ */
+export async function checkConnectable(url: string): Promise<void> {
+  const sql = postgres(url, {
+    max: 1,
+    connect_timeout: CHECK_CONNECT_TIMEOUT_SECONDS,
+    onnotice: () => {},
+    connection: { application_name: "agentplane-health" },
+  });
+  try {
+    await sql`select 1`;
+  } finally {
+    void sql.end({ timeout: 0 });
+  }
+}
+
 /** SQLSTATE codes this code base reacts to. */
 export const PgCode = {
   uniqueViolation: "23505",

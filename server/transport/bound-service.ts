@@ -1,5 +1,6 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { DatabaseGate } from "../services/system/database-gate.js";
 import { problemError } from "./input/input-problem.js";
 import { messageScreen } from "./input/message-screen.js";
 
@@ -41,6 +42,11 @@ export interface BindOptions {
    * cannot store) into the `ConnectError` that says so; undefined leaves it unexpected.
    */
   explainError?: (error: unknown) => ConnectError | undefined;
+  /**
+   * Refuses calls with UNAVAILABLE while Postgres is down, and ends unary calls waiting on it when
+   * it goes down (a frozen Postgres never answers); omit for services that need no database.
+   */
+  gate?: DatabaseGate;
 }
 
 /**
@@ -85,7 +91,7 @@ export function bindService<S extends DescService>(
 function wrapMethod(
   method: DescMethod,
   fn: BoundMethod,
-  { guard, onInternalError, explainError }: BindOptions,
+  { guard, onInternalError, explainError, gate }: BindOptions,
 ): BoundMethod {
   const toPublic = (error: unknown, ctx: HandlerContext) =>
     toPublicError(explainError?.(error) ?? error, ctx, onInternalError);
@@ -99,8 +105,12 @@ function wrapMethod(
       return async (request, ctx) => {
         try {
           admit(request);
-          if (guard) await guard(ctx);
-          return await fn(request, ctx);
+          gate?.admit();
+          const call = async () => {
+            if (guard) await guard(ctx);
+            return await fn(request, ctx);
+          };
+          return await (gate ? gate.race(call()) : call());
         } catch (error) {
           throw toPublic(error, ctx);
         }
@@ -109,7 +119,8 @@ function wrapMethod(
       return async function* (request, ctx) {
         try {
           admit(request);
-          if (guard) await guard(ctx);
+          gate?.admit();
+          if (guard) await (gate ? gate.race(guard(ctx)) : guard(ctx));
           yield* fn(request, ctx) as AsyncIterable<unknown>;
         } catch (error) {
           throw toPublic(error, ctx);

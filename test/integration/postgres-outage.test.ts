@@ -1,6 +1,7 @@
 /**
  * Stop Postgres under a running server: /ok?check_db=1 answers 503 and gRPC health reports
- * NOT_SERVING, the process stays up, and both recover by themselves when Postgres returns.
+ * NOT_SERVING, API calls answer 503 at once, the process stays up, and everything recovers by itself
+ * when Postgres returns.
  */
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -71,6 +72,17 @@ it("reports the outage and recovers without a restart", async () => {
   expect((await fetch(`${base}/ok`)).status).toBe(503);
   // The process is still serving what needs no database.
   expect((await fetch(`${base}/info`)).status).toBe(200);
+  // API calls are refused at once with a 503 that says what to do, not a 500 and not a hang.
+  const started = performance.now();
+  const search = await fetch(`${base}/threads/search`, {
+    method: "POST",
+    headers: { "x-api-key": "ap_pt_outage_test_key_0123456789", "content-type": "application/json" },
+    body: "{}",
+  });
+  expect(search.status).toBe(503);
+  expect(await search.json()).toEqual({ detail: "the database is unreachable; retry in a few seconds" });
+  // Refused without touching the database: only a loaded machine's scheduling delays it.
+  expect(performance.now() - started).toBeLessThan(2_000);
 
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port, log: () => {}, durable: false });
   await expect.poll(async () => (await ok()).status, { timeout: 20_000, interval: 250 }).toBe(200);

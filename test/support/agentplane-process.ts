@@ -7,6 +7,8 @@ export interface AgentplaneProcess {
   readonly baseUrl: string;
   /** Resolves when the process exits: "exit 0", or the code or signal and the end of stderr. */
   readonly exited: Promise<string>;
+  /** Everything the process wrote to stderr so far (its JSON log lines). */
+  stderr(): string;
 }
 
 /**
@@ -36,5 +38,5 @@ export async function startAgentplaneProcess(env: Record<string, string>): Promi
     });
     exited.then((how) => reject(new Error(`agentplane exited with ${how} before listening`)));
   });
-  return { child, baseUrl, exited };
+  return { child, baseUrl, exited, stderr: () => stderr };
 }

@@ -40,6 +40,12 @@ const MAX_WEBHOOK_LENGTH = 65_536;
 /** Longest delay accepted: a week; a run scheduled further out belongs to a cron. */
 const MAX_AFTER_SECONDS = 7 * 24 * 3600;
 
+/**
+ * Keys a serialised `Command` object carries besides its fields (RemoteGraph sends the object as it
+ * is): its class marker and the target graph, which is always the remote graph here. Ignored.
+ */
+const SERIALIZED_COMMAND_KEYS = new Set(["lg_name", "graph", "lc_direct_tool_output"]);
+
 /** The JSON of a Value field; undefined when absent or null. */
 function json(value: Value | undefined): Exclude<JsonValue, null> | undefined {
   if (value === undefined) return undefined;
@@ -115,7 +121,9 @@ function parseCommand(value: Value | undefined): RunCommand | null {
   if (out === undefined) return null;
   if (typeof out !== "object" || Array.isArray(out))
     throw invalid("command must be an object with resume, update and/or goto");
-  const unknown = Object.keys(out).filter((k) => !["resume", "update", "goto"].includes(k));
+  const unknown = Object.keys(out).filter(
+    (k) => !["resume", "update", "goto"].includes(k) && !SERIALIZED_COMMAND_KEYS.has(k),
+  );
   if (unknown.length > 0)
     throw invalid(`command has unknown fields ${unknown.join(", ")}: it takes resume, update and goto`);
   const command: RunCommand = {};

@@ -18,6 +18,8 @@ export interface DependencyMonitorOptions {
   intervalMs: number;
   /** Called whenever serving flips, and once with the first result. */
   onChange: (serving: boolean, status: DependencyStatus) => void;
+  /** Called with the result of every check (the database gate follows Postgres alone). */
+  onProbe?: (status: DependencyStatus) => void;
   log: Logger;
 }
 
@@ -33,8 +35,10 @@ export interface DependencyMonitor {
   probe(): Promise<DependencyStatus>;
 }
 
-/** A check that has not answered in this long counts as failed: a hung connection is an outage too. */
+/** A check that has not answered in this long has timed out: a hung connection is an outage too. */
 const CHECK_TIMEOUT_MS = 3_000;
+/** Attempts in a row that must time out before a check fails: one stall is load, two are an outage. */
+const TIMED_OUT_ATTEMPTS = 2;
 
 /** Creates a {@link DependencyMonitor}. */
 export function createDependencyMonitor(options: DependencyMonitorOptions): DependencyMonitor {
@@ -48,6 +52,7 @@ export function createDependencyMonitor(options: DependencyMonitorOptions): Depe
       passes(options.checkQueue, "queue", options.log),
     ]);
     current = { postgres, queue };
+    options.onProbe?.(current);
     const now = postgres && queue;
     if (now !== serving) {
       serving = now;
@@ -78,23 +83,25 @@ export function createDependencyMonitor(options: DependencyMonitorOptions): Depe
   };
 }
 
+/**
+ * Whether a check passes. An error fails it at once; a timeout is retried first: a loaded machine
+ * can stall one connection attempt for seconds, while a frozen Postgres stalls every one.
+ */
 async function passes(check: () => Promise<void>, name: string, log: Logger): Promise<boolean> {
-  let timeout: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      check(),
-      new Promise<never>((_, reject) => {
-        timeout = setTimeout(
-          () => reject(new Error(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`)),
-          CHECK_TIMEOUT_MS,
-        );
-      }),
-    ]);
-    return true;
-  } catch (error) {
-    log.debug(`${name} check failed`, { error });
-    return false;
-  } finally {
-    clearTimeout(timeout);
+  for (let attempt = 1; ; attempt++) {
+    let timeout: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timed out">((resolve) => {
+      timeout = setTimeout(() => resolve("timed out"), CHECK_TIMEOUT_MS);
+    });
+    try {
+      if ((await Promise.race([check(), timedOut])) !== "timed out") return true;
+      log.debug(`${name} check timed out after ${CHECK_TIMEOUT_MS} ms`, { attempt });
+      if (attempt >= TIMED_OUT_ATTEMPTS) return false;
+    } catch (error) {
+      log.debug(`${name} check failed`, { error });
+      return false;
+    } finally {
+      clearTimeout(timeout);
+    }
   }
 }
