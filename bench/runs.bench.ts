@@ -8,6 +8,9 @@
  *   polls its queue and takes about 540 ms);
  * - `POST /runs/wait` with 50 in flight: completed runs per second (aim: ≥ 7 × the JS server's);
  * - `POST /threads/{id}/runs/stream`: time to the first `values` event, p50 (aim ≤ 10 ms);
+ * - CPU ms per completed run in the throughput cell: agentplane's processes with their Postgres
+ *   backends, the JS server's process group (it keeps everything in memory). On a shared machine
+ *   runs per second swing with other load; CPU per run much less.
  *
  * and the same for agentplane split in two processes, an `api` and a `worker` on one database, so
  * every run crosses processes (queue wake-up and stream fan-out through Postgres).
@@ -30,17 +33,21 @@ import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import type { Sql } from "../server/store/db.js";
+import { createSql } from "../server/store/db.js";
 import { createJsonClient, type JsonClient } from "./agent-crud/json-client.js";
 import {
   ensureLangGraphJsInstalled,
   type LangGraphJsServer,
   startLangGraphJs,
 } from "./agent-crud/langgraph-js-peer.js";
+import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
 import { createStreamClient } from "./runs/stream-call.js";
 import { createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { listValue, numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
+import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
 import { percentile } from "./support/percentile.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
@@ -106,6 +113,8 @@ interface Cells {
   runsPerSecond: number;
   firstValuesP50: number;
   firstValuesP99: number;
+  /** CPU ms the server (and its Postgres backends) spent per completed run in the throughput cell. */
+  cpuMsPerRun: number;
   errors: number;
   firstError: string | undefined;
 }
@@ -135,7 +144,12 @@ async function series(n: number, call: () => Promise<number | undefined>): Promi
 }
 
 /** Measures every cell on the server at `port`. */
-async function measure(port: number, apiKey: string, settings: Settings): Promise<Cells> {
+async function measure(
+  port: number,
+  apiKey: string,
+  settings: Settings,
+  meter: CpuMeter | undefined,
+): Promise<Cells> {
   const headers = { "x-api-key": apiKey };
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
@@ -144,7 +158,19 @@ async function measure(port: number, apiKey: string, settings: Settings): Promis
     await series(WARMUP_CALLS, () => waitRun(one).then(() => undefined));
     const wait = quantiles(await series(settings.samples, () => waitRun(one).then(() => undefined)));
 
-    const loop = await runClosedLoop(() => waitRun(many), settings.concurrency, settings);
+    let completed = 0;
+    const before = await meter?.read();
+    const loop = await runClosedLoop(
+      async () => {
+        await waitRun(many);
+        completed++;
+      },
+      settings.concurrency,
+      settings,
+    );
+    const after = await meter?.read();
+    // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
+    const cpuMsPerRun = before && after ? (cpuSecondsBetween(before, after) * 1000) / completed : Number.NaN;
 
     const streamRun = async () => {
       // A thread of its own per run, created before the clock starts: only the run is timed.
@@ -166,6 +192,7 @@ async function measure(port: number, apiKey: string, settings: Settings): Promis
       runsPerSecond: loop.rps,
       firstValuesP50: first.p50,
       firstValuesP99: first.p99,
+      cpuMsPerRun,
       errors: loop.errors,
       firstError: loop.firstError,
     };
@@ -186,6 +213,7 @@ function best(rounds: Cells[]): Cells | undefined {
     runsPerSecond: Math.max(...rounds.map((c) => c.runsPerSecond)),
     firstValuesP50: min((c) => c.firstValuesP50),
     firstValuesP99: min((c) => c.firstValuesP99),
+    cpuMsPerRun: min((c) => c.cpuMsPerRun),
     errors: rounds.reduce((sum, c) => sum + c.errors, 0),
     firstError: rounds.find((c) => c.firstError)?.firstError,
   };
@@ -239,6 +267,7 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
     met: (v) => v <= AIM_FIRST_VALUES_P50_MS,
   });
   row("POST …/runs/stream → first values: p99 ms", (c) => c.firstValuesP99, "faster");
+  row(`CPU ms per run, ${settings.concurrency} in flight (+ Postgres)`, (c) => c.cpuMsPerRun, "faster");
   for (const label of labels) {
     const c = cells.get(label);
     if (c && c.errors > 0) {
@@ -250,8 +279,9 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
 }
 
 /** Starts the servers the targets need and returns their ports (and what to stop). */
-async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string) {
+async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string, admin: Sql) {
   const ports = new Map<Target, number>();
+  const meters = new Map<Target, CpuMeter>();
   const children: AgentplaneChild[] = [];
   let peer: LangGraphJsServer | undefined;
   const setup = (databaseUrl: string, data: string) => ({
@@ -264,33 +294,39 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     const child = await spawnAgentplane(setup(pg.url, "data"), settings.profileDir);
     children.push(child);
     ports.set("agentplane", child.port);
+    meters.set("agentplane", processesMeter(admin, "bench", [child.pid]));
   }
   if (settings.targets.includes("agentplane-split")) {
     const url = await createBenchDatabase(pg, "bench_split");
     // The API process first: it creates the admin key the worker's database shares.
     const api = await spawnAgentplane({ ...setup(url, "data-api"), role: "api" }, undefined);
     children.push(api);
-    children.push(await spawnAgentplane({ ...setup(url, "data-worker"), role: "worker" }, undefined));
+    const worker = await spawnAgentplane({ ...setup(url, "data-worker"), role: "worker" }, undefined);
+    children.push(worker);
     ports.set("agentplane-split", api.port);
+    meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
   }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);
     ports.set("langgraph-js", peer.port);
+    meters.set("langgraph-js", processGroupMeter(peer.pgid));
   }
   const stop = async () => {
     for (const child of children.reverse()) await child.stop();
     await peer?.stop();
   };
-  return { ports, peer, stop };
+  return { ports, meters, peer, stop };
 }
 
 async function main(settings: Settings): Promise<void> {
   if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
   const pg = await startBenchPostgres("runs");
   const apiKey = createBenchApiKey();
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-runs-meter" });
   let servers: Awaited<ReturnType<typeof startServers>> | undefined;
   try {
-    servers = await startServers(settings, pg, apiKey);
+    servers = await startServers(settings, pg, apiKey, admin);
     console.log(
       "runs bench: agentplane (Postgres, fsync off; one process, and api + worker processes)" +
         (servers.peer
@@ -306,7 +342,7 @@ async function main(settings: Settings): Promise<void> {
       for (const target of order) {
         const port = servers.ports.get(target);
         if (port === undefined) continue;
-        const cells = await measure(port, apiKey, settings);
+        const cells = await measure(port, apiKey, settings, servers.meters.get(target));
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
@@ -317,6 +353,7 @@ async function main(settings: Settings): Promise<void> {
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
     await servers?.stop();
+    await admin.end();
     await pg.stop();
   }
   if (settings.profileDir) console.log(`agentplane CPU profile written to ${settings.profileDir}`);
