@@ -45,6 +45,11 @@ export interface BulkExportSettings {
   readonly fileMaxRows: number;
   /** Bytes per Parquet file, roughly, at most (`AGENTPLANE_EXPORT_FILE_MAX_MB`, in MiB). */
   readonly fileMaxBytes: number;
+  /**
+   * Whether destination endpoints may be loopback or private-network addresses
+   * (`AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS`; see server/export/endpoint-policy.ts).
+   */
+  readonly allowPrivateEndpoints: boolean;
 }
 
 /** Execution and streaming of agent runs (the Agent Server's runs). */
@@ -160,6 +165,8 @@ export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
   // crash redoes little.
   fileMaxRows: 250_000,
   fileMaxBytes: 128 * 1024 * 1024,
+  // The server must not be pointed at itself or its network by a user's endpoint unless an admin says so.
+  allowPrivateEndpoints: false,
 });
 
 /**
@@ -312,6 +319,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // S3 multipart allows 10,000 parts; 8 MiB parts make 80 GB the ceiling, far above 16 GiB.
     fileMaxBytes:
       integer("AGENTPLANE_EXPORT_FILE_MAX_MB", d.fileMaxBytes / 1024 / 1024, 1, 16 * 1024) * 1024 * 1024,
+    allowPrivateEndpoints:
+      oneOf(
+        "AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS",
+        ["true", "false"],
+        String(d.allowPrivateEndpoints),
+      ) === "true",
   });
 
   const r = DEFAULT_RUN_SETTINGS;

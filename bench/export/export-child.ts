@@ -4,18 +4,27 @@
  *   node --import tsx bench/export/export-child.ts '<json settings>'
  *
  * `export` runs the partition exporter (the code the export run job runs) from Postgres into S3;
- * `writer` reads the same rows from Postgres the same way but times only the Parquet writer, which
+ * `writer` reads the same rows from Postgres, a page at a time, but times only the Parquet writer, which
  * writes them to /dev/null (the ceiling: the same code path minus S3 and Postgres). Prints one JSON
  * line: rows, seconds, bytes, peak RSS, and RSS after each file (every `fileMaxRows` rows).
  */
 import { createWriteStream } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { createParquetFileWriter } from "../../server/export/parquet-file-writer.js";
-import { cursorOf, exportPartition } from "../../server/export/partition-exporter.js";
+import {
+  cursorOf,
+  exportPartition,
+  PAGE_ROWS,
+  ROW_GROUP_ROWS,
+} from "../../server/export/partition-exporter.js";
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
 import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
 import { createSql } from "../../server/store/db.js";
-import { EXPORTABLE_RUN_FIELDS, readExportRows } from "../../server/store/run-export-store.js";
+import {
+  EXPORTABLE_RUN_FIELDS,
+  type ExportRow,
+  readExportRows,
+} from "../../server/store/run-export-store.js";
 
 /** What the parent passes. */
 export interface ChildSettings {
@@ -40,10 +49,6 @@ export interface ChildResult {
   rssAfterFile: { rows: number; rssMb: number }[];
 }
 
-/** The exporter's page size, so both modes read alike. */
-const PAGE_ROWS = 2_000;
-/** The row group size the exporter uses. */
-const ROW_GROUP_ROWS = 10_000;
 /** No byte bound: files are cut by rows, the same in both modes. */
 const NO_BYTE_BOUND = Number.MAX_SAFE_INTEGER;
 
@@ -92,9 +97,12 @@ if (settings.mode === "export") {
           includeBucketInPrefix: false,
         },
         credentials: { accessKeyId: settings.s3.accessKeyId, secretAccessKey: settings.s3.secretAccessKey },
+        // s3rver listens on loopback.
+        policy: { allowPrivate: true },
       },
       cursor: null,
       files: [],
+      retried: false,
     },
     { fileMaxRows: settings.fileMaxRows, fileMaxBytes: NO_BYTE_BOUND },
     zstd,
@@ -116,16 +124,22 @@ if (settings.mode === "export") {
     let fileRows = 0;
     let exhausted = false;
     while (fileRows < settings.fileMaxRows) {
-      const page = await readExportRows(sql, {
-        workspaceId: settings.workspaceId,
-        sessionId: settings.sessionId,
-        from: day,
-        to: end,
-        condition: undefined,
-        after: cursor,
-        limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
-        fields: EXPORTABLE_RUN_FIELDS,
-      });
+      // Held as a page here (the exporter streams rows instead) so only the writer is timed.
+      const page: ExportRow[] = [];
+      await readExportRows(
+        sql,
+        {
+          workspaceId: settings.workspaceId,
+          sessionId: settings.sessionId,
+          from: day,
+          to: end,
+          condition: undefined,
+          after: cursor,
+          limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
+          fields: EXPORTABLE_RUN_FIELDS,
+        },
+        (row) => page.push(row),
+      );
       if (page.length === 0) {
         exhausted = true;
         break;
@@ -138,7 +152,8 @@ if (settings.mode === "export") {
         zstd,
         rowGroupRows: Math.min(ROW_GROUP_ROWS, settings.fileMaxRows),
       });
-      await writer.write(page);
+      for (const row of page) writer.append(row);
+      await writer.drained();
       seconds += (performance.now() - timed) / 1000;
       cpuSeconds += cpuSince(cpu);
       fileRows += page.length;

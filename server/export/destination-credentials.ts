@@ -1,4 +1,5 @@
 import type { DestinationRecord } from "../store/bulk-export-destination-store.js";
+import { DestinationError } from "./destination-error.js";
 import type { S3Credentials } from "./s3-destination.js";
 import type { SecretBox } from "./secret-box.js";
 
@@ -16,10 +17,21 @@ export function sealCredentials(
   return box.seal(JSON.stringify(credentials), context(ids.workspaceId, ids.destinationId));
 }
 
-/** A destination's credentials, or undefined when it uses the environment's. */
+/**
+ * A destination's credentials, or undefined when it uses the environment's. Credentials that this
+ * process cannot decrypt (sealed under another AGENTPLANE_SECRET_KEY, or damaged) throw a
+ * {@link DestinationError}: no retry can read them, only an admin can fix it.
+ */
 export function openCredentials(box: SecretBox, destination: DestinationRecord): S3Credentials | undefined {
   if (destination.credentialsSealed === null) return undefined;
-  return JSON.parse(
-    box.open(destination.credentialsSealed, context(destination.workspaceId, destination.id)),
-  ) as S3Credentials;
+  let text: string;
+  try {
+    text = box.open(destination.credentialsSealed, context(destination.workspaceId, destination.id));
+  } catch (error) {
+    throw new DestinationError(
+      "Credentials cannot be decrypted",
+      `${error instanceof Error ? error.message : String(error)}; restore the key they were sealed with, or give the destination new credentials (PATCH /api/v1/bulk-exports/destinations/{id})`,
+    );
+  }
+  return JSON.parse(text) as S3Credentials;
 }

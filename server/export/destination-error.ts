@@ -1,3 +1,5 @@
+import { EndpointRefused } from "./endpoint-policy.js";
+
 /**
  * What is wrong with a destination, in the seed's words. An export run that meets one of these
  * fails at once (no retry: only the user can fix it); destination creation answers it as a 4xx.
@@ -7,7 +9,11 @@ export type DestinationProblem =
   | "Bucket is not valid"
   | "Key ID you provided does not exist"
   | "Invalid endpoint"
-  | "Destination was deleted";
+  | "Destination was deleted"
+  | "Credentials cannot be decrypted";
+
+/** How far down an error's `cause` chain a refusal is looked for (the SDK wraps at most twice). */
+const MAX_CAUSE_DEPTH = 4;
 
 /** A destination that cannot be written to until its owner fixes it. */
 export class DestinationError extends Error {
@@ -69,6 +75,9 @@ interface SdkErrorShape {
 export function destinationProblemOf(error: unknown, validating = false): DestinationError | undefined {
   if (error instanceof DestinationError) return error;
   if (typeof error !== "object" || error === null) return undefined;
+  // The endpoint policy refused the address: the destination's to fix, whenever it is met.
+  const refused = refusedEndpoint(error);
+  if (refused) return new DestinationError("Invalid endpoint", refused.message);
   const e = error as SdkErrorShape;
   const name = typeof e.name === "string" ? e.name : "";
   const code = typeof e.code === "string" ? e.code : "";
@@ -94,5 +103,15 @@ export function destinationProblemOf(error: unknown, validating = false): Destin
       "Invalid endpoint",
       "the endpoint does not answer like an S3-compatible store",
     );
+  return undefined;
+}
+
+/** The endpoint policy's refusal in `error` or its causes. */
+function refusedEndpoint(error: object): EndpointRefused | undefined {
+  let at: unknown = error;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && typeof at === "object" && at !== null; depth++) {
+    if (at instanceof EndpointRefused) return at;
+    at = (at as { cause?: unknown }).cause;
+  }
   return undefined;
 }

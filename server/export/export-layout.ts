@@ -50,7 +50,12 @@ export function partitionFolder(
  * file after a crash overwrites the same object instead of adding one.
  */
 export function dataFileKey(folder: string, runId: string, sequence: number): string {
-  return `${folder}/runs-${runId}-${String(sequence).padStart(SEQUENCE_DIGITS, "0")}.parquet`;
+  return `${dataFilePrefix(folder, runId)}${String(sequence).padStart(SEQUENCE_DIGITS, "0")}.parquet`;
+}
+
+/** What the keys of every file of an export run start with. */
+export function dataFilePrefix(folder: string, runId: string): string {
+  return `${folder}/runs-${runId}-`;
 }
 
 /** The key of an export run's manifest; the leading `_` makes Hive, Spark and DuckDB globs skip it. */

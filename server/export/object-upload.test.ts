@@ -1,9 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import {
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  type S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type S3Server, startS3Server } from "../../test/support/s3-server.js";
-import { PART_BYTES, startObjectUpload } from "./object-upload.js";
+import { abortUnfinishedUploads, PART_BYTES, startObjectUpload } from "./object-upload.js";
 
 const BUCKET = "uploads";
 let s3: S3Server;
@@ -86,5 +93,42 @@ describe("startObjectUpload", () => {
     ).rejects.toMatchObject({
       name: "NotFound",
     });
+  });
+});
+
+describe("abortUnfinishedUploads", () => {
+  /** Starts a multipart upload of `key` with one part sent, as an attempt that died mid-file leaves it. */
+  async function dangling(key: string): Promise<void> {
+    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }));
+    await client.send(
+      new UploadPartCommand({ Bucket: BUCKET, Key: key, UploadId, PartNumber: 1, Body: randomBytes(1024) }),
+    );
+  }
+
+  const unfinished = async () =>
+    ((await client.send(new ListMultipartUploadsCommand({ Bucket: BUCKET }))).Uploads ?? [])
+      .map((u) => u.Key)
+      .sort();
+
+  it("aborts the unfinished uploads under the prefix and leaves the others", async () => {
+    await dangling("run-a/runs-1-00000.parquet");
+    await dangling("run-a/runs-1-00003.parquet");
+    await dangling("run-b/runs-2-00000.parquet");
+    expect(await unfinished()).toEqual([
+      "run-a/runs-1-00000.parquet",
+      "run-a/runs-1-00003.parquet",
+      "run-b/runs-2-00000.parquet",
+    ]);
+    expect(await abortUnfinishedUploads(client, BUCKET, "run-a/runs-1-")).toBe(2);
+    expect(await unfinished()).toEqual(["run-b/runs-2-00000.parquet"]);
+    expect(await abortUnfinishedUploads(client, BUCKET, "run-a/runs-1-")).toBe(0);
+  });
+
+  it("gives up quietly, leaving the uploads, when the store will not list them", async () => {
+    await dangling("run-c/runs-3-00000.parquet");
+    // Every try of the SDK (three) fails.
+    s3.failNext((method, key) => method === "GET" && key === "", 3);
+    await expect(abortUnfinishedUploads(client, BUCKET, "run-c/")).resolves.toBe(0);
+    expect(await unfinished()).toContain("run-c/runs-3-00000.parquet");
   });
 });

@@ -164,3 +164,43 @@ export async function startObjectUpload(
     },
   };
 }
+
+/**
+ * Aborts the unfinished multipart uploads under `prefix`: what an attempt that died mid-file (a
+ * crash, a kill) left behind, which S3 keeps, and bills, until aborted. Best effort: a store that
+ * does not list uploads, or credentials without s3:ListBucketMultipartUploads or
+ * s3:AbortMultipartUpload, leave them to the bucket's lifecycle rule. Returns how many were aborted.
+ */
+export async function abortUnfinishedUploads(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+): Promise<number> {
+  const { AbortMultipartUploadCommand, ListMultipartUploadsCommand } = await loadS3Sdk();
+  let aborted = 0;
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  try {
+    for (;;) {
+      const page = await client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: prefix,
+          ...(keyMarker ? { KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker } : {}),
+        }),
+      );
+      for (const upload of page.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId) continue;
+        await client.send(
+          new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }),
+        );
+        aborted++;
+      }
+      if (!page.IsTruncated) return aborted;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  } catch {
+    return aborted;
+  }
+}

@@ -1,9 +1,12 @@
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import type { Writable } from "node:stream";
-import { ByteWriter, ParquetWriter } from "hyparquet-writer";
+import type { RowGroup } from "hyparquet";
+import { ByteWriter } from "hyparquet-writer";
+import { writeMetadata } from "hyparquet-writer/src/metadata.js";
 import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
-import { columnValues, FIELD_KINDS, parquetSchema } from "./parquet-schema.js";
+import { parquetSchema } from "./parquet-schema.js";
+import { RowGroupEncoder } from "./row-group-encoder.js";
 import type { Compressor } from "./zstd-compressor.js";
 
 /** What a finished file holds. */
@@ -16,8 +19,14 @@ export interface WrittenFile {
 
 /** Writes one Parquet file to a stream, a row group at a time. */
 export interface ParquetFileWriter {
-  /** Adds rows; writes a row group (and waits for the stream to drain) whenever one is full. */
-  write(rows: readonly ExportRow[]): Promise<void>;
+  /**
+   * Adds a row. When the row group is full it is written to the stream at once; a stream that
+   * asks to wait is waited for in {@link drained}. Synchronous, so rows can be added as Postgres
+   * sends them.
+   */
+  append(row: ExportRow): void;
+  /** Resolves once the stream has taken what was written (backpressure); rejects if it failed. */
+  drained(): Promise<void>;
   /** Bytes handed to the stream so far (compressed): what a file-size bound looks at. */
   bytesWritten(): number;
   /** Rows added so far. */
@@ -38,84 +47,81 @@ export interface ParquetFileWriterOptions {
   rowGroupRows: number;
 }
 
-/** Starting size of the writer's buffer; it grows to the largest row group and is reused. */
+/** Starting size of the output buffer; it grows to the largest compressed row group and is reused. */
 const INITIAL_BUFFER_BYTES = 1 << 20;
+/** The magic bytes that open and close a Parquet file ("PAR1", little-endian). */
+const PARQUET_MAGIC = 0x31524150;
+/** What the footer names as the file's writer. */
+const CREATED_BY = "agentplane bulk export";
 
 /**
- * A hyparquet-writer byte sink that hands each row group's bytes to a Node stream and hashes them.
- * ParquetWriter awaits the promise `flush` returns before encoding the next row group, so a slow
- * destination holds the writer back (backpressure) and at most one row group sits in memory.
+ * The file's bytes, handed to a Node stream a row group at a time and hashed on the way. A copy
+ * goes to the stream because the buffer is reused for the next row group while the stream may
+ * still hold this one.
  */
 class StreamSink extends ByteWriter {
   readonly hash = createHash("sha256");
+  /** Set when the stream asked the writer to wait for `drain`. */
+  private full = false;
   constructor(private readonly out: Writable) {
     super(INITIAL_BUFFER_BYTES);
   }
 
-  flush(): Promise<void> | undefined {
-    if (this.index === 0) return undefined;
-    // A copy: the writer reuses its buffer for the next row group while the stream may still hold this one.
+  /** Hands what is buffered to the stream. */
+  push(): void {
+    if (this.index === 0) return;
     const chunk = Buffer.from(this.buffer.slice(0, this.index));
     this.index = 0;
     this.hash.update(chunk);
-    if (this.out.write(chunk)) return undefined;
-    return once(this.out, "drain").then(() => undefined);
+    if (!this.out.write(chunk)) this.full = true;
   }
 
-  override finish(): void {
-    // The footer: flush() is awaited by finish() below, not here, since ParquetWriter ignores this result.
+  /** Waits until the stream drains, if it asked to; fails with the stream's error. */
+  async drained(): Promise<void> {
+    if (this.out.errored) throw this.out.errored;
+    if (!this.full) return;
+    this.full = false;
+    if (this.out.writableNeedDrain) await once(this.out, "drain");
   }
-}
-
-/**
- * JSON documents are long and all different: plain encoding (a dictionary attempt over them only
- * costs time) and no min/max statistics (no reader prunes on a prefix of a JSON text).
- */
-function columnOptions(field: ExportableRunField): { encoding?: "PLAIN"; statistics?: boolean } {
-  return FIELD_KINDS[field] === "json" ? { encoding: "PLAIN", statistics: false } : {};
 }
 
 /** Starts a Parquet file (ZSTD, v2_beta types) on `options.out`. */
 export function createParquetFileWriter(options: ParquetFileWriterOptions): ParquetFileWriter {
   const { out, fields, rowGroupRows } = options;
   const sink = new StreamSink(out);
-  const writer = new ParquetWriter({
-    writer: sink,
-    schema: parquetSchema(fields),
-    codec: "ZSTD",
-    compressors: { ZSTD: options.zstd },
-    createdBy: "agentplane bulk export (hyparquet-writer)",
-  });
-  let pending: ExportRow[] = [];
+  const encoder = new RowGroupEncoder(fields, options.zstd);
+  const rowGroups: RowGroup[] = [];
   let rows = 0;
+  sink.appendUint32(PARQUET_MAGIC);
 
-  async function writeGroup(group: readonly ExportRow[]): Promise<void> {
-    if (group.length === 0) return;
-    await writer.write({
-      columnData: fields.map((name) => ({ name, data: columnValues(group, name), ...columnOptions(name) })),
-      rowGroupSize: group.length,
-    });
+  function writeGroup(): void {
+    if (encoder.pendingRows() === 0) return;
+    rowGroups.push(encoder.writeTo(sink));
+    sink.push();
   }
 
   return {
-    async write(batch) {
-      rows += batch.length;
-      for (const row of batch) {
-        pending.push(row);
-        if (pending.length >= rowGroupRows) {
-          const group = pending;
-          pending = [];
-          await writeGroup(group);
-        }
-      }
+    append(row) {
+      encoder.add(row);
+      rows++;
+      if (encoder.pendingRows() >= rowGroupRows) writeGroup();
     },
+    drained: () => sink.drained(),
     bytesWritten: () => sink.offset - sink.index,
     rowCount: () => rows,
     async finish() {
-      await writeGroup(pending);
-      pending = [];
-      await writer.finish();
-      await sink.flush();
+      writeGroup();
+      writeMetadata(sink, {
+        version: 2,
+        created_by: CREATED_BY,
+        schema: parquetSchema(fields),
+        num_rows: BigInt(rows),
+        row_groups: rowGroups,
+        metadata_length: 0,
+      });
+      sink.appendUint32(PARQUET_MAGIC);
+      sink.push();
+      await sink.drained();
       const ended = once(out, "finish");
       out.end();
       await ended;

@@ -1,5 +1,5 @@
-import type { ColumnSource, SchemaElement } from "hyparquet-writer";
-import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
+import type { SchemaElement } from "hyparquet-writer";
+import type { ExportableRunField } from "../store/run-export-store.js";
 
 /** How a field is typed in `v2_beta` Parquet. */
 export type ColumnKind = "string" | "string-list" | "timestamp" | "boolean" | "json" | "int64" | "double";
@@ -96,21 +96,4 @@ export function parquetSchema(fields: readonly ExportableRunField[]): SchemaElem
 /** What a manifest says of the columns of `fields`. */
 export function describeColumns(fields: readonly ExportableRunField[]): ColumnDescription[] {
   return fields.map((name) => ({ name, ...DESCRIPTIONS[FIELD_KINDS[name]] }));
-}
-
-/** Bigint of decimal text, null kept. */
-function bigintOrNull(value: unknown): bigint | null {
-  return value === null || value === undefined ? null : BigInt(value as string);
-}
-
-/** A column's values in the form hyparquet-writer takes for its kind. */
-export function columnValues(rows: readonly ExportRow[], field: ExportableRunField): ColumnSource["data"] {
-  const kind = FIELD_KINDS[field];
-  const values = new Array<unknown>(rows.length);
-  if (kind === "timestamp" || kind === "int64") {
-    for (let i = 0; i < rows.length; i++) values[i] = bigintOrNull(rows[i]?.[field]);
-  } else {
-    for (let i = 0; i < rows.length; i++) values[i] = rows[i]?.[field] ?? null;
-  }
-  return values as ColumnSource["data"];
 }

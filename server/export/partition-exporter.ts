@@ -1,9 +1,15 @@
 import type { ExportedFile, RunCursor } from "../store/bulk-export-run-store.js";
 import type { Queryable } from "../store/db.js";
-import { type ExportableRunField, type ExportRow, readExportRows } from "../store/run-export-store.js";
+import {
+  CURSOR_ID,
+  CURSOR_START_US,
+  type ExportableRunField,
+  type ExportRow,
+  readExportRows,
+} from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
-import { dataFileKey, manifestKey, partitionFolder } from "./export-layout.js";
-import { type ObjectUpload, startObjectUpload } from "./object-upload.js";
+import { dataFileKey, dataFilePrefix, manifestKey, partitionFolder } from "./export-layout.js";
+import { abortUnfinishedUploads, type ObjectUpload, startObjectUpload } from "./object-upload.js";
 import { createParquetFileWriter, type WrittenFile } from "./parquet-file-writer.js";
 import { describeColumns } from "./parquet-schema.js";
 import { createS3Client, putObject, type S3Target } from "./s3-destination.js";
@@ -25,6 +31,8 @@ export interface PartitionWork {
   /** The last checkpoint: continue after this row, with these files already in the bucket. */
   cursor: RunCursor | null;
   files: readonly ExportedFile[];
+  /** Whether an earlier attempt of this run started (and may have died mid-file). */
+  retried: boolean;
 }
 
 /** How files are cut and rows read. */
@@ -43,10 +51,14 @@ export interface PartitionHooks {
   signal: AbortSignal;
 }
 
-/** Rows read from Postgres per query: large enough to amortise a round trip, small in memory. */
-const PAGE_ROWS = 2_000;
 /** Rows per Parquet row group: readers skip by row group; the writer holds one in memory. */
-const ROW_GROUP_ROWS = 10_000;
+export const ROW_GROUP_ROWS = 10_000;
+/**
+ * Rows read from Postgres per query: rows stream into the writer as they arrive, so a page costs
+ * no memory; it only bounds a query's duration, and the round trip between pages is small beside
+ * this many rows.
+ */
+export const PAGE_ROWS = 10_000;
 /** The media type of Parquet files (IANA registration of application/vnd.apache.parquet). */
 const PARQUET_TYPE = "application/vnd.apache.parquet";
 
@@ -74,48 +86,49 @@ export async function exportPartition(
   });
   const files = [...work.files];
   const client = await createS3Client(work.target);
-  const read = async (after: RunCursor | null, limit: number): Promise<Page> => ({
-    limit,
-    rows: await readExportRows(sql, {
-      workspaceId: work.workspaceId,
-      sessionId: work.sessionId,
-      from: work.start,
-      to: work.end,
-      condition: work.condition,
-      after,
-      limit,
-      fields: work.fields,
-    }),
-  });
-  const firstPageRows = Math.min(PAGE_ROWS, limits.fileMaxRows);
+  const read = (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) =>
+    readExportRows(
+      sql,
+      {
+        workspaceId: work.workspaceId,
+        sessionId: work.sessionId,
+        from: work.start,
+        to: work.end,
+        condition: work.condition,
+        after,
+        limit,
+        fields: work.fields,
+      },
+      onRow,
+    );
   try {
-    let page = await read(work.cursor, firstPageRows);
-    while (page.rows.length > 0) {
+    // An earlier attempt of this run that died mid-file left its multipart upload behind.
+    if (work.retried)
+      await abortUnfinishedUploads(client, location.bucketName, dataFilePrefix(folder, work.runId));
+    let cursor = work.cursor;
+    for (;;) {
       signal.throwIfAborted();
+      // No request is made before the first bytes, so a file that finds no rows costs nothing.
       const key = dataFileKey(folder, work.runId, files.length);
       const upload = await startObjectUpload(client, location.bucketName, key, PARQUET_TYPE);
       const stop = () => void upload.abort(signal.reason);
       signal.addEventListener("abort", stop, { once: true });
-      let written: WrittenPart;
+      let written: WrittenPart | undefined;
       try {
-        written = await writeFile(upload, page, {
-          fields: work.fields,
-          zstd,
-          limits,
-          signal,
-          read,
-          firstPageRows,
-        });
+        written = await writeFile(upload, cursor, { fields: work.fields, zstd, limits, signal, read });
+        if (!written) await upload.abort(new Error("no rows left for another file"));
       } catch (error) {
         await upload.abort(error);
         throw signal.aborted ? signal.reason : error;
       } finally {
         signal.removeEventListener("abort", stop);
       }
+      if (!written) break;
       const file: ExportedFile = { key, ...written.file };
-      await hooks.checkpoint(file, cursorOf(written.last));
+      cursor = cursorOf(written.last);
+      await hooks.checkpoint(file, cursor);
       files.push(file);
-      page = written.next;
+      if (written.exhausted) break;
     }
     signal.throwIfAborted();
     const key = manifestKey(folder, work.runId);
@@ -132,32 +145,29 @@ export async function exportPartition(
   }
 }
 
-/** Rows read with the limit they were read with: fewer rows than the limit means nothing follows. */
-interface Page {
-  rows: ExportRow[];
-  limit: number;
-}
-
-/** A file written: what it holds, its last row, and the page read after it (empty at the end). */
+/** A file written: what it holds, its last row, and whether the partition has no rows after it. */
 interface WrittenPart {
   file: WrittenFile;
   last: ExportRow;
-  next: Page;
+  exhausted: boolean;
 }
 
-/** Writes one file from `first` on, until it is full or the partition has no more rows. */
+/**
+ * Writes one file of the rows after `after`, until it is full or the partition has no more rows;
+ * undefined when there were none. Rows go into the Parquet writer as Postgres sends them, a page
+ * (one query) at a time; between pages the writer waits for the upload to catch up.
+ */
 async function writeFile(
   upload: ObjectUpload,
-  first: Page,
+  after: RunCursor | null,
   opts: {
     fields: readonly ExportableRunField[];
     zstd: Compressor;
     limits: PartitionLimits;
     signal: AbortSignal;
-    read: (after: RunCursor, limit: number) => Promise<Page>;
-    firstPageRows: number;
+    read: (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) => Promise<number>;
   },
-): Promise<WrittenPart> {
+): Promise<WrittenPart | undefined> {
   const { limits } = opts;
   const writer = createParquetFileWriter({
     out: upload.body,
@@ -165,39 +175,34 @@ async function writeFile(
     zstd: opts.zstd,
     rowGroupRows: Math.min(ROW_GROUP_ROWS, limits.fileMaxRows),
   });
-  let page = first;
-  let last = first.rows[first.rows.length - 1] as ExportRow;
-  for (;;) {
+  let last: ExportRow | undefined;
+  const append = (row: ExportRow) => {
+    writer.append(row);
+    last = row;
+  };
+  let exhausted = false;
+  while (writer.rowCount() < limits.fileMaxRows && writer.bytesWritten() < limits.fileMaxBytes) {
     opts.signal.throwIfAborted();
-    last = page.rows[page.rows.length - 1] as ExportRow;
-    // A short page was the partition's last; otherwise the next page is read while this one is
-    // encoded, so Postgres works on it in parallel.
-    const exhausted = page.rows.length < page.limit;
-    const room = limits.fileMaxRows - writer.rowCount() - page.rows.length;
-    const next = exhausted
-      ? undefined
-      : opts.read(cursorOf(last), room > 0 ? Math.min(PAGE_ROWS, room) : opts.firstPageRows);
-    // If the write fails, nobody awaits the read; its failure must not go unhandled.
-    next?.catch(() => {});
-    await writer.write(page.rows);
-    if (!next) {
-      page = { rows: [], limit: page.limit };
+    const limit = Math.min(PAGE_ROWS, limits.fileMaxRows - writer.rowCount());
+    const count = await opts.read(last ? cursorOf(last) : after, limit, append);
+    await writer.drained();
+    if (count < limit) {
+      exhausted = true;
       break;
     }
-    page = await next;
-    if (room <= 0 || writer.bytesWritten() >= limits.fileMaxBytes || page.rows.length === 0) break;
   }
+  if (!last) return undefined;
   const file = await writer.finish();
   await upload.done;
-  return { file, last, next: page };
+  return { file, last, exhausted };
 }
 
 /** The cursor after `row`: its start time as ISO text with microseconds, and its id. */
 export function cursorOf(row: ExportRow): RunCursor {
-  const micros = BigInt(row.cursor_start_us);
+  const micros = BigInt(String(row[CURSOR_START_US]));
   const iso = new Date(Number(micros / 1000n)).toISOString();
   const sub = String(((micros % 1000n) + 1000n) % 1000n).padStart(3, "0");
-  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: row.cursor_id };
+  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: String(row[CURSOR_ID]) };
 }
 
 /** The manifest of a finished partition: enough to check every file without opening it. */

@@ -1,6 +1,9 @@
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { S3Location } from "../store/bulk-export-destination-store.js";
-import { destinationProblemOf } from "./destination-error.js";
+import { DestinationError, destinationProblemOf } from "./destination-error.js";
+import { type EndpointPolicy, endpointHostProblem, guardedLookup } from "./endpoint-policy.js";
 import { loadS3Sdk } from "./s3-sdk.js";
 
 /** Static credentials of a destination. */
@@ -14,6 +17,8 @@ export interface S3Credentials {
 export interface S3Target {
   location: S3Location;
   credentials: S3Credentials | undefined;
+  /** Which addresses the endpoint may reach. */
+  policy: EndpointPolicy;
 }
 
 /** Region the SDK signs for when the destination names none (S3-compatible stores ignore it). */
@@ -29,12 +34,18 @@ const MAX_SDK_ATTEMPTS = 3;
  * An S3 client for a destination. With an `endpoint_url` (an S3-compatible store: MinIO, GCS XML,
  * Ceph…) it addresses buckets by path and sends checksums only when an operation needs them, which
  * such stores handle; for AWS (no endpoint) it keeps the SDK's defaults. Without credentials the
- * SDK's standard environment chain applies (self-hosted only, as the seed says).
+ * SDK's standard environment chain applies (self-hosted only, as the seed says). Every connection
+ * goes through the endpoint policy: an endpoint that is (or resolves to) a refused address throws
+ * a {@link DestinationError} "Invalid endpoint", here or when a request connects.
  */
 export async function createS3Client(target: S3Target): Promise<S3Client> {
   const { S3Client } = await loadS3Sdk();
-  const { location, credentials } = target;
+  const { location, credentials, policy } = target;
   const custom = location.endpointUrl !== null;
+  const refused =
+    location.endpointUrl === null ? undefined : endpointHostProblem(location.endpointUrl, policy);
+  if (refused) throw new DestinationError("Invalid endpoint", refused);
+  const lookup = guardedLookup(policy);
   return new S3Client({
     region: location.region ?? DEFAULT_REGION,
     ...(custom
@@ -47,7 +58,12 @@ export async function createS3Client(target: S3Target): Promise<S3Client> {
       : {}),
     ...(credentials ? { credentials } : {}),
     maxAttempts: MAX_SDK_ATTEMPTS,
-    requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    requestHandler: {
+      connectionTimeout: CONNECT_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      httpAgent: new HttpAgent({ keepAlive: true, lookup }),
+      httpsAgent: new HttpsAgent({ keepAlive: true, lookup }),
+    },
   });
 }
 
@@ -71,7 +87,9 @@ export async function putObject(
  */
 export async function checkDestination(target: S3Target, key: string): Promise<void> {
   const { DeleteObjectCommand } = await loadS3Sdk();
-  const client = await createS3Client(target);
+  const client = await createS3Client(target).catch((error: unknown) => {
+    throw destinationProblemOf(error, true) ?? error;
+  });
   try {
     await putObject(
       client,

@@ -122,3 +122,22 @@ export async function markDestinationDeleted(
     returning id`;
   return rows.length > 0;
 }
+
+/**
+ * Replaces a live destination's credentials; returns it as it is afterwards, or undefined when the
+ * workspace has no such live destination.
+ */
+export async function updateDestinationCredentials(
+  q: Queryable,
+  workspaceId: string,
+  id: string,
+  credentials: { sealed: Uint8Array | null; keys: string[] },
+): Promise<DestinationRecord | undefined> {
+  const [row] = await q<DestinationRow[]>`
+    update bulk_export_destinations
+    set credentials_sealed = ${credentials.sealed}, credentials_keys = ${credentials.keys}::text[],
+      updated_at = now()
+    where workspace_id = ${workspaceId} and id = ${id} and deleted_at is null
+    returning *`;
+  return row && toRecord(row);
+}

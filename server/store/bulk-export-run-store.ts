@@ -123,6 +123,23 @@ export async function listExportRuns(
   return rows.map(toRecord);
 }
 
+/**
+ * The runs of every export of the workspace that schedule `sourceId` spawned, by export window
+ * then partition.
+ */
+export async function listScheduledExportRuns(
+  q: Queryable,
+  workspaceId: string,
+  sourceId: string,
+): Promise<ExportRunRecord[]> {
+  const rows = await q<RunRow[]>`
+    select ${columns(q)} from bulk_export_runs as r
+    join bulk_exports as e on e.workspace_id = r.workspace_id and e.id = r.bulk_export_id
+    where r.workspace_id = ${workspaceId} and e.source_bulk_export_id = ${sourceId}
+    order by e.start_time, r.start_time, r.id`;
+  return rows.map(toRecord);
+}
+
 /** One run of an export of the workspace, or undefined. */
 export async function findExportRun(
   q: Queryable,

@@ -44,15 +44,22 @@ export const EXPORTABLE_RUN_FIELDS = [
 export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
 
 /**
- * A run as an export reads it: each selected field in the shape its Parquet column takes. UUIDs
- * and text are strings, lists arrays of strings, timestamps microseconds since the epoch and token counts
- * as decimal text (so no precision is lost), JSON fields their JSON text, costs numbers.
+ * A run as an export reads it: Postgres's text output of each column, as the bytes the wire
+ * carried (no decoding into strings, so the Parquet encoder copies text and JSON as they came), or
+ * null. Position {@link CURSOR_START_US} holds the keyset start time in epoch microseconds,
+ * {@link CURSOR_ID} the run's id, and position `FIRST_FIELD + i` the query's `fields[i]`:
+ * UUIDs and text as text, lists in Postgres's array form (`{a,"b c"}`), timestamps as epoch microseconds and token counts
+ * as decimal text (so no precision is lost), JSON fields as JSON text, costs as float8 text and
+ * booleans as `t` or `f`.
  */
-export type ExportRow = Partial<Record<ExportableRunField, unknown>> & {
-  /** The keyset position of the row: its start time in epoch microseconds (decimal text) and id. */
-  readonly cursor_start_us: string;
-  readonly cursor_id: string;
-};
+export type ExportRow = readonly (Buffer | null)[];
+
+/** Where an {@link ExportRow} holds the start time of its keyset position (epoch microseconds). */
+export const CURSOR_START_US = 0;
+/** Where an {@link ExportRow} holds the id of its keyset position. */
+export const CURSOR_ID = 1;
+/** Where an {@link ExportRow}'s first selected field is. */
+export const FIRST_FIELD = 2;
 
 /** What an export partition reads. */
 export interface ExportRowQuery {
@@ -105,11 +112,17 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
 }
 
 /**
- * One page of a partition's runs in keyset order (start_time, id), after `query.after`. The
- * workspace, the project, the time window, the position and the export's filter are combined with
+ * One page of a partition's runs in keyset order (start_time, id), after `query.after`, each
+ * handed to `onRow` as raw column bytes (see {@link ExportRow}) the moment it arrives, so nothing
+ * holds a page of rows and the caller works while Postgres sends the rest; returns how many came.
+ * The workspace, the project, the time window, the position and the export's filter are combined with
  * `inWorkspace`, so nothing in the filter can reach another workspace's or project's runs.
  */
-export async function readExportRows(q: Queryable, query: ExportRowQuery): Promise<ExportRow[]> {
+export async function readExportRows(
+  q: Queryable,
+  query: ExportRowQuery,
+  onRow: (row: ExportRow) => void,
+): Promise<number> {
   const where: SqlFragment[] = [
     q`run.session_id = ${query.sessionId}`,
     q`run.start_time >= ${query.from}`,
@@ -123,10 +136,17 @@ export async function readExportRows(q: Queryable, query: ExportRowQuery): Promi
   }
   const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
   const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
-  return q<ExportRow[]>`
+  let count = 0;
+  await q`
     select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
     from runs as run
     where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by run.start_time, run.id
-    limit ${query.limit}`;
+    limit ${query.limit}`
+    .raw()
+    .forEach((row) => {
+      count++;
+      onRow(row as unknown as ExportRow);
+    });
+  return count;
 }

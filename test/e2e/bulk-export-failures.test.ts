@@ -4,9 +4,9 @@
  * destination deleted during an export. Each ends in the seed's state without a retry.
  */
 import { randomUUID } from "node:crypto";
+import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from "@aws-sdk/client-s3";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   createS3Destination,
   listKeys,
@@ -16,7 +16,7 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
 const BUCKET = "failures";
 let s3: S3Server;
@@ -65,7 +65,7 @@ beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
   t = await startTestApp({
     bulkExport: {
-      ...DEFAULT_BULK_EXPORT_SETTINGS,
+      ...TEST_BULK_EXPORT_SETTINGS,
       // One row per file, many files: uploads to hold on to. Heartbeats every second.
       fileMaxRows: 1,
       leaseSeconds: 4,
@@ -183,6 +183,22 @@ describe("destination errors fail at once, without retries", () => {
     await expectFailedWithoutRetry(exportId, /^Key ID you provided does not exist: /);
   });
 
+  it("credentials sealed under another secret key", async () => {
+    // A second server on the same database with a data directory, so a generated secret key, of its own.
+    const other = await startTestApp({ databaseUrl: t.databaseUrl, bootstrapApiKey: t.adminKey });
+    let destinationId: string;
+    try {
+      destinationId = await createS3Destination(other.fetch, s3, { bucket: BUCKET, prefix: "other-key" });
+    } finally {
+      await other.app.stop();
+    }
+    const exportId = await createExport(destinationId);
+    await expectFailedWithoutRetry(
+      exportId,
+      /^Credentials cannot be decrypted: sealed secret was encrypted with another key: every process must use the same AGENTPLANE_SECRET_KEY; restore the key/,
+    );
+  });
+
   it("a destination deleted during the export", async () => {
     const destinationId = await createDestination(s3, "deleted");
     const hold = s3.hold(
@@ -242,6 +258,34 @@ describe("other errors", () => {
     expect(files.map((k) => k.slice(-14))).toEqual(files.map((_, i) => `-0000${i}.parquet`));
     expect(run.rows_exported).toBe(files.length);
   });
+
+  it("are followed, on retry, by aborting what the failed attempt left unfinished in the bucket", async () => {
+    const destinationId = await createDestination(s3, "dangling");
+    // The second file of day 2's partition is held; meanwhile a multipart upload of the same key
+    // is left unfinished, as an attempt that died mid-file leaves it.
+    const hold = s3.hold(
+      (method, key) => method === "PUT" && key.startsWith("dangling/") && key.endsWith("-00001.parquet"),
+    );
+    const exportId = await createExport(destinationId);
+    const [held] = await hold.held(1);
+    const key = String(held?.key);
+    const client = s3.client();
+    // (Started only: a part sent now would be held too.)
+    await client.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }));
+    expect(
+      (await client.send(new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "dangling/" }))).Uploads,
+    ).toHaveLength(1);
+    // Its manifest fails all three tries of the SDK: the attempt fails and the run is retried.
+    const runId = /runs-([0-9a-f-]{36})-00001\.parquet$/.exec(key)?.[1];
+    s3.failNext((method, k) => method === "PUT" && k.endsWith(`/_manifest-${runId}.json`), 3);
+    hold.release();
+    expect((await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"])).status).toBe("Completed");
+    expect((await runsOf(exportId)).find((r) => r.id === runId)?.retry_number).toBe(1);
+    const unfinished = await client.send(
+      new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "dangling/" }),
+    );
+    expect(unfinished.Uploads ?? []).toEqual([]);
+  });
 });
 
 describe("the export time limit", () => {
@@ -251,7 +295,7 @@ describe("the export time limit", () => {
       databaseUrl: t.databaseUrl,
       bootstrapApiKey: t.adminKey,
       bulkExport: {
-        ...DEFAULT_BULK_EXPORT_SETTINGS,
+        ...TEST_BULK_EXPORT_SETTINGS,
         exportTimeoutSeconds: 1,
         leaseSeconds: 4,
         maintenanceIntervalSeconds: 1,

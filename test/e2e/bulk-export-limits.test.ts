@@ -4,7 +4,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   createS3Destination,
   restJson,
@@ -13,7 +12,7 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
 const BUCKET = "limits";
 let s3: S3Server;
@@ -46,7 +45,7 @@ beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
   t = await startTestApp({
     bulkExport: {
-      ...DEFAULT_BULK_EXPORT_SETTINGS,
+      ...TEST_BULK_EXPORT_SETTINGS,
       maxConcurrentRunsPerExport: 1,
       maxConcurrentExportsPerWorkspace: 1,
       maintenanceIntervalSeconds: 1,

@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { Clock } from "../../server/clock.js";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   createS3Destination,
   restJson,
@@ -15,14 +14,14 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
 const BUCKET = "scheduled";
 const HOUR = 60 * 60 * 1000;
 const MINUTE = 60 * 1000;
 /** Midnight three days ago: where the schedule starts. */
 const BASE = utcDay(3);
-const settings = { ...DEFAULT_BULK_EXPORT_SETTINGS, maintenanceIntervalSeconds: 1 };
+const settings = { ...TEST_BULK_EXPORT_SETTINGS, maintenanceIntervalSeconds: 1 };
 
 /** The clock the server reads; the test moves it. */
 const clock: Clock & { at: Date } = {
@@ -150,4 +149,34 @@ it("spawns each window 10 minutes after it ends, catches up after an outage, and
   await waitForSpawned(String(witness.id), 1);
   expect(await spawned(scheduleId)).toHaveLength(8);
   for (const e of await spawned(scheduleId)) expect(e.status).not.toBe("Cancelled");
+}, 60_000);
+
+it("lists the runs of every export a schedule spawned, and only those", async () => {
+  // Two 12-hour windows ended at least 10 minutes ago: exactly two exports are due.
+  const start = new Date(clock.at.getTime() - 24 * HOUR - 10 * MINUTE);
+  const schedule = await createSchedule({ start_time: start.toISOString(), interval_hours: 12 });
+  const scheduleId = String(schedule.id);
+  const exports = await waitForSpawned(scheduleId, 2);
+  const one = await createSchedule({
+    start_time: BASE.toISOString(),
+    end_time: new Date(BASE.getTime() + 6 * HOUR).toISOString(),
+  });
+
+  const listed = await json(`/api/v1/bulk-exports/runs?source_bulk_export_id=${scheduleId}`);
+  expect(listed.status).toBe(200);
+  const expected: unknown[] = [];
+  for (const e of exports) expected.push(...(await json(`/api/v1/bulk-exports/${e.id}/runs`)).body);
+  const ids = (runs: unknown[]) => runs.map((r) => [(r as Json).bulk_export_id, (r as Json).id]);
+  expect(ids(listed.body)).toEqual(ids(expected));
+  expect(new Set(listed.body.map((r) => r.bulk_export_id))).toEqual(new Set(exports.map((e) => e.id)));
+
+  // A one-off export spawned nothing; a missing or malformed id is the caller's to fix.
+  expect((await json(`/api/v1/bulk-exports/runs?source_bulk_export_id=${one.id}`)).body).toEqual([]);
+  const missing = await json("/api/v1/bulk-exports/runs");
+  expect(missing.status).toBe(422);
+  expect(missing.body.detail).toBe("source_bulk_export_id is required: the id of a scheduled bulk export");
+  const unknown = await json(`/api/v1/bulk-exports/runs?source_bulk_export_id=${randomUUID()}`);
+  expect(unknown.status).toBe(404);
+  const { runs } = await t.client().bulkExports.listScheduledExportRuns({ sourceBulkExportId: scheduleId });
+  expect(runs.map((r) => r.id)).toEqual(listed.body.map((r) => r.id));
 }, 60_000);

@@ -8,7 +8,6 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import {
   downloadPrefix,
   duckdb,
@@ -19,8 +18,10 @@ import {
   waitForExportStatus,
 } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
-import { startTestApp, type TestApp } from "../support/test-app.js";
+import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
+/** A tag with what list and JSON encodings must escape, and text beyond ASCII. */
+const AWKWARD_TAG = 'a "quoted", {braced} tag \\ NULL ✓ 测试';
 const BUCKET = "exports";
 let s3: S3Server;
 let t: TestApp;
@@ -41,12 +42,16 @@ beforeAll(async () => {
   s3 = await startS3Server({ buckets: [BUCKET] });
   t = await startTestApp({
     // Three rows per file, so every partition has several files; quick maintenance passes.
-    bulkExport: { ...DEFAULT_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
+    bulkExport: { ...TEST_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
   });
   workspaceId = (await t.client().workspaces.getCurrentWorkspace({})).id;
   const project = `export-${randomUUID()}`;
   sent = await sendTraces({ baseUrl: t.baseUrl, apiKey: t.adminKey }, project, [
-    ...DAY2.map((start, i) => ({ start, tags: [`t${i}`, "day2"], ...(i === 1 ? { error: "boom" } : {}) })),
+    ...DAY2.map((start, i) => ({
+      start,
+      tags: [`t${i}`, "day2", ...(i === 1 ? [AWKWARD_TAG] : [])],
+      ...(i === 1 ? { error: "boom" } : {}),
+    })),
     ...DAY1.map((start) => ({ start, tags: ["day1"] })),
   ]);
   // Another project's traces in the same range must not leak into the export.
@@ -222,7 +227,7 @@ describe("a one-off export", () => {
       status: "error",
       error: "boom",
       is_root: false,
-      tags: ["t1", "day2"],
+      tags: ["t1", "day2", AWKWARD_TAG],
       total_tokens: "13",
       prompt: '"p1"',
       text: "answer 1",

@@ -58,6 +58,7 @@ beforeAll(async () => {
     AGENTPLANE_EXPORT_FILE_MAX_ROWS: String(FILE_ROWS),
     // A dead worker's lease lapses after 2 s and a maintenance pass runs every second.
     AGENTPLANE_EXPORT_LEASE_SECONDS: "2",
+    AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS: "true",
     AGENTPLANE_EXPORT_MAINTENANCE_INTERVAL_SECONDS: "1",
   };
 });

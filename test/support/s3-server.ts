@@ -6,6 +6,7 @@ import { S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import { createScope, getCanonicalHeaders, getCanonicalQuery } from "@smithy/signature-v4";
 import S3rver, { type KoaContext, type KoaMiddleware } from "s3rver";
 import s3rverAccount from "s3rver/lib/models/account.js";
+import { createMultipartUploadsMiddleware } from "./s3-multipart.js";
 
 /** Region the clients sign for; s3rver ignores regions, and so does the verifier. */
 const REGION = "us-east-1";
@@ -95,6 +96,7 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     held: (r: HeldRequest) => void;
     released: Promise<void>;
   }[] = [];
+  server.middleware.unshift(createMultipartUploadsMiddleware(directory));
   server.middleware.unshift(createSigV4Verifier(secrets));
   const failures: { match: (method: string, key: string) => boolean; left: number }[] = [];
   server.middleware.unshift(async (ctx, next) => {

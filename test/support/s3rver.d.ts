@@ -11,6 +11,10 @@ declare module "s3rver" {
     method: string;
     /** The request target as received: raw (still percent-encoded) path and query. */
     originalUrl: string;
+    /** The path, still percent-encoded, without the query. */
+    path: string;
+    /** The parsed query: a parameter present without a value is "". */
+    query: Record<string, string | string[] | undefined>;
     status: number;
     type: string;
     body: unknown;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentplaneClient, type ClientProtocol, createClient } from "../../sdk/index.js";
 import { type App, type AppHooks, startApp } from "../../server/app.js";
-import type { Config } from "../../server/config.js";
+import { type BulkExportSettings, type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import { createLogger, type Logger } from "../../server/logger.js";
 import { createTestDatabase } from "./database.js";
 
@@ -25,6 +25,12 @@ export interface TestApp {
   /** Stops the server and drops its database. */
   stop(): Promise<void>;
 }
+
+/** Bulk export settings for tests: the defaults, with destinations on loopback (s3rver) allowed. */
+export const TEST_BULK_EXPORT_SETTINGS: BulkExportSettings = {
+  ...DEFAULT_BULK_EXPORT_SETTINGS,
+  allowPrivateEndpoints: true,
+};
 
 /**
  * Starts a {@link TestApp}; `overrides` change the config (port and database are set for you). With
@@ -59,6 +65,7 @@ export async function startTestApp(
     usageReporting: true,
     assistantDefaults: undefined,
     schemaResolveTimeoutMs: 30_000,
+    bulkExport: TEST_BULK_EXPORT_SETTINGS,
     ...overrides,
   };
   const app = await startApp(config, options.log ?? createLogger(config.logLevel), options.hooks);

@@ -103,6 +103,15 @@ function endpointOf(text: string): string {
   return text.replace(/\/+$/, "");
 }
 
+/** The credentials of an UpdateDestination request, validated (they are required there). */
+export function parseUpdatedCredentials(c: CreateDestinationRequest["credentials"]): S3Credentials {
+  if (!c)
+    throw invalid(
+      'credentials is required: {"access_key_id": ..., "secret_access_key": ..., "session_token"?: ...}',
+    );
+  return credentialsOf(c);
+}
+
 function credentialsOf(c: NonNullable<CreateDestinationRequest["credentials"]>): S3Credentials {
   if (c.accessKeyId.length === 0 || c.accessKeyId.length > MAX_ACCESS_KEY_ID)
     throw invalid(`credentials.access_key_id must be 1 to ${MAX_ACCESS_KEY_ID} characters`);

@@ -5,7 +5,7 @@ import { sealCredentials } from "../../export/destination-credentials.js";
 import { DestinationError } from "../../export/destination-error.js";
 import { probeKey } from "../../export/export-layout.js";
 import { insertExportWithRuns } from "../../export/new-export.js";
-import { checkDestination, type S3Credentials } from "../../export/s3-destination.js";
+import { checkDestination, type S3Credentials, type S3Target } from "../../export/s3-destination.js";
 import type { SecretBox } from "../../export/secret-box.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchExportRuns, type ExportDispatchDeps } from "../../jobs/bulk-export-dispatch.js";
@@ -15,8 +15,9 @@ import {
   insertDestination,
   listDestinations,
   markDestinationDeleted,
+  updateDestinationCredentials,
 } from "../../store/bulk-export-destination-store.js";
-import { findExportRun, listExportRuns } from "../../store/bulk-export-run-store.js";
+import { findExportRun, listExportRuns, listScheduledExportRuns } from "../../store/bulk-export-run-store.js";
 import { type ExportRecord, findExport, finishExport, listExports } from "../../store/bulk-export-store.js";
 import type { Sql } from "../../store/db.js";
 import { findProjectIds } from "../../store/run-query-store.js";
@@ -24,7 +25,11 @@ import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { toDestinationMessage, toExportMessage, toRunMessage } from "./bulk-export-messages.js";
-import { parseDestinationRequest, parseExportRequest } from "./bulk-export-requests.js";
+import {
+  parseDestinationRequest,
+  parseExportRequest,
+  parseUpdatedCredentials,
+} from "./bulk-export-requests.js";
 
 /** Dependencies of {@link createBulkExportService}. */
 export interface BulkExportServiceDeps extends Omit<ExportDispatchDeps, "settings"> {
@@ -48,19 +53,7 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
       const { workspace } = await authorizeExport(ctx);
       const input = parseDestinationRequest(request);
       const id = uuidv7();
-      try {
-        await checkDestination(
-          { location: input.location, credentials: input.credentials },
-          probeKey(input.location, id),
-        );
-      } catch (error) {
-        if (error instanceof DestinationError)
-          throw invalid(`Failed to validate S3 destination: ${error.problem} (${error.detail})`);
-        throw new ConnectError(
-          "Failed to validate S3 destination: the store answered with a server error; try again later",
-          Code.Unavailable,
-        );
-      }
+      await validateDestination({ location: input.location, credentials: input.credentials }, id);
       const destination = await insertDestination(sql, {
         id,
         workspaceId: workspace.id,
@@ -85,6 +78,21 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
       const destination = await findDestination(sql, workspace.id, id);
       if (!destination) throw destinationNotFound(id);
       return toDestinationMessage(destination);
+    },
+
+    async updateDestination(request, ctx) {
+      const { workspace } = await authorizeExport(ctx);
+      const id = requireUuid(request.destinationId, "destination_id");
+      const credentials = parseUpdatedCredentials(request.credentials);
+      const destination = await findDestination(sql, workspace.id, id);
+      if (!destination) throw destinationNotFound(id);
+      await validateDestination({ location: destination, credentials }, id);
+      const updated = await updateDestinationCredentials(sql, workspace.id, id, {
+        sealed: sealCredentials(secrets, { workspaceId: workspace.id, destinationId: id }, credentials),
+        keys: credentialFieldNames(credentials),
+      });
+      if (!updated) throw destinationNotFound(id);
+      return toDestinationMessage(updated);
     },
 
     async deleteDestination(request, ctx) {
@@ -176,6 +184,17 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
       return { runs: runs.map((r) => toRunMessage(r, e, destination)) };
     },
 
+    async listScheduledExportRuns(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "bulk-exports:read");
+      if (request.sourceBulkExportId === "")
+        throw invalid("source_bulk_export_id is required: the id of a scheduled bulk export");
+      const schedule = await mustFindExport(workspace.id, request.sourceBulkExportId);
+      const destination = await findDestinationForExport(sql, workspace.id, schedule.destinationId);
+      const runs = await listScheduledExportRuns(sql, workspace.id, schedule.id);
+      // A spawned export carries its schedule's workspace, project and destination.
+      return { runs: runs.map((r) => toRunMessage(r, { ...schedule, id: r.bulkExportId }, destination)) };
+    },
+
     async getBulkExportRun(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "bulk-exports:read");
       const e = await mustFindExport(workspace.id, request.bulkExportId);
@@ -185,6 +204,26 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
       return toRunMessage(run, e, await findDestinationForExport(sql, workspace.id, e.destinationId));
     },
   };
+
+  /**
+   * Writes and deletes a test object with `target`, as creating or updating destination `id` does;
+   * throws what to fix (422) or that the store failed (503).
+   */
+  async function validateDestination(target: Omit<S3Target, "policy">, id: string): Promise<void> {
+    try {
+      await checkDestination(
+        { ...target, policy: { allowPrivate: deps.settings.allowPrivateEndpoints } },
+        probeKey(target.location, id),
+      );
+    } catch (error) {
+      if (error instanceof DestinationError)
+        throw invalid(`Failed to validate S3 destination: ${error.problem} (${error.detail})`);
+      throw new ConnectError(
+        "Failed to validate S3 destination: the store answered with a server error; try again later",
+        Code.Unavailable,
+      );
+    }
+  }
 
   async function mustFindExport(workspaceId: string, rawId: string): Promise<ExportRecord> {
     const id = requireUuid(rawId, "bulk_export_id");

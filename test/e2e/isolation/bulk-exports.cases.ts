@@ -77,6 +77,20 @@ export const suite = isolationSuite<{
       ...NOT_FOUND,
     },
     {
+      name: "BulkExportService.UpdateDestination (new credentials)",
+      rest: (f) => ({
+        method: "PATCH",
+        path: `/api/v1/bulk-exports/destinations/${f.destinationId}`,
+        body: { credentials: { access_key_id: f.s3.accessKeyId, secret_access_key: f.s3.secretAccessKey } },
+      }),
+      connect: (c, f) =>
+        exports(c).updateDestination({
+          destinationId: f.destinationId,
+          credentials: { accessKeyId: f.s3.accessKeyId, secretAccessKey: f.s3.secretAccessKey },
+        }),
+      ...NOT_FOUND,
+    },
+    {
       name: "BulkExportService.DeleteDestination",
       rest: (f) => ({ method: "DELETE", path: `/api/v1/bulk-exports/destinations/${f.destinationId}` }),
       connect: (c, f) => exports(c).deleteDestination({ destinationId: f.destinationId }),
@@ -122,6 +136,12 @@ export const suite = isolationSuite<{
       name: "BulkExportService.ListBulkExportRuns",
       rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/${f.exportId}/runs` }),
       connect: (c, f) => exports(c).listBulkExportRuns({ bulkExportId: f.exportId }),
+      ...NOT_FOUND,
+    },
+    {
+      name: "BulkExportService.ListScheduledExportRuns",
+      rest: (f) => ({ method: "GET", path: `/api/v1/bulk-exports/runs?source_bulk_export_id=${f.exportId}` }),
+      connect: (c, f) => exports(c).listScheduledExportRuns({ sourceBulkExportId: f.exportId }),
       ...NOT_FOUND,
     },
     {
