@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, DEFAULT_BULK_EXPORT_SETTINGS, isLoopback, loadConfig } from "./config.js";
+import {
+  ConfigError,
+  DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_RUN_SETTINGS,
+  isLoopback,
+  loadConfig,
+  shutdownBudgetMs,
+} from "./config.js";
 
 describe("loadConfig", () => {
   it("applies the documented defaults", () => {
@@ -166,6 +173,55 @@ describe("bulk export settings", () => {
     expect(() => loadConfig({ AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS: "86400" })).toThrow(
       "AGENTPLANE_EXPORT_RUN_TIMEOUT_SECONDS=86400 must be a whole number from 60 to 86399",
     );
+  });
+});
+
+describe("run settings", () => {
+  it("default to the seed's limits", () => {
+    expect(loadConfig({}).runs).toEqual(DEFAULT_RUN_SETTINGS);
+    expect(DEFAULT_RUN_SETTINGS).toMatchObject({
+      workers: 10,
+      streamTtlSeconds: 120,
+      shutdownGraceMs: 180_000,
+    });
+  });
+
+  it("reads every variable", () => {
+    const config = loadConfig({
+      AGENTPLANE_RUN_WORKERS: "4",
+      AGENTPLANE_RUN_MAX_ATTEMPTS: "5",
+      AGENTPLANE_RUN_LEASE_SECONDS: "6",
+      AGENTPLANE_RUN_TIMEOUT_SECONDS: "60",
+      AGENTPLANE_STREAM_TTL_SECONDS: "30",
+      BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS: "7",
+      FF_RICH_THREADS: "false",
+    });
+    expect(config.runs).toEqual({
+      workers: 4,
+      maxAttempts: 5,
+      leaseSeconds: 6,
+      timeoutSeconds: 60,
+      streamTtlSeconds: 30,
+      shutdownGraceMs: 7000,
+      richThreads: false,
+    });
+    expect(loadConfig({ N_JOBS_PER_WORKER: "3" }).runs?.workers).toBe(3);
+  });
+
+  it("refuses values out of range, naming the variable", () => {
+    expect(() => loadConfig({ AGENTPLANE_RUN_WORKERS: "0" })).toThrow(
+      "AGENTPLANE_RUN_WORKERS=0 must be a whole number",
+    );
+    expect(() => loadConfig({ FF_RICH_THREADS: "no" })).toThrow(
+      "FF_RICH_THREADS=no must be one of true, false",
+    );
+  });
+
+  it("a worker's shutdown budget adds the runs' background grace; an API process's does not", () => {
+    const env = { AGENTPLANE_SHUTDOWN_GRACE_MS: "1000", BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS: "2" };
+    expect(shutdownBudgetMs(loadConfig(env))).toBe(3000);
+    const api = loadConfig({ ...env, AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" });
+    expect(shutdownBudgetMs(api)).toBe(1000);
   });
 });
 

@@ -17,7 +17,6 @@ import {
   type CancelAction,
   claimRun,
   deleteRun,
-  deleteRunCheckpoints,
   endRun,
   finishRun,
   lockThreadQueue,
@@ -25,14 +24,16 @@ import {
   type RunStatus,
   releaseRun,
   renewRunLease,
-  saveThreadAfterRun,
-  threadHasActiveRun,
 } from "../store/agent-run-store.js";
+import {
+  deleteRunCheckpoints,
+  deleteTemporaryThread,
+  saveThreadAfterRun,
+} from "../store/agent-run-thread-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import type { Sql } from "../store/db.js";
 import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
-import { deleteThreads } from "../store/thread-store.js";
 import {
   type AgentRunPayload,
   dispatchRun,
@@ -318,11 +319,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         channel: RUN_EVENTS_CHANNEL,
       });
       if (!ended) return;
-      if (kwargs.temporary && !(await threadHasActiveRun(tx, run.workspaceId, run.threadId))) {
-        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
-        await deleteThreads(tx, run.workspaceId, [run.threadId]);
-        return;
-      }
+      if (kwargs.temporary && (await deleteTemporaryThread(tx, run.workspaceId, run.threadId))) return;
       const threadStatus =
         outcome.status === "error"
           ? "error"

@@ -19,9 +19,9 @@ export interface RunEventWriter {
 }
 
 /**
- * Batches a run's events: the first event starts a write, events pushed while it runs go out
- * together in the next, so a fast graph costs one statement per batch rather than per event, and
- * the first event still leaves at once. Memory is bounded by what the graph produces while one
+ * Batches a run's events: the first event starts a write at the end of the current turn, events
+ * pushed until then or while it runs go out together in the next, so a fast graph costs one
+ * statement per batch rather than per event. Memory is bounded by what the graph produces while one
  * write is in flight.
  */
 export function createRunEventWriter(
@@ -42,7 +42,10 @@ export function createRunEventWriter(
   };
   const start = (): void => {
     if (writing) return;
-    writing = drain()
+    // The write starts after the events the graph produces in the same turn (the metadata event
+    // and the input's values, typically), so they share one statement and one NOTIFY.
+    writing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(drain)
       .catch((error: unknown) => {
         failure ??= error;
       })

@@ -4,9 +4,6 @@ import type { JsonObject, JsonValue } from "./thread-store.js";
 /** Run status values, as the checks of migration 0010 allow. */
 export type RunStatus = "pending" | "running" | "error" | "success" | "timeout" | "interrupted";
 
-/** Statuses of a run that has not ended. */
-export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ["pending", "running"];
-
 /** What a new run on a busy thread does to the runs before it. */
 export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
 
@@ -97,15 +94,44 @@ export async function lockThreadQueue(q: Queryable, workspaceId: string, threadI
   await q`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${threadId}`}, 0))`;
 }
 
-/** Inserts a run (pending). */
-export async function insertRun(q: Queryable, run: NewRun): Promise<AgentRunRecord> {
+/** How {@link insertRun} also starts the run: claimed at once by the creating process. */
+export interface ClaimOnInsert {
+  owner: string;
+  leaseToken: string;
+  leaseSeconds: number;
+}
+
+/**
+ * Inserts a run and, in the same statement, marks its thread busy (merging `threadMetadata` into
+ * the thread's metadata when given). Pending, or, with `claim`, running under that lease as its
+ * first attempt: only when the caller knows it heads its thread's queue (the queue is locked and
+ * empty, or the thread is new).
+ */
+export async function insertRun(
+  q: Queryable,
+  run: NewRun,
+  options: { threadMetadata: JsonObject | null; claim?: ClaimOnInsert },
+): Promise<AgentRunRecord> {
+  const { claim, threadMetadata } = options;
   const [row] = await q<RunRow[]>`
-    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
-                            multitask_strategy, temporary, not_before)
-    values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
-            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
-            now() + make_interval(secs => ${run.afterSeconds}::float8))
-    returning *`;
+    with inserted as (
+      insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                              multitask_strategy, temporary, not_before, status, attempt, lease_owner,
+                              lease_token, lease_expires_at, started_at)
+      values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
+              ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+              now() + make_interval(secs => ${run.afterSeconds}::float8),
+              ${claim ? "running" : "pending"}, ${claim ? 1 : 0}, ${claim?.owner ?? null},
+              ${claim?.leaseToken ?? null}::uuid,
+              ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
+              ${claim ? q`now()` : null})
+      returning *
+    ), busy as (
+      update threads set status = 'busy', updated_at = now()
+        ${threadMetadata ? q`, metadata = metadata || ${q.json(threadMetadata)}` : q``}
+      where workspace_id = ${run.workspaceId} and thread_id = ${run.threadId}
+    )
+    select * from inserted`;
   if (!row) throw new Error("insert into agent_runs returned no row");
   return toRecord(row);
 }
@@ -153,19 +179,6 @@ export async function activeRunsOfThread(
   return rows.map(toRecord);
 }
 
-/** True when the thread has a pending or running run. */
-export async function threadHasActiveRun(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-): Promise<boolean> {
-  const rows = await q`
-    select 1 from agent_runs
-    where workspace_id = ${workspaceId} and thread_id = ${threadId} and status in ('pending', 'running')
-    limit 1`;
-  return rows.length > 0;
-}
-
 /** Deletes a run that has ended; what happened: deleted, still active, or no such run. */
 export async function deleteEndedRun(
   q: Queryable,
@@ -185,12 +198,6 @@ export async function deleteEndedRun(
     select exists (select 1 from removed) as deleted, (select count(*) from target) > 0 as found`;
   if (row?.deleted) return "deleted";
   return row?.found ? "active" : "missing";
-}
-
-/** True when the workspace still has the thread. */
-export async function threadExists(q: Queryable, workspaceId: string, threadId: string): Promise<boolean> {
-  const rows = await q`select 1 from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
-  return rows.length > 0;
 }
 
 /** Deletes a run whatever its state (rollback); true when it existed. */
@@ -412,109 +419,6 @@ export async function runIdsWithStatus(
     where workspace_id = ${workspaceId} and status = any(${statuses as RunStatus[]}::text[])
     order by run_id limit ${limit}`;
   return rows.map((r) => r.run_id);
-}
-
-/** Ids of the unfinished runs of an assistant, or of threads, in the workspace. */
-export async function activeRunIds(
-  q: Queryable,
-  workspaceId: string,
-  of: { assistantId: string } | { threadIds: readonly string[] },
-): Promise<string[]> {
-  const rows = await q<{ run_id: string }[]>`
-    select run_id from agent_runs
-    where workspace_id = ${workspaceId} and status in ('pending', 'running')
-      and ${"assistantId" in of ? q`assistant_id = ${of.assistantId}` : q`thread_id = any(${of.threadIds as string[]}::uuid[])`}`;
-  return rows.map((r) => r.run_id);
-}
-
-/**
- * Records a thread's state after a run: its cached values and interrupts (when the run left a
- * state), its status and the run's error. The status stays busy while another run is queued.
- * False when the thread no longer exists.
- */
-export async function saveThreadAfterRun(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  after: {
-    state?: { values: JsonValue; interrupts: JsonObject };
-    status: "idle" | "interrupted" | "error";
-    error: JsonValue | null;
-  },
-): Promise<boolean> {
-  const { state } = after;
-  const rows = await q`
-    update threads t set
-      "values" = ${state ? q`${q.json(state.values)}` : q`t."values"`},
-      interrupts = ${state ? q`${q.json(state.interrupts)}` : q`t.interrupts`},
-      state_updated_at = ${state ? q`now()` : q`t.state_updated_at`},
-      status = case when exists (
-        select 1 from agent_runs r where r.workspace_id = ${workspaceId} and r.thread_id = ${threadId}
-          and r.status in ('pending', 'running')) then 'busy' else ${after.status} end,
-      error = ${after.error === null ? null : q.json(after.error)},
-      updated_at = now(),
-      expires_at = case when ttl_minutes is null then null
-        else now() + make_interval(secs => ttl_minutes * 60) end
-    where workspace_id = ${workspaceId} and thread_id = ${threadId}
-    returning 1`;
-  return rows.length > 0;
-}
-
-/**
- * Deletes the checkpoints a run wrote (a rollback): those whose metadata names the run, with
- * their pending writes. Channel values stay: other checkpoints may share them.
- */
-export async function deleteRunCheckpoints(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  runId: string,
-): Promise<void> {
-  await q`
-    with doomed as (
-      delete from checkpoints
-      where workspace_id = ${workspaceId} and thread_id = ${threadId} and metadata ->> 'run_id' = ${runId}
-      returning checkpoint_ns, checkpoint_id
-    )
-    delete from checkpoint_writes w using doomed d
-    where w.workspace_id = ${workspaceId} and w.thread_id = ${threadId}
-      and w.checkpoint_ns = d.checkpoint_ns and w.checkpoint_id = d.checkpoint_id`;
-}
-
-/** Marks a thread busy (a run was queued on it), merging `metadata` into its metadata when given. */
-export async function queueOnThread(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  metadata: JsonObject | null,
-): Promise<void> {
-  await q`
-    update threads set status = 'busy', updated_at = now()
-      ${metadata ? q`, metadata = metadata || ${q.json(metadata)}` : q``}
-    where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
-}
-
-/** A busy thread with no pending or running run left becomes idle. */
-export async function settleThreadStatus(q: Queryable, workspaceId: string, threadId: string): Promise<void> {
-  await q`
-    update threads t set status = 'idle', updated_at = now()
-    where t.workspace_id = ${workspaceId} and t.thread_id = ${threadId} and t.status = 'busy'
-      and not exists (select 1 from agent_runs r where r.workspace_id = t.workspace_id
-                      and r.thread_id = t.thread_id and r.status in ('pending', 'running'))`;
-}
-
-/** True when the thread has a checkpoint with this id in this namespace. */
-export async function checkpointExists(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  checkpoint: { checkpoint_ns: string; checkpoint_id: string },
-): Promise<boolean> {
-  const rows = await q`
-    select 1 from checkpoints
-    where workspace_id = ${workspaceId} and thread_id = ${threadId}
-      and checkpoint_ns = ${checkpoint.checkpoint_ns} and checkpoint_id = ${checkpoint.checkpoint_id}`;
-  return rows.length > 0;
 }
 
 /** The distinct threads of the workspace's runs `runIds`. */

@@ -125,12 +125,3 @@ export async function sweepRunEvents(q: Queryable, limit: number): Promise<numbe
     returning 1`;
   return rows.length;
 }
-
-/** Deletes every event of the runs (a rolled-back run). */
-export async function deleteRunEvents(
-  q: Queryable,
-  workspaceId: string,
-  runIds: readonly string[],
-): Promise<void> {
-  await q`delete from agent_run_events where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])`;
-}

@@ -53,18 +53,22 @@ async function newThread(): Promise<string> {
 }
 
 async function newRun(threadId: string, afterSeconds = 0) {
-  return insertRun(db().sql, {
-    workspaceId,
-    runId: uuidv7(),
-    threadId,
-    assistantId,
-    graphId: "g",
-    metadata: {},
-    kwargs: {},
-    multitaskStrategy: "enqueue",
-    temporary: false,
-    afterSeconds,
-  });
+  return insertRun(
+    db().sql,
+    {
+      workspaceId,
+      runId: uuidv7(),
+      threadId,
+      assistantId,
+      graphId: "g",
+      metadata: {},
+      kwargs: {},
+      multitaskStrategy: "enqueue",
+      temporary: false,
+      afterSeconds,
+    },
+    { threadMetadata: null },
+  );
 }
 
 /** Claims `runId` as `owner`, with the thread's queue locked, as the worker does. */

@@ -6,9 +6,9 @@ import {
   cancelRuns,
   deleteRun,
   lockThreadQueue,
-  settleThreadStatus,
   threadsOfRuns,
 } from "../../store/agent-run-store.js";
+import { settleThreadStatus } from "../../store/agent-run-thread-store.js";
 import type { Queryable } from "../../store/db.js";
 import { appendRunEvents, END_EVENT, expireRunEvents } from "../../store/run-event-store.js";
 

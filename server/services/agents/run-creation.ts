@@ -9,12 +9,10 @@ import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
   type AgentRunRecord,
   activeRunsOfThread,
-  checkpointExists,
-  claimRun,
   insertRun,
   lockThreadQueue,
-  queueOnThread,
 } from "../../store/agent-run-store.js";
+import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
 import { findThreads, insertThreads, type ThreadRecord } from "../../store/thread-store.js";
@@ -188,35 +186,41 @@ export async function createRun(
         on_disconnect: request.onDisconnect,
         ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
       };
-      const run = await insertRun(tx, {
-        workspaceId,
-        runId,
-        threadId,
-        assistantId: assistant.assistantId,
-        graphId: assistant.graphId,
-        metadata: request.metadata,
-        kwargs: kwargs as unknown as JsonObject,
-        multitaskStrategy: request.multitaskStrategy,
-        temporary: kwargs.temporary,
-        afterSeconds: request.afterSeconds,
-      });
-      await queueOnThread(tx, workspaceId, threadId, deps.settings.richThreads ? graphMetadata : null);
-      // Runs still active before this one dispatch it when they end. A run that may start now starts
-      // in this process when it has a free slot: claimed in this transaction, no queue round trip.
-      if (waiting.length > 0) return { run, claim: undefined };
-      const slot = request.afterSeconds === 0 ? deps.localRuns?.reserve() : undefined;
-      if (slot) {
-        reserved = slot;
-        const claim = await claimRun(tx, {
+      // A run that may start now starts in this process when it has a free slot: claimed as it is
+      // inserted, no queue round trip. Runs still active before it dispatch it when they end.
+      const slot = waiting.length === 0 && request.afterSeconds === 0 ? deps.localRuns?.reserve() : undefined;
+      if (slot) reserved = slot;
+      const stored = await insertRun(
+        tx,
+        {
           workspaceId,
           runId,
-          owner: slot.owner,
-          leaseToken: slot.leaseToken,
-          leaseSeconds: deps.settings.leaseSeconds,
-        });
-        // The caller sees the run as created (pending), as when a worker claims it a moment later.
-        if (claim) return { run, claim };
-      }
+          threadId,
+          assistantId: assistant.assistantId,
+          graphId: assistant.graphId,
+          metadata: request.metadata,
+          kwargs: kwargs as unknown as JsonObject,
+          multitaskStrategy: request.multitaskStrategy,
+          temporary: kwargs.temporary,
+          afterSeconds: request.afterSeconds,
+        },
+        {
+          threadMetadata: deps.settings.richThreads ? graphMetadata : null,
+          ...(slot
+            ? {
+                claim: {
+                  owner: slot.owner,
+                  leaseToken: slot.leaseToken,
+                  leaseSeconds: deps.settings.leaseSeconds,
+                },
+              }
+            : {}),
+        },
+      );
+      // The caller sees the run as created (pending), as when a worker claims it a moment later.
+      const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
+      if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
+      if (waiting.length > 0) return { run, claim: undefined };
       await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
       return { run, claim: undefined };
     })

@@ -22,8 +22,8 @@ import {
   listRuns,
   type RunStatus,
   runIdsWithStatus,
-  threadExists,
 } from "../../store/agent-run-store.js";
+import { threadExists } from "../../store/agent-run-thread-store.js";
 import { pgErrorCode, type Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
 import { authorizeWorkspace } from "../iam/principal.js";
