@@ -29,6 +29,8 @@ export interface BenchAppSetup {
   graphConfigPath?: string;
   /** How long reading a graph's types may take; the server's default (30 s) when absent. */
   schemaResolveTimeoutMs?: number;
+  /** Which parts of the server this process runs (`AGENTPLANE_ROLE`); all of them when absent. */
+  role?: Config["role"];
 }
 
 /** A fresh admin key in the format the server issues. */
@@ -43,7 +45,7 @@ function benchConfig(setup: BenchAppSetup): Config {
     host: "127.0.0.1",
     databaseUrl: setup.databaseUrl,
     dataDir: setup.dataDir,
-    role: "all",
+    role: setup.role ?? "all",
     auth: "apikey",
     bootstrapApiKey: setup.apiKey,
     plan: "enterprise",
@@ -66,7 +68,7 @@ interface CheckoutModules {
 }
 
 /**
- * Starts agentplane as the benches measure it: every role in one process on a free port of 127.0.0.1,
+ * Starts agentplane as the benches measure it: every role in one process (or `setup.role`) on a free port of 127.0.0.1,
  * API-key auth with `setup.apiKey` as the admin key, the default pool size, usage reporting on, and
  * only errors logged. `root` is the checkout whose server runs (this one by default; another one to
  * measure a baseline side by side): its `server/app.ts` is imported from there, with its own

@@ -1,0 +1,362 @@
+/**
+ * Runs bench (`npm run bench:runs`): executing a trivial graph (bench/runs/graph.ts, one node) on
+ * agentplane and on the JS reference server (`langgraphjs dev` from `@langchain/langgraph-cli`,
+ * in-memory) side by side in one run, same graph, same client (node:http keep-alive Agent), same
+ * machine. Measured per server:
+ *
+ * - `POST /runs/wait` one at a time: p50 and p99 latency (aim: agentplane p50 ≤ 20 ms; the JS server
+ *   polls its queue and takes about 540 ms);
+ * - `POST /runs/wait` with 50 in flight: completed runs per second (aim: ≥ 7 × the JS server's);
+ * - `POST /threads/{id}/runs/stream`: time to the first `values` event, p50 (aim ≤ 10 ms);
+ * - CPU ms per completed run in the throughput cell: agentplane's processes with their Postgres
+ *   backends, the JS server's process group (it keeps everything in memory). On a shared machine
+ *   runs per second swing with other load; CPU per run much less.
+ *
+ * and the same for agentplane split in two processes, an `api` and a `worker` on one database, so
+ * every run crosses processes (queue wake-up and stream fan-out through Postgres).
+ *
+ * The bench starts a throwaway embedded Postgres (fsync off); each agentplane setup gets a database
+ * of its own and runs in child processes (bench/support/agentplane-child.ts), so the load generator
+ * does not share a server's event loop. The JS server is installed on first run into
+ * bench/peers/langgraph-js and started on this bench's graphs file.
+ *
+ *   npm run bench:runs -- [--samples 50] [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 1]
+ *     [--targets agentplane,agentplane-split,langgraph-js] [--profile-server <dir>]
+ *
+ * Each round measures every target (in reverse order on odd rounds); the report keeps each cell's
+ * best round. The same settings are read from BENCH_SAMPLES, BENCH_DURATION_S, BENCH_WARMUP_S,
+ * BENCH_CONCURRENCY, BENCH_ROUNDS and BENCH_TARGETS. `--profile-server` writes the one-process
+ * agentplane's V8 CPU profile into `<dir>`.
+ */
+import { availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import type { Sql } from "../server/store/db.js";
+import { createSql } from "../server/store/db.js";
+import { createJsonClient, type JsonClient } from "./agent-crud/json-client.js";
+import {
+  ensureLangGraphJsInstalled,
+  type LangGraphJsServer,
+  startLangGraphJs,
+} from "./agent-crud/langgraph-js-peer.js";
+import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
+import { createStreamClient } from "./runs/stream-call.js";
+import { createBenchApiKey } from "./support/bench-app.js";
+import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { listValue, numberValue } from "./support/cli-values.js";
+import { runClosedLoop } from "./support/closed-loop.js";
+import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { percentile } from "./support/percentile.js";
+import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import { tableRow } from "./support/table-row.js";
+
+/** The graphs file both servers serve: one graph, `agent`. */
+const GRAPHS_FILE = fileURLToPath(new URL("./runs/langgraph.json", import.meta.url));
+/** The issue's aims. */
+const AIM_WAIT_P50_MS = 20;
+const AIM_THROUGHPUT_RATIO = 7;
+const AIM_FIRST_VALUES_P50_MS = 10;
+/** Calls before each latency series that are not counted: connections open, code paths warm. */
+const WARMUP_CALLS = 5;
+
+const TARGETS = ["agentplane", "agentplane-split", "langgraph-js"] as const;
+type Target = (typeof TARGETS)[number];
+
+interface Settings {
+  /** Calls per latency series. */
+  samples: number;
+  /** Measured window of the throughput cell. */
+  durationMs: number;
+  /** Calls before the throughput window, not counted. */
+  warmupMs: number;
+  /** Runs in flight in the throughput cell. */
+  concurrency: number;
+  rounds: number;
+  targets: Target[];
+  /** Where the one-process agentplane writes its CPU profile, if anywhere. */
+  profileDir: string | undefined;
+}
+
+function readSettings(): Settings {
+  const env = process.env;
+  const { values } = parseArgs({
+    options: {
+      // 50 calls: enough for a p99 that means something at agentplane's speed, while the JS server,
+      // at about half a second a run, finishes a series in under half a minute.
+      samples: { type: "string", default: env.BENCH_SAMPLES ?? "50" },
+      "duration-s": { type: "string", default: env.BENCH_DURATION_S ?? "5" },
+      "warmup-s": { type: "string", default: env.BENCH_WARMUP_S ?? "1" },
+      // The issue's concurrency for throughput.
+      concurrency: { type: "string", default: env.BENCH_CONCURRENCY ?? "50" },
+      rounds: { type: "string", default: env.BENCH_ROUNDS ?? "1" },
+      targets: { type: "string", default: env.BENCH_TARGETS ?? TARGETS.join(",") },
+      "profile-server": { type: "string" },
+    },
+  });
+  return {
+    samples: numberValue("samples", values.samples, 1, true),
+    durationMs: numberValue("duration-s", values["duration-s"], 0.1) * 1000,
+    warmupMs: numberValue("warmup-s", values["warmup-s"], 0) * 1000,
+    concurrency: numberValue("concurrency", values.concurrency, 1, true),
+    rounds: numberValue("rounds", values.rounds, 1, true),
+    targets: listValue("targets", values.targets, TARGETS),
+    profileDir: values["profile-server"] && resolve(values["profile-server"]),
+  };
+}
+
+/** What one round measured on one server. */
+interface Cells {
+  waitP50: number;
+  waitP99: number;
+  runsPerSecond: number;
+  firstValuesP50: number;
+  firstValuesP99: number;
+  /** CPU ms the server (and its Postgres backends) spent per completed run in the throughput cell. */
+  cpuMsPerRun: number;
+  errors: number;
+  firstError: string | undefined;
+}
+
+/** A stateless `/runs/wait` of the graph; throws unless it answers the graph's output. */
+async function waitRun(client: JsonClient): Promise<void> {
+  const answer = await client.send("POST", "/runs/wait", { assistant_id: "agent", input: {} });
+  if (answer.status !== 200 || (answer.json as { reply?: string } | undefined)?.reply !== "ok")
+    throw new Error(`HTTP ${answer.status}: ${answer.text.slice(0, 300)}`);
+}
+
+/** p50 and p99 of `samples` in ms. */
+function quantiles(samples: number[]): { p50: number; p99: number } {
+  const sorted = Float64Array.from(samples).sort();
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+}
+
+/** Runs `call` `n` times one after another; returns each call's duration in ms. */
+async function series(n: number, call: () => Promise<number | undefined>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    const measured = await call();
+    out.push(measured ?? performance.now() - started);
+  }
+  return out;
+}
+
+/** Measures every cell on the server at `port`. */
+async function measure(
+  port: number,
+  apiKey: string,
+  settings: Settings,
+  meter: CpuMeter | undefined,
+): Promise<Cells> {
+  const headers = { "x-api-key": apiKey };
+  const one = createJsonClient(port, headers, 1);
+  const many = createJsonClient(port, headers, settings.concurrency);
+  const streams = createStreamClient(port, headers, 1);
+  try {
+    await series(WARMUP_CALLS, () => waitRun(one).then(() => undefined));
+    const wait = quantiles(await series(settings.samples, () => waitRun(one).then(() => undefined)));
+
+    let completed = 0;
+    const before = await meter?.read();
+    const loop = await runClosedLoop(
+      async () => {
+        await waitRun(many);
+        completed++;
+      },
+      settings.concurrency,
+      settings,
+    );
+    const after = await meter?.read();
+    // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
+    const cpuMsPerRun = before && after ? (cpuSecondsBetween(before, after) * 1000) / completed : Number.NaN;
+
+    const streamRun = async () => {
+      // A thread of its own per run, created before the clock starts: only the run is timed.
+      const thread = await one.send("POST", "/threads", {});
+      const threadId = (thread.json as { thread_id?: string } | undefined)?.thread_id;
+      if (thread.status !== 200 || !threadId) throw new Error(`thread: HTTP ${thread.status} ${thread.text}`);
+      const timing = await streams.stream(`/threads/${threadId}/runs/stream`, {
+        assistant_id: "agent",
+        input: {},
+        stream_mode: ["values"],
+      });
+      return timing.firstValuesMs;
+    };
+    await series(WARMUP_CALLS, streamRun);
+    const first = quantiles(await series(settings.samples, streamRun));
+    return {
+      waitP50: wait.p50,
+      waitP99: wait.p99,
+      runsPerSecond: loop.rps,
+      firstValuesP50: first.p50,
+      firstValuesP99: first.p99,
+      cpuMsPerRun,
+      errors: loop.errors,
+      firstError: loop.firstError,
+    };
+  } finally {
+    one.close();
+    many.close();
+    streams.close();
+  }
+}
+
+/** The best of several rounds: lowest latencies, highest throughput, errors summed. */
+function best(rounds: Cells[]): Cells | undefined {
+  if (rounds.length === 0) return undefined;
+  const min = (f: (c: Cells) => number) => Math.min(...rounds.map(f));
+  return {
+    waitP50: min((c) => c.waitP50),
+    waitP99: min((c) => c.waitP99),
+    runsPerSecond: Math.max(...rounds.map((c) => c.runsPerSecond)),
+    firstValuesP50: min((c) => c.firstValuesP50),
+    firstValuesP99: min((c) => c.firstValuesP99),
+    cpuMsPerRun: min((c) => c.cpuMsPerRun),
+    errors: rounds.reduce((sum, c) => sum + c.errors, 0),
+    firstError: rounds.find((c) => c.firstError)?.firstError,
+  };
+}
+
+/** Prints the table with ratios and aims; returns false when an aim is missed or a call failed. */
+function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean {
+  const labels = settings.targets;
+  const cells = new Map(labels.map((l) => [l, best(results.get(l) ?? [])]));
+  const ours = cells.get("agentplane");
+  const js = cells.get("langgraph-js");
+  const widths = [44, ...labels.map((l) => Math.max(12, l.length)), 14, 22];
+  console.log(`\n${tableRow(["measure", ...labels, "JS vs agentplane", "aim (agentplane)"], widths)}`);
+  let ok = true;
+  const fmt = (n: number | undefined, digits = 1) =>
+    n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits);
+  const row = (
+    name: string,
+    pick: (c: Cells) => number,
+    ratio: "faster" | "more" | "none",
+    aim?: { text: string; met: (value: number, ratio: number) => boolean | undefined },
+  ) => {
+    const values = labels.map((l) => {
+      const c = cells.get(l);
+      return c ? pick(c) : undefined;
+    });
+    const a = ours ? pick(ours) : Number.NaN;
+    const j = js ? pick(js) : Number.NaN;
+    const r = ratio === "faster" ? j / a : ratio === "more" ? a / j : Number.NaN;
+    const ratioText = Number.isNaN(r) ? "" : `${r.toFixed(1)}× ${ratio === "faster" ? "faster" : "more"}`;
+    let aimText = "";
+    if (aim && ours) {
+      const met = aim.met(a, r);
+      if (met === false) ok = false;
+      aimText = `${aim.text} ${met === undefined ? "n/a" : met ? "PASS" : "FAIL"}`;
+    }
+    console.log(tableRow([name, ...values.map((v) => fmt(v)), ratioText, aimText], widths));
+  };
+  row("POST /runs/wait, 1 at a time: p50 ms", (c) => c.waitP50, "faster", {
+    text: `≤ ${AIM_WAIT_P50_MS} ms`,
+    met: (v) => v <= AIM_WAIT_P50_MS,
+  });
+  row("POST /runs/wait, 1 at a time: p99 ms", (c) => c.waitP99, "faster");
+  row(`completed runs/s, ${settings.concurrency} in flight`, (c) => c.runsPerSecond, "more", {
+    text: `≥ ${AIM_THROUGHPUT_RATIO}× JS`,
+    // Without the JS server in the run there is nothing to compare with.
+    met: (_v, r) => (Number.isNaN(r) ? undefined : r >= AIM_THROUGHPUT_RATIO),
+  });
+  row("POST …/runs/stream → first values: p50 ms", (c) => c.firstValuesP50, "faster", {
+    text: `≤ ${AIM_FIRST_VALUES_P50_MS} ms`,
+    met: (v) => v <= AIM_FIRST_VALUES_P50_MS,
+  });
+  row("POST …/runs/stream → first values: p99 ms", (c) => c.firstValuesP99, "faster");
+  row(`CPU ms per run, ${settings.concurrency} in flight (+ Postgres)`, (c) => c.cpuMsPerRun, "faster");
+  for (const label of labels) {
+    const c = cells.get(label);
+    if (c && c.errors > 0) {
+      ok = false;
+      console.log(`  ${label}: ${c.errors} failed runs in the throughput cell, first: ${c.firstError}`);
+    }
+  }
+  return ok;
+}
+
+/** Starts the servers the targets need and returns their ports (and what to stop). */
+async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string, admin: Sql) {
+  const ports = new Map<Target, number>();
+  const meters = new Map<Target, CpuMeter>();
+  const children: AgentplaneChild[] = [];
+  let peer: LangGraphJsServer | undefined;
+  const setup = (databaseUrl: string, data: string) => ({
+    databaseUrl,
+    apiKey,
+    dataDir: join(pg.dir, data),
+    graphConfigPath: GRAPHS_FILE,
+  });
+  if (settings.targets.includes("agentplane")) {
+    const child = await spawnAgentplane(setup(pg.url, "data"), settings.profileDir);
+    children.push(child);
+    ports.set("agentplane", child.port);
+    meters.set("agentplane", processesMeter(admin, "bench", [child.pid]));
+  }
+  if (settings.targets.includes("agentplane-split")) {
+    const url = await createBenchDatabase(pg, "bench_split");
+    // The API process first: it creates the admin key the worker's database shares.
+    const api = await spawnAgentplane({ ...setup(url, "data-api"), role: "api" }, undefined);
+    children.push(api);
+    const worker = await spawnAgentplane({ ...setup(url, "data-worker"), role: "worker" }, undefined);
+    children.push(worker);
+    ports.set("agentplane-split", api.port);
+    meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
+  }
+  if (settings.targets.includes("langgraph-js")) {
+    peer = await startLangGraphJs(GRAPHS_FILE);
+    ports.set("langgraph-js", peer.port);
+    meters.set("langgraph-js", processGroupMeter(peer.pgid));
+  }
+  const stop = async () => {
+    for (const child of children.reverse()) await child.stop();
+    await peer?.stop();
+  };
+  return { ports, meters, peer, stop };
+}
+
+async function main(settings: Settings): Promise<void> {
+  if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
+  const pg = await startBenchPostgres("runs");
+  const apiKey = createBenchApiKey();
+  // A superuser connection that finds each database's backends for the CPU meters.
+  const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-runs-meter" });
+  let servers: Awaited<ReturnType<typeof startServers>> | undefined;
+  try {
+    servers = await startServers(settings, pg, apiKey, admin);
+    console.log(
+      "runs bench: agentplane (Postgres, fsync off; one process, and api + worker processes)" +
+        (servers.peer
+          ? ` vs langgraph-js (@langchain/langgraph-cli ${servers.peer.version} dev, in-memory)`
+          : "") +
+        `, Node ${process.version}, ${availableParallelism()} cores; one-node graph; ` +
+        `${settings.samples} calls per latency series, ${settings.durationMs / 1000} s at ` +
+        `${settings.concurrency} in flight after ${settings.warmupMs / 1000} s warm-up; best of ${settings.rounds} round(s)`,
+    );
+    const results = new Map<Target, Cells[]>();
+    for (let round = 0; round < settings.rounds; round++) {
+      const order = round % 2 === 0 ? settings.targets : [...settings.targets].reverse();
+      for (const target of order) {
+        const port = servers.ports.get(target);
+        if (port === undefined) continue;
+        const cells = await measure(port, apiKey, settings, servers.meters.get(target));
+        results.set(target, [...(results.get(target) ?? []), cells]);
+        console.log(
+          `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
+            `${cells.runsPerSecond.toFixed(0)} runs/s, first values p50 ${cells.firstValuesP50.toFixed(1)} ms`,
+        );
+      }
+    }
+    if (!printReport(settings, results)) process.exitCode = 1;
+  } finally {
+    await servers?.stop();
+    await admin.end();
+    await pg.stop();
+  }
+  if (settings.profileDir) console.log(`agentplane CPU profile written to ${settings.profileDir}`);
+}
+
+await main(readSettings());
