@@ -4,12 +4,7 @@ import { join } from "node:path";
 import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
-import {
-  type Config,
-  DEFAULT_BULK_EXPORT_SETTINGS,
-  DEFAULT_RUN_SETTINGS,
-  shutdownBudgetMs,
-} from "./config.js";
+import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, DEFAULT_RUN_SETTINGS } from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
@@ -77,12 +72,15 @@ export interface AppHooks {
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
-  const cleanups: { step: string; run: () => Promise<void> }[] = [];
-  const onStop = (step: string, run: () => Promise<void>) => cleanups.push({ step, run });
+  const cleanups: { step: string; run: () => Promise<void>; extraMs: number }[] = [];
+  // `extraMs`: time this step may take beyond the shared grace (running runs get the background
+  // grace); only the time it really took moves the deadline of the steps after it.
+  const onStop = (step: string, run: () => Promise<void>, extraMs = 0) =>
+    cleanups.push({ step, run, extraMs });
   // Bounded whatever the state of Postgres: a step that overruns is left behind, the next one runs.
   const stopAll = async () => {
-    const deadline = Date.now() + shutdownBudgetMs(config) + SHUTDOWN_MARGIN_MS;
-    for (const { step: name, run } of cleanups.reverse()) {
+    let deadline = Date.now() + config.shutdownGraceMs + SHUTDOWN_MARGIN_MS;
+    for (const { step: name, run, extraMs } of cleanups.reverse()) {
       const step = run().then(
         () => true,
         (error: unknown) => {
@@ -90,9 +88,12 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
           return true;
         },
       );
-      const budget = Math.max(deadline - Date.now(), LATE_STEP_MS);
+      const budget = Math.max(deadline - Date.now(), LATE_STEP_MS) + extraMs;
+      const began = Date.now();
       if (!(await Promise.race([step, delay(budget).then(() => false)])))
         log.warn("shutdown step overran the grace; going on without it", { step: name, budgetMs: budget });
+      else log.debug("shutdown step done", { step: name, ms: Date.now() - began });
+      deadline += Math.min(Date.now() - began, extraMs);
     }
   };
   try {
@@ -177,12 +178,14 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         runJob: () => jobs.agentRun,
         streamTtlSeconds: runSettings.streamTtlSeconds,
       });
-      // Before the queue stops: running runs get the background grace, then are handed back.
-      onStop("agent runs", async () => {
-        await agentRuns.drain(runSettings.shutdownGraceMs);
+      // Steps run in reverse: the drain first, then the writes it leaves, bounded by the shared grace
+      // (in an outage they cannot finish, and must not hold the process for the runs' grace).
+      onStop("agent run traces and maintenance", async () => {
         await runTracing?.settle();
         await stopMaintenance();
       });
+      // Before the queue stops: running runs get the background grace, then are handed back.
+      onStop("agent runs", () => agentRuns.drain(runSettings.shutdownGraceMs), runSettings.shutdownGraceMs);
     }
 
     const checkedUrl = databaseUrl;
