@@ -4,9 +4,7 @@ import {
   CURSOR_ID,
   CURSOR_START_US,
   type ExportableRunField,
-  type ExportBoundary,
   type ExportRow,
-  readExportBoundaries,
   readExportRows,
 } from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
@@ -56,13 +54,11 @@ export interface PartitionHooks {
 /** Rows per Parquet row group: readers skip by row group; the writer holds one in memory. */
 export const ROW_GROUP_ROWS = 10_000;
 /**
- * Rows read from Postgres per query. A file's rows are read as chunks of this many over two
- * connections at once: turning jsonb into text is most of the read's cost and runs in the Postgres
- * backend, so two backends convert twice as many rows a second. The chunk being written streams into
- * the writer; the next one, read meanwhile, waits in memory (about 10 MB at ~2 kB a row), and the
- * round trip per chunk is small beside this many rows.
+ * Rows read from Postgres per query: rows stream into the writer as they arrive, so a page costs
+ * no memory; it only bounds a query's duration, and the round trip between pages is small beside
+ * this many rows.
  */
-export const PAGE_ROWS = 5_000;
+export const PAGE_ROWS = 10_000;
 /** The media type of Parquet files (IANA registration of application/vnd.apache.parquet). */
 const PARQUET_TYPE = "application/vnd.apache.parquet";
 
@@ -90,19 +86,21 @@ export async function exportPartition(
   });
   const files = [...work.files];
   const client = await createS3Client(work.target);
-  const rowQuery = {
-    workspaceId: work.workspaceId,
-    sessionId: work.sessionId,
-    from: work.start,
-    to: work.end,
-    condition: work.condition,
-  };
-  const source: RowSource = {
-    boundaries: (after, limit) => readExportBoundaries(sql, { ...rowQuery, after, limit }, PAGE_ROWS),
-    read: (after, through, onRow) =>
-      // Unlimited: the range is bounded, and rows added inside it since the split must not be cut off.
-      readExportRows(sql, { ...rowQuery, after, through, limit: null, fields: work.fields }, onRow),
-  };
+  const read = (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) =>
+    readExportRows(
+      sql,
+      {
+        workspaceId: work.workspaceId,
+        sessionId: work.sessionId,
+        from: work.start,
+        to: work.end,
+        condition: work.condition,
+        after,
+        limit,
+        fields: work.fields,
+      },
+      onRow,
+    );
   try {
     // An earlier attempt of this run that died mid-file left its multipart upload behind.
     if (work.retried)
@@ -117,7 +115,7 @@ export async function exportPartition(
       signal.addEventListener("abort", stop, { once: true });
       let written: WrittenPart | undefined;
       try {
-        written = await writeFile(upload, cursor, { fields: work.fields, zstd, limits, signal, source });
+        written = await writeFile(upload, cursor, { fields: work.fields, zstd, limits, signal, read });
         if (!written) await upload.abort(new Error("no rows left for another file"));
       } catch (error) {
         await upload.abort(error);
@@ -154,42 +152,10 @@ interface WrittenPart {
   exhausted: boolean;
 }
 
-/** Where a file's rows come from: chunk boundaries, and the rows of one chunk. */
-interface RowSource {
-  boundaries(after: RunCursor | null, limit: number): Promise<ExportBoundary[]>;
-  read(after: RunCursor | null, through: RunCursor, onRow: (row: ExportRow) => void): Promise<number>;
-}
-
-/** A chunk being read: its rows wait in `held` until a sink is attached, then go straight to it. */
-interface ChunkRead {
-  attach(sink: (row: ExportRow) => void): void;
-  done: Promise<number>;
-}
-
-/** Starts reading the rows in `(after, through]`, holding them until {@link ChunkRead.attach}. */
-function startChunk(source: RowSource, after: RunCursor | null, through: RunCursor): ChunkRead {
-  let held: ExportRow[] = [];
-  let sink: ((row: ExportRow) => void) | undefined;
-  const done = source.read(after, through, (row) => (sink ? sink(row) : held.push(row)));
-  // A chunk dropped after a byte cut is still awaited, but its failure must not go unhandled first.
-  done.catch(() => {});
-  return {
-    done,
-    attach(to) {
-      for (const row of held) to(row);
-      held = [];
-      sink = to;
-    },
-  };
-}
-
 /**
  * Writes one file of the rows after `after`, until it is full or the partition has no more rows;
- * undefined when there were none. The file's rows are split into chunks by their positions, and
- * two chunks are read at once on two connections: the one being written streams into the Parquet
- * writer as Postgres sends it, the next is held until its turn, so rows reach the file in order.
- * Between chunks the writer waits for the upload to catch up, and a file past its byte bound is
- * closed (the chunk read ahead is dropped and read again for the next file).
+ * undefined when there were none. Rows go into the Parquet writer as Postgres sends them, a page
+ * (one query) at a time; between pages the writer waits for the upload to catch up.
  */
 async function writeFile(
   upload: ObjectUpload,
@@ -199,13 +165,10 @@ async function writeFile(
     zstd: Compressor;
     limits: PartitionLimits;
     signal: AbortSignal;
-    source: RowSource;
+    read: (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) => Promise<number>;
   },
 ): Promise<WrittenPart | undefined> {
-  const { limits, source } = opts;
-  const bounds = await source.boundaries(after, limits.fileMaxRows);
-  const lastBound = bounds.at(-1);
-  if (!lastBound) return undefined;
+  const { limits } = opts;
   const writer = createParquetFileWriter({
     out: upload.body,
     fields: opts.fields,
@@ -217,22 +180,16 @@ async function writeFile(
     writer.append(row);
     last = row;
   };
-  const through = (i: number) => cursorOf((bounds[i] as ExportBoundary).row);
-  let exhausted = lastBound.rows < limits.fileMaxRows;
-  let current: ChunkRead | undefined = startChunk(source, after, through(0));
-  for (let i = 0; current; i++) {
+  let exhausted = false;
+  while (writer.rowCount() < limits.fileMaxRows && writer.bytesWritten() < limits.fileMaxBytes) {
     opts.signal.throwIfAborted();
-    const next: ChunkRead | undefined =
-      i + 1 < bounds.length ? startChunk(source, through(i), through(i + 1)) : undefined;
-    current.attach(append);
-    await current.done;
+    const limit = Math.min(PAGE_ROWS, limits.fileMaxRows - writer.rowCount());
+    const count = await opts.read(last ? cursorOf(last) : after, limit, append);
     await writer.drained();
-    if (next && writer.bytesWritten() >= limits.fileMaxBytes) {
-      await next.done;
-      exhausted = false;
+    if (count < limit) {
+      exhausted = true;
       break;
     }
-    current = next;
   }
   if (!last) return undefined;
   const file = await writer.finish();

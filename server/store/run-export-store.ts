@@ -73,10 +73,7 @@ export interface ExportRowQuery {
   condition: RunCondition | undefined;
   /** Continue after this position. */
   after: RunCursor | null;
-  /** Stop at this position (included); none: read to the window's end. */
-  through?: RunCursor | null;
-  /** Rows at most; null: every row up to `through`. */
-  limit: number | null;
+  limit: number;
   fields: readonly ExportableRunField[];
 }
 
@@ -114,8 +111,18 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
   }
 }
 
-/** The conditions every export read applies: window, project, position range and filter. */
-function exportWhere(q: Queryable, query: ExportRowQuery): SqlFragment {
+/**
+ * One page of a partition's runs in keyset order (start_time, id), after `query.after`, each
+ * handed to `onRow` as raw column bytes (see {@link ExportRow}) the moment it arrives, so nothing
+ * holds a page of rows and the caller works while Postgres sends the rest; returns how many came.
+ * The workspace, the project, the time window, the position and the export's filter are combined with
+ * `inWorkspace`, so nothing in the filter can reach another workspace's or project's runs.
+ */
+export async function readExportRows(
+  q: Queryable,
+  query: ExportRowQuery,
+  onRow: (row: ExportRow) => void,
+): Promise<number> {
   const where: SqlFragment[] = [
     q`run.session_id = ${query.sessionId}`,
     q`run.start_time >= ${query.from}`,
@@ -127,34 +134,13 @@ function exportWhere(q: Queryable, query: ExportRowQuery): SqlFragment {
       q`(run.start_time, run.id) > (${query.after.startTime}::text::timestamptz, ${query.after.id}::uuid)`,
     );
   }
-  if (query.through) {
-    where.push(
-      q`(run.start_time, run.id) <= (${query.through.startTime}::text::timestamptz, ${query.through.id}::uuid)`,
-    );
-  }
-  return inWorkspace(q, "run", query.workspaceId, where);
-}
-
-/**
- * One page of a partition's runs in keyset order (start_time, id), after `query.after` (and up to
- * `query.through`), each handed to `onRow` as raw column bytes (see {@link ExportRow}) the moment it
- * arrives, so nothing holds a page of rows and the caller works while Postgres sends the rest;
- * returns how many came. The workspace, the project, the time window, the position and the
- * export's filter are combined with `inWorkspace`, so nothing in the filter can reach another
- * workspace's or project's runs.
- */
-export async function readExportRows(
-  q: Queryable,
-  query: ExportRowQuery,
-  onRow: (row: ExportRow) => void,
-): Promise<number> {
   const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
   const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
   let count = 0;
   await q`
     select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
     from runs as run
-    where ${exportWhere(q, query)}
+    where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by run.start_time, run.id
     limit ${query.limit}`
     .raw()
@@ -163,47 +149,4 @@ export async function readExportRows(
       onRow(row as unknown as ExportRow);
     });
   return count;
-}
-
-/** A position that closes a chunk of an export's rows, and how many rows lie up to it. */
-export interface ExportBoundary {
-  /** The position as an {@link ExportRow} holding only {@link CURSOR_START_US} and {@link CURSOR_ID}. */
-  row: ExportRow;
-  /** Rows after `query.after` up to and including this one. */
-  rows: number;
-}
-
-/**
- * Splits the next `query.limit` rows of an export (same order and conditions as
- * {@link readExportRows}) into chunks of `every` rows: the position of every `every`-th row and of the
- * last one, from one pass over the (start_time) index that reads only keys. Reading the chunks
- * `(previous boundary, boundary]` over several connections at once gives the same rows as one read,
- * each once; an empty list means no rows are left.
- */
-export async function readExportBoundaries(
-  q: Queryable,
-  query: Omit<ExportRowQuery, "fields" | "through" | "limit"> & { limit: number },
-  every: number,
-): Promise<ExportBoundary[]> {
-  // Only keys are read (an index-only scan of runs_session_start_id_idx), and only the boundary
-  // rows' start times are converted; lead() marks the last row without counting them all first.
-  const rows = await q`
-    select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, n::int as n
-    from (
-      select start_time, id, row_number() over keyset as n, lead(id) over keyset is null as last
-      from (
-        select run.start_time, run.id
-        from runs as run
-        where ${exportWhere(q, { ...query, fields: [] })}
-        order by run.start_time, run.id
-        limit ${query.limit}
-      ) as page
-      window keyset as (order by start_time, id)
-    ) as run
-    where n % ${every} = 0 or last
-    order by n`.raw();
-  return rows.map((row) => {
-    const [start, id, n] = row as unknown as [Buffer, Buffer, Buffer];
-    return { row: [start, id], rows: Number(String(n)) };
-  });
 }
