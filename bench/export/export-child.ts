@@ -45,8 +45,11 @@ export interface ChildResult {
   cpuSeconds: number;
   bytes: number;
   peakRssMb: number;
-  /** RSS in MB after each file, with the rows written so far. */
-  rssAfterFile: { rows: number; rssMb: number }[];
+  /**
+   * Memory in MB after each file, with the rows written so far: RSS, the V8 heap in use, and
+   * memory outside the heap (Buffers), so growth in RSS can be told apart by where it is.
+   */
+  rssAfterFile: { rows: number; rssMb: number; heapMb: number; externalMb: number }[];
 }
 
 /** No byte bound: files are cut by rows, the same in both modes. */
@@ -63,6 +66,11 @@ const day = new Date(settings.day);
 const end = new Date(day.getTime() + 24 * 60 * 60 * 1000);
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rssAfterFile: ChildResult["rssAfterFile"] = [];
+/** Memory now, with the rows written so far. */
+const memoryAt = (rowsSoFar: number) => {
+  const m = process.memoryUsage();
+  return { rows: rowsSoFar, rssMb: mb(m.rss), heapMb: mb(m.heapUsed), externalMb: mb(m.external) };
+};
 let rows = 0;
 let bytes = 0;
 let seconds = 0;
@@ -111,7 +119,7 @@ if (settings.mode === "export") {
       async checkpoint(file) {
         rows += file.rows;
         bytes += file.bytes;
-        rssAfterFile.push({ rows, rssMb: mb(process.memoryUsage.rss()) });
+        rssAfterFile.push(memoryAt(rows));
       },
     },
   );
@@ -167,7 +175,7 @@ if (settings.mode === "export") {
       cpuSeconds += cpuSince(cpu);
       rows += file.rows;
       bytes += file.bytes;
-      rssAfterFile.push({ rows, rssMb: mb(process.memoryUsage.rss()) });
+      rssAfterFile.push(memoryAt(rows));
     }
     if (exhausted || !writer) break;
   }
