@@ -67,32 +67,18 @@ export async function appendRunEvents(
     select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice}) from (select count(*) from added) c`;
 }
 
-/** Events of a run after `afterSeq`, oldest first, at most `limit`. */
-export async function runEventsAfter(
+/** Events of a run (or of every run of a thread) after `afterSeq`, oldest first, at most `limit`. */
+export async function eventsAfter(
   q: Queryable,
   workspaceId: string,
-  runId: string,
+  of: { runId: string } | { threadId: string },
   afterSeq: number,
   limit: number,
 ): Promise<RunEventRecord[]> {
   const rows = await q<EventRow[]>`
     select seq, run_id, ms, event, data from agent_run_events
-    where run_id = ${runId} and workspace_id = ${workspaceId} and seq > ${afterSeq}
-    order by seq limit ${limit}`;
-  return rows.map(toRecord);
-}
-
-/** Events of every run of a thread after `afterSeq`, oldest first, at most `limit`. */
-export async function threadEventsAfter(
-  q: Queryable,
-  workspaceId: string,
-  threadId: string,
-  afterSeq: number,
-  limit: number,
-): Promise<RunEventRecord[]> {
-  const rows = await q<EventRow[]>`
-    select seq, run_id, ms, event, data from agent_run_events
-    where thread_id = ${threadId} and workspace_id = ${workspaceId} and seq > ${afterSeq}
+    where ${"runId" in of ? q`run_id = ${of.runId}` : q`thread_id = ${of.threadId}`}
+      and workspace_id = ${workspaceId} and seq > ${afterSeq}
     order by seq limit ${limit}`;
   return rows.map(toRecord);
 }

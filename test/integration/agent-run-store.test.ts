@@ -22,8 +22,8 @@ import {
   appendRunEvents,
   END_EVENT,
   eventId,
+  eventsAfter,
   expireRunEvents,
-  runEventsAfter,
   sweepRunEvents,
 } from "../../server/store/run-event-store.js";
 import { insertThreads } from "../../server/store/thread-store.js";
@@ -202,12 +202,18 @@ describe("stream events", () => {
       { ms: Date.now(), event: "values", data: '{"a":1}' },
     ]);
     await appendRunEvents(db().sql, target, [{ ms: Date.now(), event: "values", data: '{"a":2}' }]);
-    const events = await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100);
+    const events = await eventsAfter(db().sql, workspaceId, { runId: run.runId }, 0, 100);
     const ids = events.map(eventId);
     for (const id of ids) expect(id).toMatch(/^\d{13}-\d+$/);
     expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((a, b) => a - b));
     const second = ids[1]!;
-    const after = await runEventsAfter(db().sql, workspaceId, run.runId, parseLastEventId(second)!, 100);
+    const after = await eventsAfter(
+      db().sql,
+      workspaceId,
+      { runId: run.runId },
+      parseLastEventId(second)!,
+      100,
+    );
     expect(after.map((e) => e.data)).toEqual(['{"a":2}']);
     // The old integer form names the same position.
     const seq = second.split("-")[1]!;
@@ -216,7 +222,7 @@ describe("stream events", () => {
     expect(parseLastEventId(undefined)).toBeUndefined();
     expect(() => parseLastEventId("abc")).toThrow(/Last-Event-ID/);
     // Another workspace reads nothing of the run.
-    expect(await runEventsAfter(db().sql, uuidv7(), run.runId, 0, 100)).toEqual([]);
+    expect(await eventsAfter(db().sql, uuidv7(), { runId: run.runId }, 0, 100)).toEqual([]);
   });
 
   it("events are swept once their TTL has passed after the run ended", async () => {
@@ -228,10 +234,10 @@ describe("stream events", () => {
       { ms: Date.now(), event: END_EVENT, data: "null" },
     ]);
     await sweepRunEvents(db().sql, 1000);
-    expect(await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100)).toHaveLength(2);
+    expect(await eventsAfter(db().sql, workspaceId, { runId: run.runId }, 0, 100)).toHaveLength(2);
     await expireRunEvents(db().sql, run.runId, 0);
     await new Promise((resolve) => setTimeout(resolve, 20));
     await sweepRunEvents(db().sql, 1000);
-    expect(await runEventsAfter(db().sql, workspaceId, run.runId, 0, 100)).toEqual([]);
+    expect(await eventsAfter(db().sql, workspaceId, { runId: run.runId }, 0, 100)).toEqual([]);
   });
 });

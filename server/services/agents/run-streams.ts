@@ -9,13 +9,7 @@ import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
 import type { Sql } from "../../store/db.js";
-import {
-  END_EVENT,
-  eventId,
-  type RunEventRecord,
-  runEventsAfter,
-  threadEventsAfter,
-} from "../../store/run-event-store.js";
+import { END_EVENT, eventId, eventsAfter, type RunEventRecord } from "../../store/run-event-store.js";
 import { invalid } from "../request-validation.js";
 
 /**
@@ -93,7 +87,7 @@ export async function* readRunStream(
     let last = options.afterSeq;
     for (;;) {
       const seen = watch.version();
-      const rows = await runEventsAfter(sql, run.workspaceId, run.runId, last, PAGE);
+      const rows = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
       for (const row of rows) {
         last = row.seq;
         if (row.event === END_EVENT) return;
@@ -107,7 +101,7 @@ export async function* readRunStream(
         const current = await findRun(sql, run.workspaceId, run.runId);
         if (!current) return;
         if (hasEnded(current)) {
-          const tail = await runEventsAfter(sql, run.workspaceId, run.runId, last, PAGE);
+          const tail = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
           for (const row of tail) {
             if (row.event === END_EVENT) return;
             if (options.accept(row.event)) yield toMessage(row);
@@ -137,7 +131,7 @@ export async function* readThreadStream(
     let last = options.afterSeq;
     while (!options.signal.aborted) {
       const seen = watch.version();
-      const rows = await threadEventsAfter(sql, thread.workspaceId, thread.threadId, last, PAGE);
+      const rows = await eventsAfter(sql, thread.workspaceId, { threadId: thread.threadId }, last, PAGE);
       for (const row of rows) {
         last = row.seq;
         if (row.event !== END_EVENT && options.accept(row.event)) yield toMessage(row);
