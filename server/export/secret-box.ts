@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** Seals and opens small secrets (destination credentials) with AES-256-GCM. */
@@ -53,13 +53,18 @@ export async function loadSecretKey(configured: string | undefined, dataDir: str
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   const key = randomBytes(SECRET_KEY_BYTES);
+  // Written whole under a name of its own, then linked into place: link fails when the file exists,
+  // so of two processes starting together one key wins and the other never reads a half-written file.
+  const draft = `${path}.${randomBytes(8).toString("hex")}`;
+  await writeFile(draft, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   try {
-    // "wx": two processes starting together must not both write; the loser reads the winner's key.
-    await writeFile(path, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+    await link(draft, path);
     return key;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     return loadSecretKey(undefined, dataDir);
+  } finally {
+    await unlink(draft);
   }
 }
 
