@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import postgres from "postgres";
 import { afterAll, beforeAll, inject } from "vitest";
 import { createSql, type Sql } from "../../server/store/db.js";
 
 /** Pool size of a test database: a test's own queries plus a server under test sharing the pool. */
 const POOL_MAX = 5;
+/** Seconds the file's own pool gets to finish its queries when the database is dropped. */
+const POOL_END_SECONDS = 5;
+/** How long a file waits for its database to be dropped: well inside vitest's 60 s hook timeout. */
+const DROP_WAIT_MS = 20_000;
 
 /** A database of its own for one test file. */
 export interface TestDatabase {
@@ -44,8 +49,18 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
     url: url.toString(),
     sql,
     async drop() {
-      await sql.end();
-      await withAdmin((admin) => admin`drop database if exists ${admin(name)} with (force)`);
+      await sql.end({ timeout: POOL_END_SECONDS });
+      const dropped = withAdmin((admin) => admin`drop database if exists ${admin(name)} with (force)`).then(
+        () => true,
+        (error: unknown) => {
+          console.warn(`could not drop test database ${name}:`, error);
+          return true;
+        },
+      );
+      // The cluster is thrown away after the run: a drop that lags behind a loaded full run (seen
+      // once in CI, a minute) is left to finish in the background rather than failing the file.
+      if (!(await Promise.race([dropped, delay(DROP_WAIT_MS).then(() => false)])))
+        console.warn(`dropping test database ${name} took over ${DROP_WAIT_MS} ms; left to finish`);
     },
   };
 }
