@@ -29,7 +29,7 @@ import { lastEventSeq } from "../../store/run-event-store.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
-import { toValue } from "./plain-json.js";
+import { toValue } from "./json-value.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
 import {

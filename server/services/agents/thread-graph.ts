@@ -3,11 +3,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import postgres from "postgres";
 import type { CompiledGraph, GraphRegistry } from "../../runtime/graph-registry.js";
+import { isObject, toPlainJson } from "../../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../../runtime/postgres-store.js";
 import type { Sql } from "../../store/db.js";
 import { saveThreadState, type ThreadRecord, type ThreadStatus } from "../../store/thread-store.js";
-import { isObject, toPlainJson } from "./plain-json.js";
 import { interruptsByTask } from "./thread-state-view.js";
 
 /** Dependencies of {@link createThreadGraphs}. */

@@ -7,9 +7,9 @@ import type {
   ThreadService,
   ThreadState,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { isObject } from "../../runtime/plain-json.js";
 import type { ThreadBatches } from "../../store/thread-batches.js";
 import { invalid } from "../request-validation.js";
-import { isObject } from "./plain-json.js";
 import { loadThread } from "./thread-access.js";
 import { graphCall, isStored, rootConfig, type ThreadGraphs } from "./thread-graph.js";
 import { DEFAULT_HISTORY_LIMIT, parseLimit } from "./thread-requests.js";

@@ -2,7 +2,7 @@ import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import { type ThreadState, ThreadStateSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
-import { isObject, toPlainJson } from "./plain-json.js";
+import { isObject, toPlainJson } from "../../runtime/plain-json.js";
 
 /** A checkpoint as the Agent Server's JSON shows it. */
 export interface CheckpointJson {

@@ -2,8 +2,8 @@ import { toJson } from "@bufbuild/protobuf";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { ThreadSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { toPlainJson } from "../../runtime/plain-json.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
-import { toPlainJson } from "./plain-json.js";
 import { parseInclude } from "./thread-requests.js";
 import { parseExtract, parseSelect, threadView } from "./thread-view.js";
 

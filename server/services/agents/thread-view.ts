@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Thread, ThreadSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
 import { invalid } from "../request-validation.js";
-import { toValue } from "./plain-json.js";
+import { toValue } from "./json-value.js";
 
 /** Fields a search may `select`. `context` is accepted for SDK compatibility; threads have none. */
 export const THREAD_SELECT_FIELDS = [
