@@ -7,18 +7,12 @@
 -- the same thing, so a lost notification delays the stop by one heartbeat, never forever.
 
 create function agentplane_stop_runs_of_deleted_thread() returns trigger language plpgsql as $$
-declare
-  r record;
 begin
   delete from agent_runs
   where workspace_id = old.workspace_id and thread_id = old.thread_id
     and (status = 'pending' or (status <> 'running' and not temporary));
-  for r in
-    select run_id from agent_runs
-    where workspace_id = old.workspace_id and thread_id = old.thread_id and status = 'running'
-  loop
-    perform pg_notify('agentplane_run_control', r.run_id::text || ' orphaned');
-  end loop;
+  perform pg_notify('agentplane_run_control', run_id::text || ' orphaned') from agent_runs
+  where workspace_id = old.workspace_id and thread_id = old.thread_id and status = 'running';
   return null;
 end
 $$;
@@ -27,17 +21,11 @@ create trigger threads_stop_runs after delete on threads
   for each row execute function agentplane_stop_runs_of_deleted_thread();
 
 create function agentplane_stop_runs_of_deleted_assistant() returns trigger language plpgsql as $$
-declare
-  r record;
 begin
   update agent_runs set status = 'interrupted', ended_at = now(), updated_at = now()
   where workspace_id = old.workspace_id and assistant_id = old.assistant_id and status = 'pending';
-  for r in
-    select run_id from agent_runs
-    where workspace_id = old.workspace_id and assistant_id = old.assistant_id and status = 'running'
-  loop
-    perform pg_notify('agentplane_run_control', r.run_id::text || ' orphaned');
-  end loop;
+  perform pg_notify('agentplane_run_control', run_id::text || ' orphaned') from agent_runs
+  where workspace_id = old.workspace_id and assistant_id = old.assistant_id and status = 'running';
   return null;
 end
 $$;
