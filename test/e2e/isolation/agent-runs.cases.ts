@@ -79,6 +79,12 @@ export const suite = isolationSuite({
     },
     {
       ...NOT_FOUND,
+      name: "RunService.ListRuns of A's thread, filtered by status",
+      rest: (f) => ({ method: "GET", path: `/threads/${f.threadId}/runs?status=success` }),
+      connect: (c, f) => runs(c).listRuns({ threadId: f.threadId, status: "success" }),
+    },
+    {
+      ...NOT_FOUND,
       name: "RunService.GetRun",
       rest: (f) => ({ method: "GET", path: `/threads/${f.threadId}/runs/${f.runId}` }),
       connect: (c, f) => runs(c).getRun({ threadId: f.threadId, runId: f.runId }),
