@@ -47,7 +47,7 @@ export interface BulkExportSettings {
   readonly fileMaxBytes: number;
   /**
    * Whether destination endpoints may be loopback or private-network addresses
-   * (`AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS`; see server/export/endpoint-policy.ts).
+   * (`AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS`; see server/net/endpoint-policy.ts).
    */
   readonly allowPrivateEndpoints: boolean;
 }

@@ -17,6 +17,7 @@ import {
   PAGE_ROWS,
   ROW_GROUP_ROWS,
 } from "../../server/export/partition-exporter.js";
+import { destinationPolicy } from "../../server/export/s3-destination.js";
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
 import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
 import { createSql } from "../../server/store/db.js";
@@ -106,7 +107,7 @@ if (settings.mode === "export") {
         },
         credentials: { accessKeyId: settings.s3.accessKeyId, secretAccessKey: settings.s3.secretAccessKey },
         // s3rver listens on loopback.
-        policy: { allowPrivate: true },
+        policy: destinationPolicy(true),
       },
       cursor: null,
       files: [],

@@ -1,4 +1,4 @@
-import { EndpointRefused } from "./endpoint-policy.js";
+import { EndpointRefused } from "../net/endpoint-policy.js";
 
 /**
  * What is wrong with a destination, in the seed's words. An export run that meets one of these

@@ -1,9 +1,9 @@
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { type EndpointPolicy, endpointHostProblem, guardedLookup } from "../net/endpoint-policy.js";
 import type { S3Location } from "../store/bulk-export-destination-store.js";
 import { DestinationError, destinationProblemOf } from "./destination-error.js";
-import { type EndpointPolicy, endpointHostProblem, guardedLookup } from "./endpoint-policy.js";
 import { loadS3Sdk } from "./s3-sdk.js";
 
 /** Static credentials of a destination. */
@@ -19,6 +19,11 @@ export interface S3Target {
   credentials: S3Credentials | undefined;
   /** Which addresses the endpoint may reach. */
   policy: EndpointPolicy;
+}
+
+/** The endpoint policy of destinations: private addresses only when `allowPrivate` (the export setting). */
+export function destinationPolicy(allowPrivate: boolean): EndpointPolicy {
+  return { allowPrivate, allowSetting: "AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS" };
 }
 
 /** Region the SDK signs for when the destination names none (S3-compatible stores ignore it). */

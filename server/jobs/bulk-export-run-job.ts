@@ -3,6 +3,7 @@ import type { BulkExportSettings } from "../config.js";
 import { openCredentials } from "../export/destination-credentials.js";
 import { DestinationError, destinationProblemOf } from "../export/destination-error.js";
 import { exportPartition } from "../export/partition-exporter.js";
+import { destinationPolicy } from "../export/s3-destination.js";
 import type { SecretBox } from "../export/secret-box.js";
 import { loadZstdCompressor } from "../export/zstd-compressor.js";
 import { uuidv7 } from "../ids.js";
@@ -126,7 +127,7 @@ export function createExportRunJob(deps: ExportRunJobDeps): JobDefinition<Export
           target: {
             location: destination,
             credentials: openCredentials(secrets, destination),
-            policy: { allowPrivate: settings.allowPrivateEndpoints },
+            policy: destinationPolicy(settings.allowPrivateEndpoints),
           },
           cursor: run.cursor,
           files: run.files,

@@ -5,7 +5,12 @@ import { sealCredentials } from "../../export/destination-credentials.js";
 import { DestinationError } from "../../export/destination-error.js";
 import { probeKey } from "../../export/export-layout.js";
 import { insertExportWithRuns } from "../../export/new-export.js";
-import { checkDestination, type S3Credentials, type S3Target } from "../../export/s3-destination.js";
+import {
+  checkDestination,
+  destinationPolicy,
+  type S3Credentials,
+  type S3Target,
+} from "../../export/s3-destination.js";
 import type { SecretBox } from "../../export/secret-box.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchExportRuns, type ExportDispatchDeps } from "../../jobs/bulk-export-dispatch.js";
@@ -212,7 +217,7 @@ export function createBulkExportService(deps: BulkExportServiceDeps): ServiceImp
   async function validateDestination(target: Omit<S3Target, "policy">, id: string): Promise<void> {
     try {
       await checkDestination(
-        { ...target, policy: { allowPrivate: deps.settings.allowPrivateEndpoints } },
+        { ...target, policy: destinationPolicy(deps.settings.allowPrivateEndpoints) },
         probeKey(target.location, id),
       );
     } catch (error) {

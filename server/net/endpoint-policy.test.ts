@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { addressProblem, EndpointRefused, guardedLookup } from "./endpoint-policy.js";
+import { addressProblem, checkHost, EndpointRefused, guardedLookup } from "./endpoint-policy.js";
 
-const strict = { allowPrivate: false };
-const lenient = { allowPrivate: true };
+const allowSetting = "AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS";
+const strict = { allowPrivate: false, allowSetting };
+const lenient = { allowPrivate: true, allowSetting };
 
 describe("endpoint policy", () => {
   it.each([
@@ -63,5 +64,23 @@ describe("endpoint policy", () => {
       lookup("localhost", { all: true }, (e, addresses) => resolve([e, addresses])),
     );
     expect(all[1]).toEqual(expect.arrayContaining([expect.objectContaining({ address: one[1] })]));
+  });
+
+  it("checks a host before use: literals as they are, names by every address they resolve to", async () => {
+    expect(await checkHost("127.0.0.1", strict)).toEqual({
+      ok: false,
+      problem: expect.stringMatching(/^127\.0\.0\.1 is a loopback/),
+    });
+    expect(await checkHost("[::1]", lenient)).toEqual({ ok: true });
+    expect(await checkHost("169.254.169.254", lenient)).toMatchObject({ ok: false });
+    expect(await checkHost("localhost", strict)).toEqual({
+      ok: false,
+      problem: expect.stringMatching(/^localhost resolves to .* loopback or private-network address/),
+    });
+    expect(await checkHost("localhost", lenient)).toEqual({ ok: true });
+    expect(await checkHost("no-such-host.invalid", strict)).toEqual({
+      ok: false,
+      unresolved: expect.any(String),
+    });
   });
 });

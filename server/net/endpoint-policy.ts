@@ -1,20 +1,23 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns";
+import { lookup as dnsLookupAsync } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 
 /**
- * Which addresses a destination's `endpoint_url` may reach (server-side request forgery policy).
- * The server, not the user, makes these requests, so an endpoint must not point it at itself or at
- * its network:
+ * Which addresses a user-supplied URL may make the server reach (server-side request forgery
+ * policy), shared by bulk export destinations (`endpoint_url`) and run webhooks. The server, not the
+ * user, makes these requests, so a URL must not point it at itself or at its network:
  * - never: link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata services such as
  *   169.254.169.254 answer), unspecified (0.0.0.0/8, ::), multicast, broadcast and reserved ranges;
- * - only with `AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS=true` (a self-hosted MinIO on the same host
- *   or network, and the tests): loopback (127.0.0.0/8, ::1) and private networks (10.0.0.0/8,
+ * - only when the feature's setting allows it (a self-hosted MinIO or receiver on the same host or
+ *   network, and the tests): loopback (127.0.0.0/8, ::1) and private networks (10.0.0.0/8,
  *   172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7).
  * Names are checked on every connection, after DNS resolution, so a name that later resolves to a
  * refused address (DNS rebinding) is refused too; an IPv4-mapped IPv6 address counts as its IPv4.
  */
 export interface EndpointPolicy {
   allowPrivate: boolean;
+  /** The setting that allows loopback and private addresses, named in refusals (`NAME=true`). */
+  allowSetting: string;
 }
 
 /** The ranges refused whatever the configuration. */
@@ -57,15 +60,40 @@ export function addressProblem(address: string, policy: EndpointPolicy): string 
   if (family === undefined) return undefined;
   const ip = family === "ipv4" ? v4 : bare;
   if (NEVER.check(ip, family))
-    return `${address} is a link-local, unspecified, multicast or reserved address, which an export may never reach`;
+    return `${address} is a link-local, unspecified, multicast or reserved address, which the server may never reach`;
   if (!policy.allowPrivate && PRIVATE.check(ip, family))
-    return `${address} is a loopback or private-network address; a server admin can allow these with AGENTPLANE_EXPORT_ALLOW_PRIVATE_ENDPOINTS=true`;
+    return `${address} is a loopback or private-network address; a server admin can allow these with ${policy.allowSetting}=true`;
   return undefined;
 }
 
 /** Why the host of `endpointUrl` may not be reached when it is an IP literal (names are checked at connect time). */
 export function endpointHostProblem(endpointUrl: string, policy: EndpointPolicy): string | undefined {
   return addressProblem(new URL(endpointUrl).hostname, policy);
+}
+
+/** What resolving a URL's host found: why it is refused, or that its name does not resolve now. */
+export type HostCheck = { ok: true } | { ok: false; problem: string } | { ok: false; unresolved: string };
+
+/**
+ * Resolves `hostname` (an IP literal is taken as it is) and checks every address it has against
+ * `policy`: the check made before a URL is accepted. Connections are checked again when made
+ * ({@link guardedLookup}), as a name may resolve differently later.
+ */
+export async function checkHost(hostname: string, policy: EndpointPolicy): Promise<HostCheck> {
+  const literal = addressProblem(hostname, policy);
+  if (literal) return { ok: false, problem: literal };
+  if (isIP(hostname.replace(/^\[|\]$/g, "")) !== 0) return { ok: true };
+  let addresses: LookupAddress[];
+  try {
+    addresses = await dnsLookupAsync(hostname, { all: true });
+  } catch (error) {
+    return { ok: false, unresolved: (error as NodeJS.ErrnoException).code ?? String(error) };
+  }
+  for (const { address } of addresses) {
+    const problem = addressProblem(address, policy);
+    if (problem) return { ok: false, problem: `${hostname} resolves to ${problem}` };
+  }
+  return { ok: true };
 }
 
 /** The callback shape of `dns.lookup` that Node's HTTP agents call. */
