@@ -162,7 +162,7 @@ describe("endpoint policy", () => {
       const res = await call(t, "POST", "/api/v1/bulk-exports/destinations", destinationBody(endpoint));
       expect(res.status).toBe(422);
       expect(res.body.detail).toMatch(
-        /^Failed to validate S3 destination: Invalid endpoint \(.* is a link-local, unspecified, multicast or reserved address, which an export may never reach\)$/,
+        /^Failed to validate S3 destination: Invalid endpoint \(.* is a link-local, unspecified, multicast or reserved address, which the server may never reach\)$/,
       );
     },
   );
