@@ -4,7 +4,12 @@ import { join } from "node:path";
 import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, DEFAULT_RUN_SETTINGS } from "./config.js";
+import {
+  type Config,
+  DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_RUN_SETTINGS,
+  DEFAULT_WEBHOOK_SETTINGS,
+} from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
@@ -13,6 +18,7 @@ import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
 import { createQueue } from "./jobs/queue.js";
 import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
+import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
@@ -142,6 +148,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     // Where graphs' loopback clients go: set, or this process's own address once it listens.
     let apiUrl = config.loopbackUrl;
     const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
+    const webhookSettings = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+    const webhookDelivery = createWebhookDeliveryJob({ settings: webhookSettings, log });
     const agentRuns = createAgentRunWorker({
       sql,
       graphs,
@@ -151,6 +159,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       bus: () => runBus,
       ...(runTracing ? { tracing: runTracing } : {}),
       loopback: createLoopback({ sql, log, url: () => apiUrl, timeoutSeconds: runSettings.timeoutSeconds }),
+      webhooks: { settings: webhookSettings, job: () => webhookDelivery },
     });
     const jobs = createJobRegistry({
       sql,
@@ -158,6 +167,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       settings: graphs.settings,
       bulkExport: { settings: bulkExport, secrets, clock: hooks.clock ?? systemClock, log },
       agentRuns,
+      webhookDelivery,
     });
     const queue = createQueue({
       sql,

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import { parseWebhookHeaders } from "./net/webhook-headers.js";
 import {
   LANGGRAPH_CONFIG,
   parseSystemAssistantDefaults,
@@ -73,6 +74,37 @@ export interface RunSettings {
   readonly richThreads: boolean;
 }
 
+/** Delivery of run webhooks (a run's `webhook` URL receives the run when it ends). */
+export interface WebhookSettings {
+  /** False stops every webhook call of the server (`AGENTPLANE_DISABLE_WEBHOOKS=true`). */
+  readonly enabled: boolean;
+  /**
+   * Host names a webhook may target, lower case; `*.example.com` matches the subdomains of
+   * example.com (`AGENTPLANE_WEBHOOK_ALLOWED_HOSTS`, comma-separated). Empty: any public host.
+   */
+  readonly allowedHosts: readonly string[];
+  /**
+   * Whether webhooks may reach loopback and private-network addresses
+   * (`AGENTPLANE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES`; see server/net/endpoint-policy.ts).
+   */
+  readonly allowPrivateAddresses: boolean;
+  /**
+   * Headers sent with every call, their `${{ env.NAME }}` templates filled in
+   * (`AGENTPLANE_WEBHOOK_HEADERS`, a JSON object; `AGENTPLANE_WEBHOOK_ENV_PREFIX` names the variables
+   * templates may read).
+   */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Seconds one call may take before it counts as failed (`AGENTPLANE_WEBHOOK_TIMEOUT_SECONDS`). */
+  readonly timeoutSeconds: number;
+  /** Calls of one webhook at most, the first included (`AGENTPLANE_WEBHOOK_MAX_ATTEMPTS`). */
+  readonly maxAttempts: number;
+  /**
+   * Seconds before the first retry; each later retry waits about twice as long as the one before,
+   * with jitter (`AGENTPLANE_WEBHOOK_RETRY_DELAY_SECONDS`).
+   */
+  readonly retryDelaySeconds: number;
+}
+
 /** The validated configuration of one process. Built once at start-up by {@link loadConfig}. */
 export interface Config {
   /** TCP port for every protocol (`AGENTPLANE_PORT`). */
@@ -131,6 +163,8 @@ export interface Config {
   readonly bulkExport?: BulkExportSettings;
   /** Agent run settings; {@link DEFAULT_RUN_SETTINGS} where a hand-built config has none. */
   readonly runs?: RunSettings;
+  /** Run webhook delivery; {@link DEFAULT_WEBHOOK_SETTINGS} where a hand-built config has none. */
+  readonly webhooks?: WebhookSettings;
 }
 
 /** The seed's defaults for runs and this server's tuning. */
@@ -150,6 +184,28 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = Object.freeze({
   shutdownGraceMs: 3 * 60 * 1000,
   richThreads: true,
 });
+
+/** Webhook delivery defaults. */
+export const DEFAULT_WEBHOOK_SETTINGS: WebhookSettings = Object.freeze({
+  enabled: true,
+  allowedHosts: Object.freeze([]) as readonly string[],
+  // A user's URL must not point the server at itself or its network unless an admin says so.
+  allowPrivateAddresses: false,
+  headers: Object.freeze({}),
+  // A receiver should acknowledge at once and work afterwards; 10 s covers a slow cold start.
+  timeoutSeconds: 10,
+  // Eight calls 5 s apart doubling (5, 10, 20 … 320 s, jittered up to twice that): about 10 to 20
+  // minutes in all, enough to ride out a receiver's restart or deploy, bounded so a dead receiver
+  // stops costing calls.
+  maxAttempts: 8,
+  retryDelaySeconds: 5,
+});
+
+/** The langgraph.json default: header templates read only variables starting with this. */
+const DEFAULT_WEBHOOK_ENV_PREFIX = "LG_WEBHOOK_";
+/** A host name or IP literal of an allow list entry, with an optional leading `*.`. */
+const ALLOWED_HOST =
+  /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/;
 
 /** The seed's bulk export limits and this server's tuning defaults. */
 export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
@@ -353,6 +409,44 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     richThreads: oneOf("FF_RICH_THREADS", ["true", "false"], "true") === "true",
   });
 
+  const w = DEFAULT_WEBHOOK_SETTINGS;
+  const allowedHosts = (text("AGENTPLANE_WEBHOOK_ALLOWED_HOSTS") ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== "");
+  for (const entry of allowedHosts)
+    if (!ALLOWED_HOST.test(entry))
+      problems.push(
+        `AGENTPLANE_WEBHOOK_ALLOWED_HOSTS entry ${entry} must be a host name (optionally *.domain) or an IP address, without scheme or port`,
+      );
+  let webhookHeaders: Record<string, string> = {};
+  const headersText = text("AGENTPLANE_WEBHOOK_HEADERS");
+  if (headersText !== undefined) {
+    const parsed = parseWebhookHeaders(
+      headersText,
+      env,
+      text("AGENTPLANE_WEBHOOK_ENV_PREFIX") ?? DEFAULT_WEBHOOK_ENV_PREFIX,
+    );
+    if ("headers" in parsed) webhookHeaders = parsed.headers;
+    else for (const problem of parsed.problems) problems.push(`AGENTPLANE_WEBHOOK_HEADERS ${problem}`);
+  }
+  const webhooks: WebhookSettings = Object.freeze({
+    enabled: oneOf("AGENTPLANE_DISABLE_WEBHOOKS", ["true", "false"], "false") === "false",
+    allowedHosts: Object.freeze(allowedHosts),
+    allowPrivateAddresses:
+      oneOf(
+        "AGENTPLANE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES",
+        ["true", "false"],
+        String(w.allowPrivateAddresses),
+      ) === "true",
+    headers: Object.freeze(webhookHeaders),
+    // Past five minutes a call is not a webhook acknowledgement any more.
+    timeoutSeconds: integer("AGENTPLANE_WEBHOOK_TIMEOUT_SECONDS", w.timeoutSeconds, 1, 300),
+    // Twelve doubling delays already span hours; more would retry a receiver that is gone.
+    maxAttempts: integer("AGENTPLANE_WEBHOOK_MAX_ATTEMPTS", w.maxAttempts, 1, 12),
+    retryDelaySeconds: integer("AGENTPLANE_WEBHOOK_RETRY_DELAY_SECONDS", w.retryDelaySeconds, 1, 600),
+  });
+
   const config: Config = Object.freeze({
     port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
     host,
@@ -386,6 +480,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretKey,
     bulkExport,
     runs,
+    webhooks,
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -10,7 +10,12 @@ import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, type RunSettings } from "./config.js";
+import {
+  type Config,
+  DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_WEBHOOK_SETTINGS,
+  type RunSettings,
+} from "./config.js";
 import type { SecretBox } from "./export/secret-box.js";
 import type { AgentRunWorker } from "./jobs/agent-run-job.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
@@ -102,6 +107,7 @@ export function createApiServices(
         runJob: () => jobs.agentRun,
         bus: deps.runBus,
         settings: deps.runSettings,
+        webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
         ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
       }),
       bind,

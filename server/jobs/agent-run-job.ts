@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { RunSettings } from "../config.js";
+import type { RunSettings, WebhookSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
 import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
@@ -43,6 +43,7 @@ import {
   type RunDispatchDeps,
 } from "./agent-run-dispatch.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
+import { type WebhookPayload, webhookBody } from "./webhook-delivery-job.js";
 
 /** Dependencies of {@link createAgentRunWorker}. */
 export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
@@ -56,6 +57,8 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   tracing?: RunTracing;
   /** Gives each attempt the loopback client's credentials. */
   loopback?: Loopback;
+  /** Webhook delivery: a run with a `webhook` that ends owes a call, sent with its end. */
+  webhooks?: { settings: WebhookSettings; job: () => JobDefinition<WebhookPayload> };
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -300,7 +303,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     await end(run, leaseToken, graph, { status, output, failure });
   }
 
-  /** Ends the run (when this attempt still holds it), records the thread's state, starts the next run. */
+  /**
+   * Ends the run (when this attempt still holds it), owes its webhook, records the thread's state,
+   * starts the next run.
+   */
   async function end(
     run: AgentRunRecord,
     leaseToken: string,
@@ -327,6 +333,23 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         channel: RUN_EVENTS_CHANNEL,
       });
       if (!ended) return;
+      if (kwargs.webhook && deps.webhooks?.settings.enabled) {
+        const values = state?.values ?? (outcome.failure ? null : output);
+        const body = webhookBody(run, {
+          status: outcome.status,
+          times: ended,
+          values: values as JsonValue,
+          error: outcome.failure?.message,
+        });
+        const owed: WebhookPayload = {
+          workspaceId: run.workspaceId,
+          runId: run.runId,
+          url: kwargs.webhook,
+          body,
+        };
+        // In the transaction that ends the run: the webhook is owed exactly when the run has ended.
+        await deps.queue().enqueue(deps.webhooks.job(), owed, { tx });
+      }
       if (kwargs.temporary && (await deleteTemporaryThread(tx, run.workspaceId, run.threadId))) return;
       const threadStatus =
         outcome.status === "error"

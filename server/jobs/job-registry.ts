@@ -11,6 +11,7 @@ import type { JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";
 import { createStoreTtlSweepJob } from "./store-ttl-sweep-job.js";
 import { createThreadTtlSweepJob } from "./thread-ttl-sweep-job.js";
+import type { WebhookPayload } from "./webhook-delivery-job.js";
 import { createWorkspacePurgeJob } from "./workspace-purge-job.js";
 
 /** Every job of the product, with its handler bound to its dependencies. */
@@ -27,6 +28,8 @@ export interface JobRegistry {
   readonly bulkExportMaintenance: ReturnType<typeof createExportMaintenanceJob>;
   /** Executes one agent run. */
   readonly agentRun: AgentRunWorker["job"];
+  /** Calls one ended run's webhook. */
+  readonly webhookDelivery: JobDefinition<WebhookPayload>;
 }
 
 /** Builds the registry; the one place a new job type is added. */
@@ -40,10 +43,13 @@ export function createJobRegistry(deps: {
   bulkExport: { settings: BulkExportSettings; secrets: SecretBox; clock: Clock; log: Logger };
   /** The agent run worker (built first: its job dispatches through the queue built after). */
   agentRuns: AgentRunWorker;
+  /** The webhook job (built before the run worker, which sends it when a run ends). */
+  webhookDelivery: JobDefinition<WebhookPayload>;
 }): JobRegistry {
   const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
   return {
     agentRun: deps.agentRuns.job,
+    webhookDelivery: deps.webhookDelivery,
     bulkExportRun,
     bulkExportMaintenance: createExportMaintenanceJob({
       sql: deps.sql,

@@ -448,24 +448,31 @@ export async function sweepTemporaryRuns(q: Queryable, afterSeconds: number, lim
   return rows.length;
 }
 
+/** When an ended run started, ended and was last updated (its end). */
+export interface RunEndTimes {
+  startedAt: Date | null;
+  endedAt: Date;
+  updatedAt: Date;
+}
+
 /**
  * {@link finishRun}, and in the same statement the run's end event (announced on the events
- * channel) and the start of its events' TTL. False, and nothing written, when the attempt no longer
- * holds the lease.
+ * channel) and the start of its events' TTL. Answers the run's times; undefined, and nothing
+ * written, when the attempt no longer holds the lease.
  */
 export async function endRun(
   q: Queryable,
   runId: string,
   leaseToken: string,
   end: { status: RunStatus; output: JsonValue; eventTtlSeconds: number; endEvent: string; channel: string },
-): Promise<boolean> {
+): Promise<RunEndTimes | undefined> {
   const ttl = end.eventTtlSeconds;
-  const rows = await q`
+  const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date }[]>`
     with finished as (
       update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
         updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
       where run_id = ${runId} and lease_token = ${leaseToken} and status = 'running'
-      returning workspace_id, run_id, thread_id
+      returning workspace_id, run_id, thread_id, started_at, ended_at, updated_at
     ), expired as (
       update agent_run_events set expires_at = now() + make_interval(secs => ${ttl}::float8)
       where run_id = ${runId} and exists (select 1 from finished)
@@ -475,6 +482,9 @@ export async function endRun(
         now() + make_interval(secs => ${ttl}::float8)
       from finished
     )
-    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end') from finished`;
-  return rows.length > 0;
+    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end'),
+      started_at, ended_at, updated_at
+    from finished`;
+  const [row] = rows;
+  return row && { startedAt: row.started_at, endedAt: row.ended_at, updatedAt: row.updated_at };
 }

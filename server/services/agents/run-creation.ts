@@ -1,9 +1,10 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { RunSettings } from "../../config.js";
+import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker, RunSlot } from "../../jobs/agent-run-job.js";
+import { webhookTargetProblem } from "../../net/webhook-target.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
@@ -33,6 +34,8 @@ export interface RunCreationDeps {
   configurableHeaders: ConfigurableHeadersConfig | undefined;
   /** This process's run worker, when it executes runs (roles all and worker). */
   localRuns: Pick<AgentRunWorker, "reserve"> | undefined;
+  /** Which webhook URLs runs may name; {@link DEFAULT_WEBHOOK_SETTINGS} when absent. */
+  webhooks?: WebhookSettings;
 }
 
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
@@ -92,6 +95,17 @@ function objectOf(value: unknown): JsonObject {
 }
 
 /**
+ * Refuses (422) a webhook this server would not call: not an absolute http(s) URL, a host off the
+ * allow list, or a host that is (or resolves to) an address the SSRF policy refuses. With webhooks
+ * disabled nothing is called, so nothing is checked beyond the URL's form.
+ */
+async function checkWebhook(webhook: string | null, settings: WebhookSettings): Promise<void> {
+  if (webhook === null || !settings.enabled) return;
+  const problem = await webhookTargetProblem(webhook, settings);
+  if (problem) throw invalid(problem.message);
+}
+
+/**
  * Creates a run in one transaction: resolves the assistant, finds (or creates) the thread, applies
  * the multitask strategy to the thread's active runs, stores the run with its merged config, marks
  * the thread busy and, when the run heads its thread's queue, dispatches it. The thread's queue is
@@ -104,6 +118,7 @@ export async function createRun(
   request: RunRequest,
   headers: Headers,
 ): Promise<AgentRunRecord> {
+  await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
   const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
   if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)

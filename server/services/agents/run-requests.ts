@@ -197,8 +197,12 @@ export function parseRunRequest(request: CreateRunRequest, stateless: boolean): 
   if (after !== undefined && (typeof after !== "number" || !(after >= 0) || after > MAX_AFTER_SECONDS))
     throw invalid(`after_seconds must be a number of seconds from 0 to ${MAX_AFTER_SECONDS}`);
   const webhook = text(request.webhook, "webhook") ?? null;
-  if (webhook !== null && (webhook.length > MAX_WEBHOOK_LENGTH || !/^(https?:\/\/|\/)/.test(webhook)))
-    throw invalid("webhook must be an http(s) URL or a path starting with / of at most 65,536 characters");
+  if (webhook !== null && (webhook.length > MAX_WEBHOOK_LENGTH || !/^https?:\/\//i.test(webhook)))
+    throw invalid(
+      webhook.startsWith("/")
+        ? "webhook must be an absolute http(s) URL: agentplane serves no custom routes for a relative webhook to reach"
+        : "webhook must be an http:// or https:// URL of at most 65,536 characters",
+    );
   const checkpointDuring = flag(request.checkpointDuring, "checkpoint_during");
   const durabilityRaw = text(request.durability, "durability");
   const durability =

@@ -8,7 +8,7 @@ import {
   RunSchema,
   type RunService,
 } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
-import type { RunSettings } from "../../config.js";
+import type { RunSettings, WebhookSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
@@ -61,6 +61,8 @@ export interface RunServiceDeps {
   runJob: () => JobDefinition<AgentRunPayload>;
   bus: RunEventBus;
   settings: RunSettings;
+  /** Webhook settings, to check a run's `webhook`; the defaults when absent. */
+  webhooks?: WebhookSettings;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
   localRuns?: Pick<AgentRunWorker, "reserve">;
 }
@@ -167,6 +169,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     settings,
     configurableHeaders: deps.graphs.settings.http.configurableHeaders,
     localRuns: deps.localRuns,
+    ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
   };
   const readers = { sql, bus };
 

@@ -1,0 +1,150 @@
+import type { WebhookSettings } from "../config.js";
+import type { Logger } from "../logger.js";
+import { postWebhook, WebhookTimeout } from "../net/webhook-call.js";
+import { webhookPolicy, webhookTargetProblem } from "../net/webhook-target.js";
+import type { AgentRunRecord, RunEndTimes, RunStatus } from "../store/agent-run-store.js";
+import type { JsonObject, JsonValue } from "../store/thread-store.js";
+import { defineJob, type JobDefinition } from "./job-definition.js";
+
+/** A webhook owed: where, and the run as it ended (without `webhook_sent_at`, stamped per call). */
+export interface WebhookPayload {
+  workspaceId: string;
+  runId: string;
+  url: string;
+  body: JsonObject;
+}
+
+/**
+ * The body a run's webhook receives, as the LangGraph servers send it: the run's fields as the API
+ * shows them, its final status, when it started and ended, the thread's values after it (the run's
+ * output for a stateless run) and, when it failed, the error message. `webhook_sent_at` is added
+ * by each call.
+ */
+export function webhookBody(
+  run: AgentRunRecord,
+  end: { status: RunStatus; times: RunEndTimes; values: JsonValue; error: string | undefined },
+): JsonObject {
+  return {
+    run_id: run.runId,
+    thread_id: run.threadId,
+    assistant_id: run.assistantId,
+    created_at: run.createdAt.toISOString(),
+    updated_at: end.times.updatedAt.toISOString(),
+    status: end.status,
+    metadata: run.metadata,
+    kwargs: run.kwargs,
+    multitask_strategy: run.multitaskStrategy,
+    run_started_at: end.times.startedAt?.toISOString() ?? null,
+    run_ended_at: end.times.endedAt.toISOString(),
+    values: end.values,
+    ...(end.error === undefined ? {} : { error: end.error }),
+  };
+}
+
+/** Thrown for a call to retry (5xx, timeout, network error): pg-boss schedules the next attempt. */
+class WebhookRetry extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WebhookRetry";
+  }
+}
+
+/** The job outlives one call by this much, so the call's own timeout always fires first. */
+const EXPIRY_MARGIN_SECONDS = 30;
+/**
+ * Concurrent calls per process: four fetch loops of four jobs each. A batch waits for its slowest
+ * call, so a receiver that times out holds at most three others back, for at most its timeout.
+ */
+const DELIVERY_WORKERS = 4;
+const DELIVERY_BATCH = 4;
+/**
+ * Client errors that mean "later" rather than "never": the receiver timed the request out (408) or
+ * is throttling (429). Every other 4xx is the receiver's final word.
+ */
+const RETRYABLE_CLIENT_STATUSES = new Set([408, 429]);
+
+/** Whether `error` (or its cause) is the address policy's refusal. */
+function refusedByPolicy(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause)
+    if ((e as { code?: unknown }).code === "EENDPOINTREFUSED") return true;
+  return false;
+}
+
+/**
+ * Delivers run webhooks: POSTs the ended run to its `webhook` URL with the configured headers.
+ * A 2xx answer delivers it; a 5xx, 408, 429, timeout or network error is retried with exponential
+ * backoff (pg-boss's, from `retryDelaySeconds`, doubling with jitter) until `maxAttempts` calls
+ * were made; any other answer, or a URL the address policy or allow list now refuses, is final.
+ * Each attempt is logged. The job is sent in the transaction that ends the run, so a webhook owed
+ * when a process dies is still sent by another; a process that dies mid-call has its job retried
+ * when the job expires.
+ */
+export function createWebhookDeliveryJob(deps: {
+  settings: WebhookSettings;
+  log: Logger;
+}): JobDefinition<WebhookPayload> {
+  const { settings, log } = deps;
+  return defineJob<WebhookPayload>({
+    name: "agent.webhook",
+    version: 1,
+    retryLimit: settings.maxAttempts - 1,
+    retryDelaySeconds: settings.retryDelaySeconds,
+    retryBackoff: true,
+    expireInSeconds: settings.timeoutSeconds + EXPIRY_MARGIN_SECONDS,
+    workers: DELIVERY_WORKERS,
+    batchSize: DELIVERY_BATCH,
+    async handler(payload, job) {
+      const attempt = job.retryCount + 1;
+      const fields = { runId: payload.runId, workspaceId: payload.workspaceId, attempt };
+      if (!settings.enabled) {
+        log.info("webhook not sent: webhooks are disabled on this server", fields);
+        return;
+      }
+      const problem = await webhookTargetProblem(payload.url, settings);
+      if (problem?.kind === "refused") {
+        log.warn("webhook not sent: its URL is refused", { ...fields, reason: problem.message });
+        return;
+      }
+      const started = Date.now();
+      const body = JSON.stringify({ ...payload.body, webhook_sent_at: new Date().toISOString() });
+      let failure: string;
+      try {
+        const status = await postWebhook({
+          url: payload.url,
+          body,
+          headers: settings.headers,
+          timeoutMs: settings.timeoutSeconds * 1000,
+          policy: webhookPolicy(settings),
+          signal: job.signal,
+        });
+        const timing = { ...fields, status, ms: Date.now() - started };
+        if (status >= 200 && status < 300) {
+          log.info("webhook delivered", timing);
+          return;
+        }
+        if (status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status)) {
+          log.warn("webhook refused by its receiver; not retried", timing);
+          return;
+        }
+        failure = `the receiver answered ${status}`;
+      } catch (error) {
+        if (refusedByPolicy(error)) {
+          log.warn("webhook not sent: its host now resolves to a refused address", {
+            ...fields,
+            reason: (error as Error).message,
+          });
+          return;
+        }
+        failure =
+          error instanceof WebhookTimeout
+            ? error.message
+            : `the call failed: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      const last = attempt >= settings.maxAttempts;
+      const line = { ...fields, ms: Date.now() - started, reason: failure };
+      if (last) log.error(`webhook not delivered after ${attempt} attempts; giving up`, line);
+      else log.warn("webhook attempt failed; it is retried", line);
+      throw new WebhookRetry(`webhook of run ${payload.runId}, attempt ${attempt}: ${failure}`);
+    },
+  });
+}
