@@ -108,6 +108,7 @@ export function createApiServices(
         bus: deps.runBus,
         settings: deps.runSettings,
         webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+        webhookJob: () => jobs.webhookDelivery,
         ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
       }),
       bind,

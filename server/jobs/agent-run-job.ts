@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { RunSettings, WebhookSettings } from "../config.js";
+import type { RunSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
 import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
@@ -43,7 +43,7 @@ import {
   type RunDispatchDeps,
 } from "./agent-run-dispatch.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
-import { type WebhookPayload, webhookBody } from "./webhook-delivery-job.js";
+import { oweWebhook, type WebhookOwing } from "./webhook-delivery-job.js";
 
 /** Dependencies of {@link createAgentRunWorker}. */
 export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
@@ -58,7 +58,7 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   /** Gives each attempt the loopback client's credentials. */
   loopback?: Loopback;
   /** Webhook delivery: a run with a `webhook` that ends owes a call, sent with its end. */
-  webhooks?: { settings: WebhookSettings; job: () => JobDefinition<WebhookPayload> };
+  webhooks?: Omit<WebhookOwing, "queue">;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -333,23 +333,13 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         channel: RUN_EVENTS_CHANNEL,
       });
       if (!ended) return;
-      if (kwargs.webhook && deps.webhooks?.settings.enabled) {
-        const values = state?.values ?? (outcome.failure ? null : output);
-        const body = webhookBody(run, {
+      if (deps.webhooks)
+        await oweWebhook(tx, { ...deps.webhooks, queue: deps.queue }, run, {
           status: outcome.status,
           times: ended,
-          values: values as JsonValue,
+          values: state?.values ?? (outcome.failure ? null : output),
           error: outcome.failure?.message,
         });
-        const owed: WebhookPayload = {
-          workspaceId: run.workspaceId,
-          runId: run.runId,
-          url: kwargs.webhook,
-          body,
-        };
-        // In the transaction that ends the run: the webhook is owed exactly when the run has ended.
-        await deps.queue().enqueue(deps.webhooks.job(), owed, { tx });
-      }
       if (kwargs.temporary && (await deleteTemporaryThread(tx, run.workspaceId, run.threadId))) return;
       const threadStatus =
         outcome.status === "error"

@@ -3,8 +3,10 @@ import type { Logger } from "../logger.js";
 import { postWebhook, WebhookTimeout } from "../net/webhook-call.js";
 import { webhookPolicy, webhookTargetProblem } from "../net/webhook-target.js";
 import type { AgentRunRecord, RunEndTimes, RunStatus } from "../store/agent-run-store.js";
+import type { Queryable } from "../store/db.js";
 import type { JsonObject, JsonValue } from "../store/thread-store.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
+import type { Queue } from "./queue.js";
 
 /** A webhook owed: where, and the run as it ended (without `webhook_sent_at`, stamped per call). */
 export interface WebhookPayload {
@@ -39,6 +41,35 @@ export function webhookBody(
     values: end.values,
     ...(end.error === undefined ? {} : { error: end.error }),
   };
+}
+
+/** What owing a webhook needs: the settings (is delivery on?), the job, and the queue to send it on. */
+export interface WebhookOwing {
+  settings: WebhookSettings;
+  job: () => JobDefinition<WebhookPayload>;
+  queue: () => Pick<Queue, "enqueue">;
+}
+
+/**
+ * Owes the webhook of a run that just ended, when it has one and delivery is on: sends the delivery
+ * job inside `tx`, the transaction that ends the run, so the webhook is owed exactly when the run's
+ * end commits, whatever happens to the process afterwards.
+ */
+export async function oweWebhook(
+  tx: Queryable,
+  owing: WebhookOwing,
+  run: AgentRunRecord,
+  end: Parameters<typeof webhookBody>[1],
+): Promise<void> {
+  const url = (run.kwargs as { webhook?: unknown }).webhook;
+  if (typeof url !== "string" || !owing.settings.enabled) return;
+  const payload: WebhookPayload = {
+    workspaceId: run.workspaceId,
+    runId: run.runId,
+    url,
+    body: webhookBody(run, end),
+  };
+  await owing.queue().enqueue(owing.job(), payload, { tx });
 }
 
 /** Thrown for a call to retry (5xx, timeout, network error): pg-boss schedules the next attempt. */

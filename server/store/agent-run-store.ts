@@ -372,6 +372,8 @@ export interface CancelOutcome {
   threadId: string;
   /** The status before the cancel. */
   previous: RunStatus;
+  /** The run's webhook URL, if it has one. */
+  webhook: string | null;
 }
 
 /**
@@ -385,9 +387,9 @@ export async function cancelRuns(
   runIds: readonly string[],
   action: CancelAction,
 ): Promise<CancelOutcome[]> {
-  const rows = await q<{ run_id: string; thread_id: string; previous: RunStatus }[]>`
+  const rows = await q<{ run_id: string; thread_id: string; previous: RunStatus; webhook: string | null }[]>`
     with target as (
-      select run_id, thread_id, status from agent_runs
+      select run_id, thread_id, status, kwargs ->> 'webhook' as webhook from agent_runs
       where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])
         and status in ('pending', 'running')
       for update
@@ -403,8 +405,13 @@ export async function cancelRuns(
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'running'
       returning r.run_id
     )
-    select run_id, thread_id, status as previous from target`;
-  return rows.map((r) => ({ runId: r.run_id, threadId: r.thread_id, previous: r.previous }));
+    select run_id, thread_id, status as previous, webhook from target`;
+  return rows.map((r) => ({
+    runId: r.run_id,
+    threadId: r.thread_id,
+    previous: r.previous,
+    webhook: r.webhook,
+  }));
 }
 
 /** Ids of the workspace's runs with one of `statuses`, oldest first, at most `limit`. */

@@ -139,6 +139,33 @@ describe("delivery", () => {
     expect(call?.body).toMatchObject({ thread_id: thread.thread_id, status: "error", error: "Boo!" });
   });
 
+  it("a cancelled run's webhook says interrupted, whether it was running or still pending", async () => {
+    const thread = await sdk.threads.create();
+    const running = await sdk.runs.create(thread.thread_id, "sleepy", {
+      input: { sleep_ms: 30_000 },
+      webhook: receiver.url("/cancel/running"),
+    });
+    const pending = await sdk.runs.create(thread.thread_id, "sleepy", {
+      input: { sleep_ms: 1 },
+      webhook: receiver.url("/cancel/pending"),
+    });
+    await waitFor(
+      () => sdk.runs.get(thread.thread_id, running.run_id),
+      (r) => r.status === "running",
+    );
+    await sdk.runs.cancel(thread.thread_id, pending.run_id, true);
+    await sdk.runs.cancel(thread.thread_id, running.run_id, true);
+    const [stopped] = await receiver.waitForCalls("/cancel/running", 1);
+    const [skipped] = await receiver.waitForCalls("/cancel/pending", 1);
+    expect(stopped?.body).toMatchObject({ run_id: running.run_id, status: "interrupted" });
+    expect(skipped?.body).toMatchObject({
+      run_id: pending.run_id,
+      status: "interrupted",
+      run_started_at: null,
+    });
+    expect(skipped?.body.run_ended_at).toEqual(expect.any(String));
+  });
+
   it("a 5xx answer is retried until the receiver takes the call", async () => {
     receiver.script("/flaky", [503, 502]);
     const run = await sdk.runs.wait(null, "steps", {

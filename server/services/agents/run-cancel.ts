@@ -1,16 +1,19 @@
 import { dispatchThreadQueue, type RunDispatchDeps } from "../../jobs/agent-run-dispatch.js";
+import { oweWebhook, type WebhookOwing } from "../../jobs/webhook-delivery-job.js";
 import type { RunEventBus } from "../../runtime/run-event-bus.js";
 import {
   type CancelAction,
   type CancelOutcome,
   cancelRuns,
   deleteRun,
+  findRun,
   lockThreadQueue,
   threadsOfRuns,
 } from "../../store/agent-run-store.js";
 import { settleThreadStatus } from "../../store/agent-run-thread-store.js";
 import type { Queryable } from "../../store/db.js";
 import { appendRunEvents, END_EVENT, expireRunEvents } from "../../store/run-event-store.js";
+import { findThreads } from "../../store/thread-store.js";
 
 /** What cancelling needs. */
 export interface RunCancelDeps {
@@ -18,12 +21,33 @@ export interface RunCancelDeps {
   dispatch: RunDispatchDeps;
   /** Seconds a run's events are kept after it ends. */
   streamTtlSeconds: number;
+  /** Webhook delivery: a pending run the cancel ends owes its webhook; absent owes none. */
+  webhooks?: Omit<WebhookOwing, "queue">;
+}
+
+/** Owes the webhook of a pending run a cancel ended: the run never started; the thread's values. */
+async function oweCancelledWebhook(
+  tx: Queryable,
+  deps: RunCancelDeps,
+  workspaceId: string,
+  outcome: CancelOutcome,
+): Promise<void> {
+  if (!deps.webhooks) return;
+  const run = await findRun(tx, workspaceId, outcome.runId);
+  if (!run) return;
+  const [thread] = await findThreads(tx, [{ workspaceId, threadId: outcome.threadId }]);
+  await oweWebhook(tx, { ...deps.webhooks, queue: deps.dispatch.queue }, run, {
+    status: run.status,
+    times: { startedAt: null, endedAt: run.updatedAt, updatedAt: run.updatedAt },
+    values: thread?.values ?? null,
+    error: undefined,
+  });
 }
 
 /**
  * Cancels runs inside `tx`. A pending run ends at once (`interrupted`; a rollback deletes it) and
  * its stream ends; a running run is asked to stop through NOTIFY (and the flag its worker reads at
- * every heartbeat), and its worker ends it. Threads left without active runs go idle, and the next
+ * every heartbeat), and its worker ends it (a pending run that ends here owes its webhook). Threads left without active runs go idle, and the next
  * queued run of each thread is dispatched. Returns the runs that were pending or running.
  */
 export async function cancelRunsInTx(
@@ -51,6 +75,8 @@ export async function cancelRunsInTx(
     ]);
     await expireRunEvents(tx, outcome.runId, deps.streamTtlSeconds);
     if (action === "rollback") await deleteRun(tx, workspaceId, outcome.runId);
+    else if (outcome.webhook !== null && deps.webhooks)
+      await oweCancelledWebhook(tx, deps, workspaceId, outcome);
   }
   for (const threadId of threads) {
     await settleThreadStatus(tx, workspaceId, threadId);

@@ -13,6 +13,7 @@ import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
+import type { WebhookPayload } from "../../jobs/webhook-delivery-job.js";
 import type { GraphRegistry } from "../../runtime/graph-registry.js";
 import type { RunEventBus } from "../../runtime/run-event-bus.js";
 import {
@@ -63,6 +64,8 @@ export interface RunServiceDeps {
   settings: RunSettings;
   /** Webhook settings, to check a run's `webhook`; the defaults when absent. */
   webhooks?: WebhookSettings;
+  /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
+  webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
   localRuns?: Pick<AgentRunWorker, "reserve">;
 }
@@ -160,6 +163,9 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     bus,
     dispatch: { queue: deps.queue, runJob: deps.runJob },
     streamTtlSeconds: settings.streamTtlSeconds,
+    ...(deps.webhooks && deps.webhookJob
+      ? { webhooks: { settings: deps.webhooks, job: deps.webhookJob } }
+      : {}),
   };
   const creationDeps: RunCreationDeps = {
     sql,
