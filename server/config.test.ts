@@ -3,6 +3,7 @@ import {
   ConfigError,
   DEFAULT_BULK_EXPORT_SETTINGS,
   DEFAULT_RUN_SETTINGS,
+  DEFAULT_WEBHOOK_SETTINGS,
   isLoopback,
   loadConfig,
   shutdownBudgetMs,
@@ -241,6 +242,91 @@ describe("run settings", () => {
     expect(shutdownBudgetMs(loadConfig(env))).toBe(3000);
     const api = loadConfig({ ...env, AGENTPLANE_ROLE: "api", DATABASE_URL: "postgres://h/db" });
     expect(shutdownBudgetMs(api)).toBe(1000);
+  });
+});
+
+describe("webhook settings", () => {
+  it("default to delivery on, public hosts only, no headers", () => {
+    expect(loadConfig({}).webhooks).toEqual(DEFAULT_WEBHOOK_SETTINGS);
+    expect(DEFAULT_WEBHOOK_SETTINGS).toMatchObject({
+      enabled: true,
+      allowedHosts: [],
+      allowPrivateAddresses: false,
+      headers: {},
+    });
+  });
+
+  it("reads every variable, filling header templates from the prefixed environment", () => {
+    const config = loadConfig({
+      AGENTPLANE_DISABLE_WEBHOOKS: "true",
+      AGENTPLANE_WEBHOOK_ALLOWED_HOSTS: " Hooks.Example.com, *.corp.example ,[::1]",
+      AGENTPLANE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true",
+      AGENTPLANE_WEBHOOK_HEADERS: JSON.stringify({
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the header template syntax
+        Authorization: "Bearer ${{ env.LG_WEBHOOK_TOKEN }}",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the header template syntax
+        "X-Pair": "${{env.LG_WEBHOOK_A}}-${{ env.LG_WEBHOOK_B }}",
+        "X-Static": "plain",
+      }),
+      LG_WEBHOOK_TOKEN: "secret",
+      LG_WEBHOOK_A: "a",
+      LG_WEBHOOK_B: "b",
+      AGENTPLANE_WEBHOOK_TIMEOUT_SECONDS: "3",
+      AGENTPLANE_WEBHOOK_MAX_ATTEMPTS: "4",
+      AGENTPLANE_WEBHOOK_RETRY_DELAY_SECONDS: "2",
+    });
+    expect(config.webhooks).toEqual({
+      enabled: false,
+      allowedHosts: ["hooks.example.com", "*.corp.example", "[::1]"],
+      allowPrivateAddresses: true,
+      headers: { Authorization: "Bearer secret", "X-Pair": "a-b", "X-Static": "plain" },
+      timeoutSeconds: 3,
+      maxAttempts: 4,
+      retryDelaySeconds: 2,
+    });
+    const prefixed = loadConfig({
+      AGENTPLANE_WEBHOOK_ENV_PREFIX: "HOOK_",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the header template syntax
+      AGENTPLANE_WEBHOOK_HEADERS: '{"X-Key": "${{ env.HOOK_KEY }}"}',
+      HOOK_KEY: "k",
+    });
+    expect(prefixed.webhooks?.headers).toEqual({ "X-Key": "k" });
+  });
+
+  it("refuses bad headers, hosts and numbers, naming each problem", () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        AGENTPLANE_WEBHOOK_HEADERS: JSON.stringify({
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: the header template syntax
+          "X-Db": "${{ env.DATABASE_URL }}",
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: the header template syntax
+          "X-Missing": "${{ env.LG_WEBHOOK_UNSET }}",
+          "Bad Name": "x",
+          "Content-Length": "1",
+          "X-Number": 5,
+        }),
+        AGENTPLANE_WEBHOOK_ALLOWED_HOSTS: "https://hooks.example.com",
+        AGENTPLANE_WEBHOOK_MAX_ATTEMPTS: "0",
+        AGENTPLANE_DISABLE_WEBHOOKS: "yes",
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      "AGENTPLANE_WEBHOOK_ALLOWED_HOSTS entry https://hooks.example.com must be a host name (optionally *.domain) or an IP address, without scheme or port",
+      "AGENTPLANE_WEBHOOK_HEADERS header X-Db reads DATABASE_URL, but header templates may only read variables starting with LG_WEBHOOK_",
+      "AGENTPLANE_WEBHOOK_HEADERS header X-Missing reads LG_WEBHOOK_UNSET, which is not set",
+      'AGENTPLANE_WEBHOOK_HEADERS header name "Bad Name" is not a valid HTTP header name',
+      "AGENTPLANE_WEBHOOK_HEADERS header Content-Length is set by the HTTP client itself and cannot be configured",
+      "AGENTPLANE_WEBHOOK_HEADERS header X-Number must have a string value",
+      "AGENTPLANE_DISABLE_WEBHOOKS=yes must be one of true, false",
+      "AGENTPLANE_WEBHOOK_MAX_ATTEMPTS=0 must be a whole number from 1 to 12",
+    ]);
+    expect(() => loadConfig({ AGENTPLANE_WEBHOOK_HEADERS: "[1]" })).toThrow(
+      "AGENTPLANE_WEBHOOK_HEADERS must be a JSON object of header name",
+    );
   });
 });
 
