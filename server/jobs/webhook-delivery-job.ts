@@ -130,7 +130,9 @@ export function createWebhookDeliveryJob(deps: {
     batchSize: DELIVERY_BATCH,
     async handler(payload, job) {
       const attempt = job.retryCount + 1;
-      const fields = { runId: payload.runId, workspaceId: payload.workspaceId, attempt };
+      // The host only: a URL's path and query may carry the receiver's secrets.
+      const host = URL.canParse(payload.url) ? new URL(payload.url).host : "(invalid URL)";
+      const fields = { runId: payload.runId, workspaceId: payload.workspaceId, host, attempt };
       if (!settings.enabled) {
         log.info("webhook not sent: webhooks are disabled on this server", fields);
         return;

@@ -97,9 +97,10 @@ function objectOf(value: unknown): JsonObject {
 /**
  * Refuses (422) a webhook this server would not call: not an absolute http(s) URL, a host off the
  * allow list, or a host that is (or resolves to) an address the SSRF policy refuses. With webhooks
- * disabled nothing is called, so nothing is checked beyond the URL's form.
+ * disabled nothing is called, so nothing is checked beyond the URL's form. Run creation calls it;
+ * whatever stores a run payload for later (a cron) can call it up front with the same answer.
  */
-async function checkWebhook(webhook: string | null, settings: WebhookSettings): Promise<void> {
+export async function checkWebhook(webhook: string | null, settings: WebhookSettings): Promise<void> {
   if (webhook === null || !settings.enabled) return;
   const problem = await webhookTargetProblem(webhook, settings);
   if (problem) throw invalid(problem.message);
