@@ -1,8 +1,9 @@
 /**
  * Run webhooks through the official `@langchain/langgraph-sdk`: a run's `webhook` receives the run
- * once when it ends (create, wait, stream, stateless), with the configured headers; a 5xx or a
- * timeout is retried, a 4xx is not; URLs the SSRF policy or the allow list refuse are a 422 at run
- * creation; a server with webhooks disabled calls nothing.
+ * once when it ends (create, wait, stream, stateless, failed, cancelled; many runs on two servers),
+ * with the configured headers; a 5xx or a timeout is retried, a 4xx is not, attempts are bounded;
+ * URLs the SSRF policy or the allow list refuse are a 422 at run creation; a server with webhooks
+ * disabled calls nothing.
  */
 import type { Client } from "@langchain/langgraph-sdk";
 import postgres from "postgres";
@@ -126,6 +127,34 @@ describe("delivery", () => {
     expect(stateless).toMatchObject({ status: "success", values: FINAL("stateless") });
     expect(stateless.thread_id).not.toBe(thread.thread_id);
     expect(receiver.calls("/each/stream")[0]?.body.thread_id).toBe(streamed.thread_id);
+  });
+
+  it("many runs on two servers sharing the database: each webhook is called exactly once", async () => {
+    const second = await startRunsApp({
+      databaseUrl: app.t.databaseUrl,
+      bootstrapApiKey: app.t.adminKey,
+      webhooks: TEST_WEBHOOKS,
+    });
+    try {
+      const count = 24;
+      const runs = await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          (i % 2 === 0 ? sdk : second.sdk).runs.create(null, "steps", {
+            input: { topic: `many-${i}` },
+            webhook: receiver.url(`/many/${i}`),
+          }),
+        ),
+      );
+      await Promise.all(runs.map((_, i) => receiver.waitForCalls(`/many/${i}`, 1)));
+      await settled();
+      for (let i = 0; i < count; i++) {
+        const calls = receiver.calls(`/many/${i}`);
+        expect(calls).toHaveLength(1);
+        expect(calls[0]?.body).toMatchObject({ run_id: runs[i]?.run_id, values: FINAL(`many-${i}`) });
+      }
+    } finally {
+      await second.t.stop();
+    }
   });
 
   it("a failed run's webhook carries status error and the error message", async () => {
