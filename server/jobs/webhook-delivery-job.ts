@@ -159,6 +159,10 @@ export function createWebhookDeliveryJob(deps: {
           log.info("webhook delivered", timing);
           return;
         }
+        if (status >= 300 && status < 400) {
+          log.warn("webhook answered with a redirect, which is not followed; not retried", timing);
+          return;
+        }
         if (status < 500 && !RETRYABLE_CLIENT_STATUSES.has(status)) {
           log.warn("webhook refused by its receiver; not retried", timing);
           return;

@@ -55,6 +55,8 @@ export function postWebhook(call: WebhookCall): Promise<number> {
       },
       (res) => {
         clearTimeout(timer);
+        // The status is the answer: the body is drained unread, and a connection that breaks
+        // while draining it changes nothing.
         res.resume();
         res.on("error", () => {});
         resolve(res.statusCode ?? 0);
