@@ -222,14 +222,17 @@ describe("delivery", () => {
     expect(receiver.calls("/slow")).toHaveLength(2);
   });
 
-  it("a 4xx answer is final, and a receiver failing every attempt is called maxAttempts times", async () => {
+  it("a 4xx or 3xx answer is final, and a receiver failing every attempt is called maxAttempts times", async () => {
     receiver.script("/gone", [410]);
+    receiver.script("/moved", [302]);
     receiver.script("/down", [500, 500, 500, 500]);
     await sdk.runs.wait(null, "steps", { input: { topic: "gone" }, webhook: receiver.url("/gone") });
+    await sdk.runs.wait(null, "steps", { input: { topic: "moved" }, webhook: receiver.url("/moved") });
     await sdk.runs.wait(null, "steps", { input: { topic: "down" }, webhook: receiver.url("/down") });
     await receiver.waitForCalls("/down", TEST_WEBHOOKS.maxAttempts);
     await settled();
     expect(receiver.calls("/gone").map((c) => c.answer)).toEqual([410]);
+    expect(receiver.calls("/moved").map((c) => c.answer)).toEqual([302]);
     expect(receiver.calls("/down").map((c) => c.answer)).toEqual([500, 500, 500]);
     const states = await sql<{ state: string; retry_count: number }[]>`
       select state, retry_count from pgboss.job
