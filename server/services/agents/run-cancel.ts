@@ -45,10 +45,11 @@ async function oweCancelledWebhook(
 }
 
 /**
- * Cancels runs inside `tx`. A pending run ends at once (`interrupted`; a rollback deletes it) and
- * its stream ends; a running run is asked to stop through NOTIFY (and the flag its worker reads at
- * every heartbeat), and its worker ends it (a pending run that ends here owes its webhook). Threads left without active runs go idle, and the next
- * queued run of each thread is dispatched. Returns the runs that were pending or running.
+ * Cancels runs inside `tx`. A pending run ends at once (`interrupted`, owing its webhook; a
+ * rollback deletes it) and its stream ends; a running run is asked to stop through NOTIFY (and the
+ * flag its worker reads at every heartbeat), and its worker ends it. Threads left without active
+ * runs go idle, and the next queued run of each thread is dispatched. Returns the runs that were
+ * pending or running.
  */
 export async function cancelRunsInTx(
   tx: Queryable,
