@@ -4,6 +4,7 @@ import type { SecretBox } from "../export/secret-box.js";
 import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
+import { type CronTickDeps, createCronJobs } from "./agent-cron-tick.js";
 import type { AgentRunWorker } from "./agent-run-job.js";
 import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";
 import { createExportRunJob } from "./bulk-export-run-job.js";
@@ -27,6 +28,10 @@ export interface JobRegistry {
   readonly bulkExportMaintenance: ReturnType<typeof createExportMaintenanceJob>;
   /** Executes one agent run. */
   readonly agentRun: AgentRunWorker["job"];
+  /** Fires due crons; reschedules itself. */
+  readonly agentCronTick: ReturnType<typeof createCronJobs>["tick"];
+  /** Helps a tick fire a burst of due crons. */
+  readonly agentCronFire: ReturnType<typeof createCronJobs>["fire"];
 }
 
 /** Builds the registry; the one place a new job type is added. */
@@ -40,10 +45,15 @@ export function createJobRegistry(deps: {
   bulkExport: { settings: BulkExportSettings; secrets: SecretBox; clock: Clock; log: Logger };
   /** The agent run worker (built first: its job dispatches through the queue built after). */
   agentRuns: AgentRunWorker;
+  /** How crons fire, and the clock that decides when. */
+  crons: Omit<CronTickDeps, "sql" | "queue">;
 }): JobRegistry {
   const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
+  const crons = createCronJobs({ sql: deps.sql, queue: deps.queue, ...deps.crons });
   return {
     agentRun: deps.agentRuns.job,
+    agentCronTick: crons.tick,
+    agentCronFire: crons.fire,
     bulkExportRun,
     bulkExportMaintenance: createExportMaintenanceJob({
       sql: deps.sql,
