@@ -239,6 +239,7 @@ describe("firing with an injected clock", () => {
       schedule: "*/10 * * * *",
       input: { topic: "tick" },
       metadata: { origin: "cron" },
+      webhook: "https://hooks.example.com/cron",
     })) as unknown as CronJson;
     expect(cron.next_run_date).toBe("2031-03-04T10:10:00.000Z");
     expect(await runsOf(thread.thread_id)).toEqual([]);
@@ -250,6 +251,9 @@ describe("firing with an injected clock", () => {
       (r) => r.length === 1 && r[0]?.status === "success",
     );
     expect(runs[0]?.metadata).toMatchObject({ origin: "cron", cron_id: cron.cron_id });
+    expect((runs[0] as unknown as { kwargs: unknown }).kwargs).toMatchObject({
+      webhook: "https://hooks.example.com/cron",
+    });
     const state = await sdk.threads.getState(thread.thread_id);
     expect(state.values).toMatchObject({ topic: "tick", text: "published: draft about tick" });
 
@@ -322,6 +326,16 @@ describe("firing with an injected clock", () => {
       (r) => r.length === 1,
     );
     await sdk.crons.delete(cron.cron_id);
+  });
+
+  it("deleting the assistant deletes its crons", async () => {
+    const assistant = await sdk.assistants.create({ graphId: "steps", name: "cron owner" });
+    const cron = (await sdk.crons.create(assistant.assistant_id, {
+      schedule: "0 0 * * *",
+    })) as unknown as CronJson;
+    expect(cron.assistant_id).toBe(assistant.assistant_id);
+    await sdk.assistants.delete(assistant.assistant_id);
+    expect((await t.fetch(`/runs/crons/${cron.cron_id}`)).status).toBe(404);
   });
 
   it("deleting the thread deletes its crons", async () => {
