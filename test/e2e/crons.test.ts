@@ -7,8 +7,11 @@
  * its run once per tick, with its payload and metadata, on its thread or on a new thread kept or
  * deleted as `on_run_completed` says, and catches up one missed time (not every one) after downtime.
  */
-import type { Client } from "@langchain/langgraph-sdk";
+import { type Client, createClient as createConnectClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { Client as LangGraphClient } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CronService } from "../../gen/agentplane/agents/v1/cron_service_pb.js";
 import type { Clock } from "../../server/clock.js";
 import { RUNS_GRAPHS, sdkClient, waitFor } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -18,7 +21,7 @@ const MINUTE = 60_000;
 const clock: Clock & { at: Date } = { at: new Date("2031-03-04T10:00:30.000Z"), now: () => clock.at };
 
 let t: TestApp;
-let sdk: Client;
+let sdk: LangGraphClient;
 
 beforeAll(async () => {
   // Ticks every second so a moved clock is seen quickly.
@@ -348,9 +351,31 @@ describe("firing with an injected clock", () => {
   });
 });
 
-describe("crons over Connect (our generated client)", () => {
-  it("creates, reads, searches, counts, updates and deletes", async () => {
-    const client = t.client().crons;
+/** Our generated CronService client over each wire protocol: Connect, gRPC-Web and gRPC (h2c). */
+const PROTOCOLS: [string, () => Client<typeof CronService>][] = [
+  ["connect (our SDK)", () => t.client().crons],
+  ["grpc-web (our SDK)", () => t.client({ protocol: "grpc-web" }).crons],
+  [
+    "grpc",
+    () =>
+      createConnectClient(
+        CronService,
+        createGrpcTransport({
+          baseUrl: t.baseUrl,
+          interceptors: [
+            (next) => (req) => {
+              req.header.set("x-api-key", t.adminKey);
+              return next(req);
+            },
+          ],
+        }),
+      ),
+  ],
+];
+
+describe("crons over our generated client", () => {
+  it.each(PROTOCOLS)("%s: creates, reads, searches, counts, updates and deletes", async (_, make) => {
+    const client = make();
     const created = await client.createCron({
       assistantId: "steps",
       schedule: "0 6 * * 1",
