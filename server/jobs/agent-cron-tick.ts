@@ -8,7 +8,7 @@ import {
   nextDueAfter,
 } from "../store/agent-cron-store.js";
 import type { AgentRunRecord } from "../store/agent-run-store.js";
-import type { Sql, Transaction } from "../store/db.js";
+import { pgErrorCode, type Sql, type Transaction } from "../store/db.js";
 import { nextFireTime } from "./cron-schedule.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
@@ -53,6 +53,14 @@ const BATCH = 50;
  */
 const MAX_HELPERS = 4;
 
+/** Deadlock and serialization failure: transient, so the cron is left due rather than skipped. */
+const RETRYABLE = new Set(["40P01", "40001"]);
+
+/** The key of the thread queue a cron's firing locks ("" for stateless crons, which lock none). */
+function threadKey(cron: CronRecord): string {
+  return cron.threadId === null ? "" : `${cron.workspaceId}/${cron.threadId}`;
+}
+
 /** What one pass fired. */
 export interface CronPassResult {
   fired: number;
@@ -72,12 +80,20 @@ export async function fireDueCrons(deps: CronTickDeps): Promise<CronPassResult> 
     const now = deps.clock.now();
     const taken = await deps.sql.begin(async (tx) => {
       const due = await lockDueCrons(tx, now, BATCH);
+      // Thread crons lock their thread's queue: every pass takes those locks in one order, so two
+      // passes firing crons of the same threads cannot deadlock.
+      due.sort((a, b) => threadKey(a).localeCompare(threadKey(b)));
       for (const cron of due) {
         try {
           await tx.savepoint((sp) => deps.fire(sp, cron));
           result.fired += 1;
         } catch (error) {
           result.failed += 1;
+          if (RETRYABLE.has(pgErrorCode(error) ?? "")) {
+            // A race with another transaction: the cron stays due and the next pass fires it.
+            deps.log.warn("cron firing raced another transaction; retried", { cronId: cron.cronId, error });
+            continue;
+          }
           deps.log.warn("cron firing failed; it fires again at its next time", {
             cronId: cron.cronId,
             workspaceId: cron.workspaceId,
