@@ -16,6 +16,7 @@ import {
 } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { CronService } from "../gen/agentplane/agents/v1/cron_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
@@ -30,6 +31,7 @@ import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 
 export { Code, ConnectError } from "@connectrpc/connect";
 export * from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+export * from "../gen/agentplane/agents/v1/cron_service_pb.js";
 export * from "../gen/agentplane/agents/v1/store_service_pb.js";
 export * from "../gen/agentplane/agents/v1/thread_service_pb.js";
 export * from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
@@ -80,6 +82,8 @@ export interface AgentplaneClient {
   readonly threads: Client<typeof ThreadService>;
   /** The Agent Server's cross-thread key-value store. */
   readonly store: Client<typeof StoreService>;
+  /** Crons of the Agent Server: runs created on a schedule. */
+  readonly crons: Client<typeof CronService>;
   /** Tracing projects. */
   readonly projects: Client<typeof ProjectService>;
   /** Trace runs: read, query with filters, validate filters. */
@@ -105,6 +109,7 @@ export function createClient(options: ClientOptions): AgentplaneClient {
     assistants: client(AssistantService),
     threads: client(ThreadService),
     store: client(StoreService),
+    crons: client(CronService),
     projects: client(ProjectService),
     runs: client(RunService),
     usage: client(UsageService),

@@ -11,6 +11,7 @@ import {
   DEFAULT_WEBHOOK_SETTINGS,
 } from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
+import { scheduleCronTick } from "./jobs/agent-cron-tick.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
 import { scheduleExportMaintenance } from "./jobs/bulk-export-maintenance-job.js";
@@ -24,6 +25,7 @@ import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { createApiServices, createRestAdapters } from "./service-registry.js";
+import { createCronFiring } from "./services/agents/cron-firing.js";
 import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
@@ -71,6 +73,8 @@ const LATE_STEP_MS = 100;
 export interface AppHooks {
   /** Where calendar-driven work reads the time; the system clock by default. */
   clock?: Clock;
+  /** Seconds between cron ticks at most (tests with an injected clock tick faster). */
+  cronTickSeconds?: number;
 }
 
 /**
@@ -168,6 +172,21 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       bulkExport: { settings: bulkExport, secrets, clock: hooks.clock ?? systemClock, log },
       agentRuns,
       webhookDelivery,
+      crons: {
+        clock: hooks.clock ?? systemClock,
+        log,
+        fire: createCronFiring({
+          cancel: {
+            bus: runBus,
+            dispatch: { queue: () => queue, runJob: () => jobs.agentRun },
+            streamTtlSeconds: runSettings.streamTtlSeconds,
+            webhooks: { settings: webhookSettings, job: () => webhookDelivery },
+          },
+          settings: runSettings,
+          configurableHeaders: graphs.settings.http.configurableHeaders,
+        }),
+        ...(hooks.cronTickSeconds ? { tickSeconds: hooks.cronTickSeconds } : {}),
+      },
     });
     const queue = createQueue({
       sql,
@@ -179,6 +198,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
+    if (config.role !== "api") await scheduleCronTick(queue, jobs.agentCronTick, 0);
     onStop("job queue", () => queue.stop({ graceMs: config.shutdownGraceMs }));
     if (config.role !== "api") {
       const stopMaintenance = startRunMaintenance({
@@ -237,6 +257,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       secrets,
       runBus,
       runSettings,
+      clock: hooks.clock ?? systemClock,
     };
     const services: BoundService[] = [
       bindService(

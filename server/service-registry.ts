@@ -1,4 +1,5 @@
 import { AssistantService } from "../gen/agentplane/agents/v1/assistant_service_pb.js";
+import { CronService } from "../gen/agentplane/agents/v1/cron_service_pb.js";
 import { RunService as AgentRunService } from "../gen/agentplane/agents/v1/run_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
@@ -10,6 +11,7 @@ import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
+import type { Clock } from "./clock.js";
 import {
   type Config,
   DEFAULT_BULK_EXPORT_SETTINGS,
@@ -24,6 +26,7 @@ import type { Logger } from "./logger.js";
 import type { GraphRegistry } from "./runtime/graph-registry.js";
 import type { RunEventBus } from "./runtime/run-event-bus.js";
 import { createAssistantService } from "./services/agents/assistant-service.js";
+import { createCronService } from "./services/agents/cron-service.js";
 import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
@@ -71,6 +74,8 @@ export interface ServiceDeps {
   readonly runSettings: RunSettings;
   /** This process's run worker when it executes runs (roles all and worker). */
   readonly localRuns?: Pick<AgentRunWorker, "reserve">;
+  /** Where calendar-driven work (cron schedules) reads the time. */
+  readonly clock: Clock;
 }
 
 /**
@@ -110,6 +115,17 @@ export function createApiServices(
         webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
         webhookJob: () => jobs.webhookDelivery,
         ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+      }),
+      bind,
+    ),
+    bindService(
+      CronService,
+      createCronService({
+        sql,
+        systemAssistants,
+        graphIds: () => graphs.ids(),
+        clock: deps.clock,
+        webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
       }),
       bind,
     ),

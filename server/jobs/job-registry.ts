@@ -4,6 +4,7 @@ import type { SecretBox } from "../export/secret-box.js";
 import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
+import { type CronTickDeps, createCronJobs } from "./agent-cron-tick.js";
 import type { AgentRunWorker } from "./agent-run-job.js";
 import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";
 import { createExportRunJob } from "./bulk-export-run-job.js";
@@ -30,6 +31,10 @@ export interface JobRegistry {
   readonly agentRun: AgentRunWorker["job"];
   /** Calls one ended run's webhook. */
   readonly webhookDelivery: JobDefinition<WebhookPayload>;
+  /** Fires due crons; reschedules itself. */
+  readonly agentCronTick: ReturnType<typeof createCronJobs>["tick"];
+  /** Helps a tick fire a burst of due crons. */
+  readonly agentCronFire: ReturnType<typeof createCronJobs>["fire"];
 }
 
 /** Builds the registry; the one place a new job type is added. */
@@ -45,11 +50,16 @@ export function createJobRegistry(deps: {
   agentRuns: AgentRunWorker;
   /** The webhook job (built before the run worker, which sends it when a run ends). */
   webhookDelivery: JobDefinition<WebhookPayload>;
+  /** How crons fire, and the clock that decides when. */
+  crons: Omit<CronTickDeps, "sql" | "queue">;
 }): JobRegistry {
   const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
+  const crons = createCronJobs({ sql: deps.sql, queue: deps.queue, ...deps.crons });
   return {
     agentRun: deps.agentRuns.job,
     webhookDelivery: deps.webhookDelivery,
+    agentCronTick: crons.tick,
+    agentCronFire: crons.fire,
     bulkExportRun,
     bulkExportMaintenance: createExportMaintenanceJob({
       sql: deps.sql,

@@ -285,6 +285,29 @@ describe("refused webhooks", () => {
     expect(got.detail).toMatch(detail);
   });
 
+  it("a cron whose runs would name a refused webhook is a 422 at create and update, and nothing changes", async () => {
+    const refused = { webhook: "http://10.1.2.3/hook" };
+    const created = await defaults.t.fetch("/runs/crons", {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "steps", schedule: "0 * * * *", ...refused }),
+    });
+    expect(created.status).toBe(422);
+    expect(((await created.json()) as { detail: string }).detail).toMatch(
+      /10\.1\.2\.3 is a loopback or private/,
+    );
+    const cron = await defaults.sdk.crons.create("steps", { schedule: "0 * * * *" });
+    const updated = await defaults.t.fetch(`/runs/crons/${cron.cron_id}`, {
+      method: "PATCH",
+      body: JSON.stringify(refused),
+    });
+    expect(updated.status).toBe(422);
+    const stored = (await (await defaults.t.fetch(`/runs/crons/${cron.cron_id}`)).json()) as {
+      payload: Record<string, unknown>;
+    };
+    expect(stored.payload.webhook ?? null).toBeNull();
+    await defaults.sdk.crons.delete(cron.cron_id);
+  });
+
   it("link-local addresses (cloud metadata) are refused even where private addresses are allowed", async () => {
     const got = await create(app, "http://169.254.169.254/latest/meta-data");
     expect(got).toEqual({

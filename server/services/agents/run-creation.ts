@@ -15,7 +15,7 @@ import {
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
-import type { Sql } from "../../store/db.js";
+import type { Sql, Transaction } from "../../store/db.js";
 import { findThreads, insertThreads, type ThreadRecord } from "../../store/thread-store.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
@@ -38,12 +38,15 @@ export interface RunCreationDeps {
   webhooks?: WebhookSettings;
 }
 
+/** What creating a run inside a caller's transaction needs. */
+export type RunInTxDeps = Pick<RunCreationDeps, "cancel" | "settings" | "configurableHeaders">;
+
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
 export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
 
 /** The assistant a request names: by UUID, or the system assistant of a graph id. */
-async function resolveAssistant(
-  deps: RunCreationDeps,
+export async function resolveAssistant(
+  deps: Pick<RunCreationDeps, "sql" | "systemAssistants" | "graphIds">,
   workspaceId: string,
   raw: string,
 ): Promise<AssistantRecord> {
@@ -94,6 +97,12 @@ function objectOf(value: unknown): JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
 }
 
+/** A run created in a transaction, and the claim to start it here when a local slot took it. */
+export interface CreatedRun {
+  run: AgentRunRecord;
+  claim: { run: AgentRunRecord; leaseToken: string; orphaned: false } | undefined;
+}
+
 /**
  * Refuses (422) a webhook this server would not call: not an absolute http(s) URL, a host off the
  * allow list, or a host that is (or resolves to) an address the SSRF policy refuses. With webhooks
@@ -107,10 +116,140 @@ export async function checkWebhook(webhook: string | null, settings: WebhookSett
 }
 
 /**
- * Creates a run in one transaction: resolves the assistant, finds (or creates) the thread, applies
- * the multitask strategy to the thread's active runs, stores the run with its merged config, marks
- * the thread busy and, when the run heads its thread's queue, dispatches it. The thread's queue is
- * locked throughout, so concurrent creations on one thread keep arrival order.
+ * Creates a run inside `tx`: finds (or creates) the thread, applies the multitask strategy to the
+ * thread's active runs, stores the run with its merged config, marks the thread busy and, when the
+ * run heads its thread's queue, dispatches it (or, when `reserve` hands it a local slot, claims it).
+ * The thread's queue is locked until `tx` ends, so concurrent creations on one thread keep arrival
+ * order. Crons fire through here, in the transaction that advances their schedule.
+ */
+export async function createRunInTx(
+  tx: Transaction,
+  deps: RunInTxDeps,
+  workspaceId: string,
+  target: RunTarget,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+  reserve: () => RunSlot | undefined = () => undefined,
+): Promise<CreatedRun> {
+  const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
+  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
+    throw invalid(
+      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
+    );
+  const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
+  // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
+  if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
+  let thread: ThreadRecord | undefined;
+  if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
+  if (!thread) {
+    if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
+    [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+    if (!thread) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+  }
+  if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
+    throw new ConnectError(
+      `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
+      Code.NotFound,
+    );
+  const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
+  if (active.length > 0 && request.multitaskStrategy === "reject")
+    throw new ConnectError(
+      `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
+      Code.AlreadyExists,
+    );
+  let waiting = active;
+  if (
+    active.length > 0 &&
+    (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
+  ) {
+    await cancelRunsInTx(
+      tx,
+      deps.cancel,
+      workspaceId,
+      active.map((r) => r.runId),
+      request.multitaskStrategy,
+    );
+    waiting = await activeRunsOfThread(tx, workspaceId, threadId);
+  }
+  const runId = uuidv7();
+  const threadConfig = objectOf(thread.config);
+  const requestConfig = request.config;
+  const config = {
+    ...assistant.config,
+    ...threadConfig,
+    ...requestConfig,
+    configurable: {
+      ...objectOf(assistant.config.configurable),
+      ...objectOf(threadConfig.configurable),
+      ...objectOf(requestConfig.configurable),
+      ...configurableHeaders(headers, deps.configurableHeaders),
+    },
+  };
+  const kwargs: RunKwargs = {
+    input: request.input,
+    command: request.command,
+    config: config as RunKwargs["config"],
+    context: { ...objectOf(assistant.context), ...request.context },
+    stream_mode: request.streamModes,
+    subgraphs: request.subgraphs,
+    resumable: request.resumable,
+    interrupt_before: request.interruptBefore,
+    interrupt_after: request.interruptAfter,
+    checkpoint: request.checkpoint
+      ? {
+          checkpoint_id: request.checkpoint.checkpoint_id,
+          checkpoint_ns: request.checkpoint.checkpoint_ns,
+        }
+      : null,
+    durability: request.durability,
+    webhook: request.webhook,
+    feedback_keys: request.feedbackKeys,
+    temporary: target.kind === "stateless" && request.onCompletion === "delete",
+    on_disconnect: request.onDisconnect,
+    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+  };
+  // A run that may start now starts in this process when it has a free slot: claimed as it is
+  // inserted, no queue round trip. Runs still active before it dispatch it when they end.
+  const slot = waiting.length === 0 && request.afterSeconds === 0 ? reserve() : undefined;
+  const stored = await insertRun(
+    tx,
+    {
+      workspaceId,
+      runId,
+      threadId,
+      assistantId: assistant.assistantId,
+      graphId: assistant.graphId,
+      metadata: request.metadata,
+      kwargs: kwargs as unknown as JsonObject,
+      multitaskStrategy: request.multitaskStrategy,
+      temporary: kwargs.temporary,
+      afterSeconds: request.afterSeconds,
+    },
+    {
+      threadMetadata: deps.settings.richThreads ? graphMetadata : null,
+      ...(slot
+        ? {
+            claim: {
+              owner: slot.owner,
+              leaseToken: slot.leaseToken,
+              leaseSeconds: deps.settings.leaseSeconds,
+            },
+          }
+        : {}),
+    },
+  );
+  // The caller sees the run as created (pending), as when a worker claims it a moment later.
+  const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
+  if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
+  if (waiting.length > 0) return { run, claim: undefined };
+  await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
+  return { run, claim: undefined };
+}
+
+/**
+ * Creates a run in one transaction of its own (see {@link createRunInTx}), after resolving the
+ * assistant; a run that may start at once starts in this process when it has a free slot.
  */
 export async function createRun(
   deps: RunCreationDeps,
@@ -121,125 +260,13 @@ export async function createRun(
 ): Promise<AgentRunRecord> {
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
-  const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
-  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
-    throw invalid(
-      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
-    );
-  const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
   let reserved: RunSlot | undefined;
+  const reserve = () => {
+    reserved = deps.localRuns?.reserve();
+    return reserved;
+  };
   const created = await deps.sql
-    .begin(async (tx) => {
-      // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
-      if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
-      let thread: ThreadRecord | undefined;
-      if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
-      if (!thread) {
-        if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
-        [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
-        if (!thread)
-          throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
-      }
-      if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
-        throw new ConnectError(
-          `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
-          Code.NotFound,
-        );
-      const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
-      if (active.length > 0 && request.multitaskStrategy === "reject")
-        throw new ConnectError(
-          `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
-          Code.AlreadyExists,
-        );
-      let waiting = active;
-      if (
-        active.length > 0 &&
-        (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
-      ) {
-        await cancelRunsInTx(
-          tx,
-          deps.cancel,
-          workspaceId,
-          active.map((r) => r.runId),
-          request.multitaskStrategy,
-        );
-        waiting = await activeRunsOfThread(tx, workspaceId, threadId);
-      }
-      const runId = uuidv7();
-      const threadConfig = objectOf(thread.config);
-      const requestConfig = request.config;
-      const config = {
-        ...assistant.config,
-        ...threadConfig,
-        ...requestConfig,
-        configurable: {
-          ...objectOf(assistant.config.configurable),
-          ...objectOf(threadConfig.configurable),
-          ...objectOf(requestConfig.configurable),
-          ...configurableHeaders(headers, deps.configurableHeaders),
-        },
-      };
-      const kwargs: RunKwargs = {
-        input: request.input,
-        command: request.command,
-        config: config as RunKwargs["config"],
-        context: { ...objectOf(assistant.context), ...request.context },
-        stream_mode: request.streamModes,
-        subgraphs: request.subgraphs,
-        resumable: request.resumable,
-        interrupt_before: request.interruptBefore,
-        interrupt_after: request.interruptAfter,
-        checkpoint: request.checkpoint
-          ? {
-              checkpoint_id: request.checkpoint.checkpoint_id,
-              checkpoint_ns: request.checkpoint.checkpoint_ns,
-            }
-          : null,
-        durability: request.durability,
-        webhook: request.webhook,
-        feedback_keys: request.feedbackKeys,
-        temporary: target.kind === "stateless" && request.onCompletion === "delete",
-        on_disconnect: request.onDisconnect,
-        ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
-      };
-      // A run that may start now starts in this process when it has a free slot: claimed as it is
-      // inserted, no queue round trip. Runs still active before it dispatch it when they end.
-      const slot = waiting.length === 0 && request.afterSeconds === 0 ? deps.localRuns?.reserve() : undefined;
-      if (slot) reserved = slot;
-      const stored = await insertRun(
-        tx,
-        {
-          workspaceId,
-          runId,
-          threadId,
-          assistantId: assistant.assistantId,
-          graphId: assistant.graphId,
-          metadata: request.metadata,
-          kwargs: kwargs as unknown as JsonObject,
-          multitaskStrategy: request.multitaskStrategy,
-          temporary: kwargs.temporary,
-          afterSeconds: request.afterSeconds,
-        },
-        {
-          threadMetadata: deps.settings.richThreads ? graphMetadata : null,
-          ...(slot
-            ? {
-                claim: {
-                  owner: slot.owner,
-                  leaseToken: slot.leaseToken,
-                  leaseSeconds: deps.settings.leaseSeconds,
-                },
-              }
-            : {}),
-        },
-      );
-      // The caller sees the run as created (pending), as when a worker claims it a moment later.
-      const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
-      if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
-      if (waiting.length > 0) return { run, claim: undefined };
-      await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
-      return { run, claim: undefined };
-    })
+    .begin((tx) => createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, reserve))
     .catch((error: unknown) => {
       reserved?.release();
       reserved = undefined;

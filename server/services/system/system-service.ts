@@ -36,7 +36,7 @@ export function createSystemService({
         role,
         flags: {
           assistants: api,
-          crons: false,
+          crons: api,
           tracing: api,
           usageReporting: api && usageReporting,
           bulkExport: false,

@@ -1,0 +1,230 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  type Cron,
+  CronSchema,
+  type CronService,
+} from "../../../gen/agentplane/agents/v1/cron_service_pb.js";
+import type { Clock } from "../../clock.js";
+import type { WebhookSettings } from "../../config.js";
+import { uuidv7 } from "../../ids.js";
+import {
+  CRON_SORT_COLUMNS,
+  type CronFilter,
+  type CronRecord,
+  countCrons,
+  deleteCron,
+  findCron,
+  insertCron,
+  searchCrons,
+  updateCron,
+} from "../../store/agent-cron-store.js";
+import { threadExists } from "../../store/agent-run-thread-store.js";
+import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
+import { authorizeWorkspace } from "../iam/principal.js";
+import { invalid, oneOf, requireUuid } from "../request-validation.js";
+import { applyCronUpdate, parseCreateCron } from "./cron-requests.js";
+import { toValue } from "./json-value.js";
+import { checkWebhook, resolveAssistant } from "./run-creation.js";
+import type { SystemAssistants } from "./system-assistants.js";
+import { threadNotFound } from "./thread-access.js";
+import { parseLimit, parseOffset } from "./thread-requests.js";
+
+/** Dependencies of {@link createCronService}. */
+export interface CronServiceDeps {
+  sql: Sql;
+  systemAssistants: SystemAssistants;
+  /** The graph ids served (named when an assistant is not found). */
+  graphIds: () => string[];
+  /** Decides what is in the past (end times) and when a cron fires first. */
+  clock: Clock;
+  /** Which webhook URLs runs may name: a cron's is checked when it is stored, not when it fires. */
+  webhooks: WebhookSettings;
+}
+
+/** Default page size of a search, as the LangGraph SDK sends it. */
+const DEFAULT_LIMIT = 10;
+/** Fields a search may `select`: those of a cron. */
+const CRON_FIELDS = [
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "schedule",
+  "timezone",
+  "end_time",
+  "enabled",
+  "on_run_completed",
+  "payload",
+  "metadata",
+  "next_run_date",
+  "user_id",
+  "created_at",
+  "updated_at",
+] as const;
+type CronField = (typeof CRON_FIELDS)[number];
+
+const nullable = (value: string | null) => toValue(value);
+const time = (value: Date | null) => toValue(value === null ? null : value.toISOString());
+
+/** A cron as the API shows it; with `select`, only those fields. */
+export function cronView(cron: CronRecord, select?: ReadonlySet<CronField>): Cron {
+  const want = (field: CronField) => !select || select.has(field);
+  const view = create(CronSchema);
+  if (want("cron_id")) view.cronId = cron.cronId;
+  if (want("assistant_id")) view.assistantId = cron.assistantId;
+  if (want("thread_id")) view.threadId = nullable(cron.threadId);
+  if (want("schedule")) view.schedule = cron.schedule;
+  if (want("timezone")) view.timezone = nullable(cron.timezone);
+  if (want("end_time")) view.endTime = time(cron.endTime);
+  if (want("enabled")) view.enabled = cron.enabled;
+  if (want("on_run_completed")) view.onRunCompleted = nullable(cron.onRunCompleted);
+  if (want("payload")) view.payload = cron.payload;
+  if (want("metadata")) view.metadata = cron.metadata;
+  if (want("next_run_date")) view.nextRunDate = time(cron.nextRunDate);
+  if (want("user_id")) view.userId = nullable(cron.userId);
+  if (want("created_at")) view.createdAt = timestampFromDate(cron.createdAt);
+  if (want("updated_at")) view.updatedAt = timestampFromDate(cron.updatedAt);
+  return view;
+}
+
+function cronNotFound(cronId: string): ConnectError {
+  return new ConnectError(`cron ${cronId} not found`, Code.NotFound);
+}
+
+function parseSelect(select: readonly string[]): Set<CronField> | undefined {
+  if (select.length === 0) return undefined;
+  for (const field of select)
+    if (!(CRON_FIELDS as readonly string[]).includes(field))
+      throw invalid(`select: unknown field ${JSON.stringify(field)}; allowed: ${CRON_FIELDS.join(", ")}`);
+  return new Set(select as CronField[]);
+}
+
+/** CronService: creating, reading, updating, deleting, searching and counting crons. */
+export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof CronService> {
+  const { sql, clock } = deps;
+
+  /** A filter's assistant: a UUID, or a graph id meaning its system assistant. */
+  const assistantFilter = (raw: string | undefined): string | undefined => {
+    if (raw === undefined) return undefined;
+    if (/^[0-9a-f-]{36}$/i.test(raw)) return raw.toLowerCase();
+    const id = deps.systemAssistants.idOfGraph(raw);
+    if (!id)
+      throw invalid(
+        `assistant_id "${raw}" is neither a UUID nor a graph id (graphs: ${deps.graphIds().join(", ")})`,
+      );
+    return id;
+  };
+  const filterOf = (request: {
+    assistantId?: string;
+    threadId?: string;
+    metadata?: CronFilter["metadata"];
+  }): CronFilter => {
+    const assistantId = assistantFilter(request.assistantId);
+    return {
+      ...(assistantId !== undefined ? { assistantId } : {}),
+      ...(request.threadId !== undefined ? { threadId: requireUuid(request.threadId, "thread_id") } : {}),
+      ...(request.metadata ? { metadata: request.metadata } : {}),
+    };
+  };
+
+  /** Refuses (422) a payload whose `webhook` its runs could never call, as a run create would. */
+  const checkPayloadWebhook = (payload: JsonObject): Promise<void> =>
+    checkWebhook(typeof payload.webhook === "string" ? payload.webhook : null, deps.webhooks);
+
+  return {
+    async createCron(request, ctx) {
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const stateless = request.threadId === undefined;
+      const threadId = stateless ? null : requireUuid(request.threadId ?? "", "thread_id");
+      const input = parseCreateCron(request, stateless, clock.now());
+      await checkPayloadWebhook(input.payload);
+      const assistant = await resolveAssistant(deps, workspace.id, request.assistantId);
+      if (threadId !== null && !(await threadExists(sql, workspace.id, threadId)))
+        throw threadNotFound(threadId);
+      try {
+        const cron = await insertCron(sql, {
+          workspaceId: workspace.id,
+          cronId: uuidv7(),
+          assistantId: assistant.assistantId,
+          threadId,
+          schedule: input.timing.schedule,
+          timezone: input.timing.timezone,
+          endTime: input.timing.endTime,
+          enabled: input.enabled,
+          onRunCompleted: input.onRunCompleted,
+          payload: { ...input.payload, assistant_id: assistant.assistantId },
+          metadata: input.metadata,
+          userId: principal.user?.id ?? null,
+          nextRunDate: input.nextRunDate,
+        });
+        return cronView(cron);
+      } catch (error) {
+        // The thread or assistant went between the check and the insert.
+        if (pgErrorCode(error) === PgCode.foreignKeyViolation)
+          throw new ConnectError(
+            `the cron's ${threadId === null ? "assistant" : "thread or assistant"} was deleted meanwhile`,
+            Code.NotFound,
+          );
+        throw error;
+      }
+    },
+
+    async getCron(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const cronId = requireUuid(request.cronId, "cron_id");
+      const cron = await findCron(sql, workspace.id, cronId);
+      if (!cron) throw cronNotFound(cronId);
+      return cronView(cron);
+    },
+
+    async updateCron(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const cronId = requireUuid(request.cronId, "cron_id");
+      const updated = await sql.begin(async (tx) => {
+        const cron = await findCron(tx, workspace.id, cronId, { forUpdate: true });
+        if (!cron) throw cronNotFound(cronId);
+        const changed = applyCronUpdate(cron, request, clock.now());
+        await checkPayloadWebhook(changed.payload);
+        return updateCron(tx, workspace.id, cronId, changed);
+      });
+      if (!updated) throw cronNotFound(cronId);
+      return cronView(updated);
+    },
+
+    async deleteCron(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const cronId = requireUuid(request.cronId, "cron_id");
+      if (!(await deleteCron(sql, workspace.id, cronId))) throw cronNotFound(cronId);
+      return {};
+    },
+
+    async searchCrons(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const limit = parseLimit(request.limit, DEFAULT_LIMIT);
+      const offset = parseOffset(request.offset);
+      const sortBy = oneOf(request.sortBy, CRON_SORT_COLUMNS, "sort_by", "created_at");
+      const descending = oneOf(request.sortOrder, ["asc", "desc"] as const, "sort_order", "desc") === "desc";
+      const select = parseSelect(request.select);
+      const filter: CronFilter = {
+        ...filterOf(request),
+        ...(request.enabled !== undefined ? { enabled: request.enabled } : {}),
+      };
+      const { crons, total } = await searchCrons(sql, workspace.id, filter, {
+        sortBy,
+        descending,
+        limit,
+        offset,
+      });
+      ctx.responseHeader.set("X-Pagination-Total", String(total));
+      if (offset + crons.length < total) ctx.responseHeader.set("X-Pagination-Next", String(offset + limit));
+      return { crons: crons.map((c) => cronView(c, select)) };
+    },
+
+    async countCrons(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      return { count: await countCrons(sql, workspace.id, filterOf(request)) };
+    },
+  };
+}
