@@ -1,10 +1,17 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 /** Debian's chromium, which the browser tests drive (playwright-core downloads no browser). */
 const CHROMIUM_PATH = "/usr/bin/chromium";
+
+/**
+ * Where browser tests save screenshots for a person to look at: the repository's `tmp/` (ignored
+ * by git), so that they survive the run.
+ */
+export const SCREENSHOT_DIR = fileURLToPath(new URL("../../tmp/test-output/", import.meta.url));
 
 /** A headless Chromium with one page whose errors are collected. */
 export interface TestBrowser {
