@@ -267,7 +267,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                 ...createRestAdapters(deps, auth).map((adapter) =>
                   gateAdapter(adapter, gate, explainStoreError),
                 ),
-                createDocsAdapter({
+                await createDocsAdapter({
                   services: services.map((bound) => bound.service),
                   publicServices: new Set([SystemService.typeName]),
                   adapterRoutes: REST_ADAPTERS.flatMap((adapter) => adapter.routes),

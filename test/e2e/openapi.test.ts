@@ -21,6 +21,7 @@ interface OpenApiDocument {
 }
 interface Operation {
   operationId: string;
+  description?: string;
   parameters?: { name?: string; in?: string; $ref?: string }[];
   requestBody?: { content: Record<string, { schema: unknown }> };
   responses: Record<string, { $ref?: string; content?: Record<string, { schema: unknown }> }>;
@@ -110,6 +111,11 @@ describe("the document", () => {
       }
     }
     expect(doc.paths["/ok"]!.get!.security).toEqual([]);
+    expect(doc.paths["/ok"]!.get!.description).toMatch(/^Liveness and readiness\./);
+    const checkDb = doc.paths["/ok"]!.get!.parameters!.find((p) => p.name === "check_db") as {
+      description?: string;
+    };
+    expect(checkDb.description).toContain("run a query on Postgres");
     expect(doc.paths["/api/v1/workspaces"]!.get!.security).toBeUndefined();
   });
 

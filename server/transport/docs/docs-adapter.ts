@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { AdapterRoute, AdapterServe, HttpAdapter } from "../http-adapter.js";
 import { buildOpenApiDocument, type OpenApiSources } from "./openapi-document.js";
+import { readProtoComments } from "./proto-comments.js";
 
 /** Where the OpenAPI document is served. */
 export const OPENAPI_PATH = "/openapi.json";
@@ -11,6 +12,8 @@ export const DOCS_PATH = "/docs";
 
 const ASSETS_PATH = `${DOCS_PATH}/assets/`;
 const WEB_DIR = fileURLToPath(new URL("../../web/docs/", import.meta.url));
+/** The API's .proto files, whose comments describe it (the generated code carries none). */
+const PROTO_DIR = fileURLToPath(new URL("../../../proto/agentplane/", import.meta.url));
 const require = createRequire(import.meta.url);
 
 /** A file the docs pages may load: where it is and its content type. */
@@ -52,15 +55,17 @@ export const DOCS_ROUTES: readonly AdapterRoute[] = [OPENAPI_PATH, ...FILES.keys
 }));
 
 /**
- * Serves `/openapi.json` (built once, here, from `sources`) and the `/docs` page that renders it
- * with Swagger UI. Both are public: they describe the API and hold no data.
+ * Serves `/openapi.json` (built once, here, from `sources` and the comments of proto/agentplane)
+ * and the `/docs` page that renders it with Swagger UI. Both are public: they describe the API and
+ * hold no data.
  */
-export function createDocsAdapter(sources: OpenApiSources): HttpAdapter {
-  const documentBody = Buffer.from(
-    JSON.stringify(
-      buildOpenApiDocument({ ...sources, adapterRoutes: [...sources.adapterRoutes, ...DOCS_ROUTES] }),
-    ),
-  );
+export async function createDocsAdapter(sources: Omit<OpenApiSources, "comments">): Promise<HttpAdapter> {
+  const document = buildOpenApiDocument({
+    ...sources,
+    adapterRoutes: [...sources.adapterRoutes, ...DOCS_ROUTES],
+    comments: await readProtoComments(PROTO_DIR),
+  });
+  const documentBody = Buffer.from(JSON.stringify(document));
   const cache = new Map<string, Buffer>([[OPENAPI_PATH, documentBody]]);
   const types = new Map([[OPENAPI_PATH, "application/json"]]);
   for (const [url, file] of FILES) types.set(url, file.type);

@@ -1,10 +1,12 @@
 import { type DescEnum, type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import type { ProtoComments } from "./proto-comments.js";
 
 /**
  * JSON Schemas (the 2020-12 dialect OpenAPI 3.1 uses) of proto messages as the REST routes read and
  * write them: proto field names, enums by name, 64-bit integers as decimal strings (numbers are
  * accepted too), bytes as base64, and the well-known types in their proto3 JSON forms. Messages and
  * enums become named components referenced with `$ref`, so recursive types (Struct, Value) are fine.
+ * The .proto comments describe messages, fields and enum values.
  */
 
 /** A JSON Schema object. */
@@ -14,8 +16,13 @@ export type JsonSchema = { [key: string]: unknown };
 export interface SchemaCollector {
   /** The schema of one message, as a `$ref` to its component (or inline for well-known types). */
   message(message: DescMessage): JsonSchema;
-  /** The schema of a field's whole value (an array for a repeated field, an object for a map). */
+  /**
+   * The schema of a field's whole value (an array for a repeated field, an object for a map), with
+   * the field's comment as its description.
+   */
   field(field: DescField): JsonSchema;
+  /** The comment of a field, if it has one. */
+  describe(field: DescField): string | undefined;
   /** The schema of one element of a field (for a repeated field, one item). */
   element(field: DescField): JsonSchema;
   /** Every component collected so far, by name. */
@@ -58,15 +65,25 @@ const WELL_KNOWN: ReadonlyMap<string, JsonSchema> = new Map<string, JsonSchema>(
 ]);
 
 /** Creates a collector; one per document, so each component is described once. */
-export function createSchemaCollector(): SchemaCollector {
+export function createSchemaCollector(comments: ProtoComments = new Map()): SchemaCollector {
   const components = new Map<string, JsonSchema>();
+  const describe = (f: DescField) => comments.get(`${f.parent.typeName}.${f.name}`);
 
   const ref = (name: string): JsonSchema => ({ $ref: `${COMPONENTS_PREFIX}${name}` });
 
   const enumSchema = (desc: DescEnum): JsonSchema => {
     if (desc.typeName === "google.protobuf.NullValue") return { type: "null" };
     if (!components.has(desc.typeName)) {
-      components.set(desc.typeName, { type: "string", enum: desc.values.map((v) => v.name) });
+      const values = desc.values.map((v) => {
+        const text = comments.get(`${desc.typeName}.${v.name}`);
+        return `- \`${v.name}\`${text ? `: ${text.replaceAll("\n", " ")}` : ""}`;
+      });
+      const intro = comments.get(desc.typeName);
+      components.set(desc.typeName, {
+        type: "string",
+        enum: desc.values.map((v) => v.name),
+        description: [...(intro ? [intro, ""] : []), ...values].join("\n"),
+      });
     }
     return ref(desc.typeName);
   };
@@ -81,12 +98,11 @@ export function createSchemaCollector(): SchemaCollector {
       const properties: Record<string, JsonSchema> = {};
       for (const f of desc.fields) properties[f.name] = field(f);
       if (desc.fields.length > 0) schema.properties = properties;
-      const oneofs = desc.oneofs.filter((o) => o.fields.length > 1);
-      if (oneofs.length > 0) {
-        schema.description = oneofs
-          .map((o) => `At most one of ${o.fields.map((f) => `\`${f.name}\``).join(", ")}.`)
-          .join(" ");
-      }
+      const oneofs = desc.oneofs
+        .filter((o) => o.fields.length > 1)
+        .map((o) => `At most one of ${o.fields.map((f) => `\`${f.name}\``).join(", ")}.`);
+      const text = [comments.get(desc.typeName), ...oneofs].filter((t) => t !== undefined).join("\n\n");
+      if (text !== "") schema.description = text;
     }
     return ref(desc.typeName);
   };
@@ -111,14 +127,17 @@ export function createSchemaCollector(): SchemaCollector {
   };
 
   const field = (f: DescField): JsonSchema => {
-    if (f.fieldKind === "list") return { type: "array", items: element(f) };
-    if (f.fieldKind === "map") return { type: "object", additionalProperties: element(f) };
-    return element(f);
+    const text = describe(f);
+    const described = text === undefined ? {} : { description: text };
+    if (f.fieldKind === "list") return { type: "array", items: element(f), ...described };
+    if (f.fieldKind === "map") return { type: "object", additionalProperties: element(f), ...described };
+    return { ...element(f), ...described };
   };
 
   return {
     message,
     field,
+    describe,
     element,
     components: () => Object.fromEntries([...components].sort(([a], [b]) => a.localeCompare(b))),
   };

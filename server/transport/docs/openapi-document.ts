@@ -1,9 +1,10 @@
-import type { DescField, DescMessage, DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import type { AdapterRoute } from "../http-adapter.js";
 import { stringConverter } from "../rest/field-value.js";
 import { createRouteTable, type Route } from "../rest/route-table.js";
 import { ADAPTER_OPERATIONS, type AdapterOperation, genericAdapterOperation } from "./adapter-operations.js";
 import { createSchemaCollector, type JsonSchema, type SchemaCollector } from "./message-schema.js";
+import type { ProtoComments } from "./proto-comments.js";
 
 /**
  * The OpenAPI 3.1 document of the REST API, built from the same google.api.http descriptors the
@@ -23,12 +24,16 @@ export interface OpenApiSources {
   readonly adapterRoutes: readonly AdapterRoute[];
   /** agentplane's version. */
   readonly version: string;
+  /** The .proto comments, which describe services, RPCs, messages and fields. */
+  readonly comments: ProtoComments;
 }
 
 /** An OpenAPI operation object. */
 type Operation = Record<string, unknown>;
 /** An OpenAPI parameter object. */
 type Parameter = { name: string; in: string; required?: boolean; schema: JsonSchema; [key: string]: unknown };
+/** A reference to a parameter of the components. */
+type ParameterRef = { $ref: string };
 
 /** The HTTP methods an OpenAPI path item can hold. */
 const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
@@ -36,11 +41,12 @@ const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "hea
 const MAX_QUERY_DEPTH = 2;
 
 const ERROR_REF = { $ref: "#/components/responses/Error" };
-const TENANT_REF = { $ref: "#/components/parameters/TenantId" };
+const TENANT_REF: ParameterRef = { $ref: "#/components/parameters/TenantId" };
 
 /** Builds the document; throws when a route cannot be described (a bug to fix where it is declared). */
 export function buildOpenApiDocument(sources: OpenApiSources): Record<string, unknown> {
-  const schemas = createSchemaCollector();
+  const { comments } = sources;
+  const schemas = createSchemaCollector(comments);
   const paths = new Map<string, Record<string, Operation>>();
   const operationIds = new Set<string>();
   const rpcQueries = new Map<string, Parameter[]>();
@@ -55,17 +61,21 @@ export function buildOpenApiDocument(sources: OpenApiSources): Record<string, un
   };
 
   for (const route of createRouteTable(sources.services).routes) {
-    const { path, params } = openApiPath(route);
+    const { path, params } = openApiPath(route, schemas);
     const query = queryParameters(route, schemas);
     rpcQueries.set(`${route.httpMethod} ${route.template.text}`, query);
     const tag = serviceTag(route.service);
-    tags.set(tag, `${route.service.typeName}: its RPCs on their REST paths.`);
+    tags.set(tag, comments.get(route.service.typeName) ?? `The RPCs of ${route.service.typeName}.`);
+    const rpcComment = comments.get(`${route.service.typeName}.${route.method.name}`);
     const isPublic = sources.publicServices.has(route.service.typeName);
     const operation: Operation = {
       tags: [tag],
       operationId: uniqueId(operationIds, `${tag}.${route.method.name}`),
       summary: `${route.service.name}.${route.method.name}`,
-      description: `The RPC \`${route.service.typeName}/${route.method.name}\` (also served over gRPC, gRPC-Web and Connect).`,
+      description: [
+        ...(rpcComment ? [rpcComment] : []),
+        `The RPC \`${route.service.typeName}/${route.method.name}\`, also served over gRPC, gRPC-Web and Connect.`,
+      ].join("\n\n"),
       parameters: [...params, ...query, ...(isPublic ? [] : [TENANT_REF])],
       responses: { "200": successResponse(route, schemas), "4XX": ERROR_REF, "5XX": ERROR_REF },
     };
@@ -147,7 +157,7 @@ function uniqueId(seen: Set<string>, base: string): string {
  * The template as an OpenAPI path: `{var=...}` becomes `{var}` (a multi-segment value is said to
  * hold `/`), and a wildcard outside any variable becomes a parameter of its own.
  */
-function openApiPath(route: Route): { path: string; params: Parameter[] } {
+function openApiPath(route: Route, schemas: SchemaCollector): { path: string; params: Parameter[] } {
   const params: Parameter[] = [];
   let wildcards = 0;
   const byName = new Map(route.pathBindings.map((b) => [b.variable.fieldPath, b]));
@@ -155,12 +165,15 @@ function openApiPath(route: Route): { path: string; params: Parameter[] } {
     .replace(/\{([^}=]+)(=[^}]*)?\}/g, (_all, name: string) => {
       const binding = byName.get(name)!;
       const leaf = binding.fields[binding.fields.length - 1]!;
+      const notes = [schemas.describe(leaf), binding.variable.multiSegment ? "May contain `/`." : undefined];
+      const description = notes.filter((n) => n !== undefined).join(" ");
+      // Only scalars and enums may be bound to a path (route-table.ts).
       params.push({
         name,
         in: "path",
         required: true,
-        schema: pathSchema(leaf),
-        ...(binding.variable.multiSegment ? { description: "May contain `/`." } : {}),
+        schema: schemas.element(leaf),
+        ...(description === "" ? {} : { description }),
       });
       return `{${name}}`;
     })
@@ -170,11 +183,6 @@ function openApiPath(route: Route): { path: string; params: Parameter[] } {
       return `{${name}}`;
     });
   return { path, params };
-}
-
-function pathSchema(field: DescField): JsonSchema {
-  // Only scalars and enums may be bound to a path (route-table.ts); their schemas are inline.
-  return createSchemaCollector().element(field);
 }
 
 /**
@@ -192,10 +200,12 @@ function queryParameters(route: Route, schemas: SchemaCollector): Parameter[] {
       const name = `${prefix}${field.name}`;
       if (field === bodyField || bound.has(name)) continue;
       if (stringConverter(field)) {
+        const description = schemas.describe(field);
         params.push({
           name,
           in: "query",
           schema: schemas.field(field),
+          ...(description === undefined ? {} : { description }),
           ...(field.fieldKind === "list" ? { style: "form", explode: true } : {}),
         });
       } else if (
@@ -249,7 +259,7 @@ function adapterOperation(
   rpcQueries: ReadonlyMap<string, Parameter[]>,
   operationIds: Set<string>,
 ): Operation {
-  const params: Parameter[] = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+  const params: (Parameter | ParameterRef)[] = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
     name: m[1]!,
     in: "path",
     required: true,
@@ -261,7 +271,7 @@ function adapterOperation(
       throw new Error(`${method} ${path}: no RPC route ${described.queryLike} to take query parameters from`);
     params.push(...query);
   }
-  if (described.authenticated) params.push(TENANT_REF as unknown as Parameter);
+  if (described.authenticated) params.push(TENANT_REF);
   const responses: Record<string, unknown> = { "4XX": ERROR_REF, "5XX": ERROR_REF };
   if (described.success) {
     responses[described.success.status] = {
