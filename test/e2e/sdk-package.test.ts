@@ -8,7 +8,7 @@
  * node_modules (the same pinned versions npm would fetch), so the test needs no network.
  */
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -79,6 +79,7 @@ async function npm(cwd: string, args: string[]): Promise<string> {
 }
 
 it("packs JavaScript, type declarations and the generated code, and no TypeScript source", () => {
+  expect(packed).toContain("README.md");
   expect(packed).toContain("dist/sdk/index.js");
   expect(packed).toContain("dist/sdk/index.d.ts");
   expect(packed).toContain("dist/gen/agentplane/iam/v1/identity_service_pb.js");
@@ -136,11 +137,20 @@ export async function names(): Promise<string[]> {
 await createClient({ baseUrl: "x" }).workspaces.createWorkspace({ display_nam: "typo" });
 `,
     );
+    // The package README's example must compile against the package too (the scratch project has no
+    // Node types, hence the one declaration it needs).
+    const readme = await readFile(join(SDK_DIR, "README.md"), "utf8");
+    const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    expect(example).toContain("createClient");
+    await writeFile(
+      join(app, "readme.ts"),
+      `declare const process: { env: Record<string, string | undefined> };\n${example}export {};\n`,
+    );
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
     const options = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext"];
     options.push("--target", "es2022", "--lib", "es2022,dom", "--pretty", "false");
-    // One compiler run for both files (tsc takes seconds to start): only wrong.ts may be reported.
-    const report = await run(process.execPath, [tsc, ...options, "consumer.ts", "wrong.ts"], {
+    // One compiler run for all files (tsc takes seconds to start): only wrong.ts may be reported.
+    const report = await run(process.execPath, [tsc, ...options, "consumer.ts", "readme.ts", "wrong.ts"], {
       cwd: app,
     }).then(
       () => "",

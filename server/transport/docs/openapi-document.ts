@@ -87,9 +87,10 @@ export function buildOpenApiDocument(sources: OpenApiSources): Record<string, un
 
   for (const route of sources.adapterRoutes) {
     for (const method of route.methods) {
+      // OpenAPI says a GET answers HEAD too; listing both would only repeat the route.
+      if (method === "HEAD" && route.methods.includes("GET")) continue;
       const described =
         ADAPTER_OPERATIONS.get(`${method} ${route.path}`) ?? genericAdapterOperation(method, route.path);
-      if (method === "HEAD" && route.methods.includes("GET")) continue;
       const operation = adapterOperation(method, route.path, described, rpcQueries, operationIds);
       if (!tags.has(described.tag)) tags.set(described.tag, "Routes that are not RPCs.");
       add(method, route.path, operation);
