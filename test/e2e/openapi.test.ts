@@ -43,6 +43,15 @@ beforeAll(async () => {
   doc = (await response.json()) as OpenApiDocument;
 });
 
+it("answers HEAD for the document and the page, without a body", async () => {
+  for (const path of ["/openapi.json", "/docs"]) {
+    const head = await fetch(`${t.baseUrl}${path}`, { method: "HEAD" });
+    expect(head.status, path).toBe(200);
+    expect(Number(head.headers.get("content-length")), path).toBeGreaterThan(0);
+    expect(await head.text(), path).toBe("");
+  }
+});
+
 afterAll(async () => {
   await browser?.close();
   await t?.stop();

@@ -201,11 +201,12 @@ function queryParameters(route: Route, schemas: SchemaCollector): Parameter[] {
       const name = `${prefix}${field.name}`;
       if (field === bodyField || bound.has(name)) continue;
       if (stringConverter(field)) {
-        const description = schemas.describe(field);
+        // The comment goes on the parameter, not twice (on its schema too).
+        const { description, ...schema } = schemas.field(field);
         params.push({
           name,
           in: "query",
-          schema: schemas.field(field),
+          schema,
           ...(description === undefined ? {} : { description }),
           ...(field.fieldKind === "list" ? { style: "form", explode: true } : {}),
         });
