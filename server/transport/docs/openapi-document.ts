@@ -37,6 +37,8 @@ type ParameterRef = { $ref: string };
 
 /** The HTTP methods an OpenAPI path item can hold. */
 const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+/** Where a path item lists operations of methods OpenAPI 3.1 does not name. */
+const ADDITIONAL_OPERATIONS = "x-additionalOperations";
 /** Nested message fields given as dotted query parameters (`a.b`) are listed this deep. */
 const MAX_QUERY_DEPTH = 2;
 
@@ -54,9 +56,14 @@ export function buildOpenApiDocument(sources: OpenApiSources): Record<string, un
 
   const add = (method: string, path: string, operation: Operation) => {
     const verb = method.toLowerCase();
-    if (!OPENAPI_METHODS.has(verb)) throw new Error(`OpenAPI has no method ${method} (${path})`);
     const item = paths.get(path) ?? {};
-    item[verb] = operation;
+    if (OPENAPI_METHODS.has(verb)) {
+      item[verb] = operation;
+    } else {
+      // A `custom` google.api.http method (e.g. REPORT): OpenAPI 3.1 has no place for it; this
+      // extension has the shape of 3.2's `additionalOperations`.
+      item[ADDITIONAL_OPERATIONS] = { ...item[ADDITIONAL_OPERATIONS], [method]: operation };
+    }
     paths.set(path, item);
   };
 
