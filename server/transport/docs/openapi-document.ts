@@ -39,10 +39,15 @@ type ParameterRef = { $ref: string };
 const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
 /** Where a path item lists operations of methods OpenAPI 3.1 does not name. */
 const ADDITIONAL_OPERATIONS = "x-additionalOperations";
-/** Nested message fields given as dotted query parameters (`a.b`) are listed this deep. */
+/**
+ * Nested message fields given as dotted query parameters (`a.b`) are listed this deep: request
+ * messages nest filters one level; deeper names still work, they would only lengthen the list.
+ */
 const MAX_QUERY_DEPTH = 2;
 
+/** Every operation's 4XX and 5XX answer: `{"detail"}`. */
 const ERROR_REF = { $ref: "#/components/responses/Error" };
+/** The `x-tenant-id` header, on every operation that needs a key. */
 const TENANT_REF: ParameterRef = { $ref: "#/components/parameters/TenantId" };
 
 /** Builds the document; throws when a route cannot be described (a bug to fix where it is declared). */
