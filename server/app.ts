@@ -24,7 +24,7 @@ import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
-import { createApiServices, createRestAdapters } from "./service-registry.js";
+import { createApiServices, createRestAdapters, REST_ADAPTERS } from "./service-registry.js";
 import { createCronFiring } from "./services/agents/cron-firing.js";
 import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
@@ -41,6 +41,7 @@ import { migrate } from "./store/migrate.js";
 import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
+import { createDocsAdapter } from "./transport/docs/docs-adapter.js";
 import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
@@ -293,7 +294,17 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         adapters:
           config.role === "worker"
             ? []
-            : createRestAdapters(deps, auth).map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
+            : [
+                ...createRestAdapters(deps, auth).map((adapter) =>
+                  gateAdapter(adapter, gate, explainStoreError),
+                ),
+                await createDocsAdapter({
+                  services: services.map((bound) => bound.service),
+                  publicServices: new Set([SystemService.typeName]),
+                  adapterRoutes: REST_ADAPTERS.flatMap((adapter) => adapter.routes),
+                  version,
+                }),
+              ],
         log,
       }),
       {

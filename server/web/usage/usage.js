@@ -1,7 +1,8 @@
 // Settings › Billing and Usage › Granular Usage. Plain browser script (no build step): reads the
 // granular usage API with the API key the user enters, draws traces per bucket per dimension value
-// with uPlot (zero-filled between records) and a table, and downloads the CSV export. The chart's
-// data is exposed as `window.__usageChart` for tests.
+// as grouped bars with uPlot (zero-filled between records, whole-number ticks) and a table, and
+// downloads the CSV export. Projects are told apart by workspace. The chart's data is exposed as
+// `window.__usageChart` and the plot as `window.__usagePlot` for tests.
 (() => {
   const KEY_STORAGE = "agentplane.apiKey";
   const USAGE_PATH = "/api/v1/orgs/current/billing/granular-usage";
@@ -12,10 +13,18 @@
   // Distinct series colours; they repeat beyond this many dimension values.
   const COLORS = ["#2457c5", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#30638e", "#e07a5f"];
   const DIMENSION_HEADERS = { workspace: "Workspace", project: "Project", user: "User", api_key: "API key" };
+  // Share of a bucket's width its bars take together; the rest is the gap between buckets.
+  const GROUP_WIDTH = 0.8;
+  // Tick steps of the time axis, in buckets.
+  const X_STEPS = [1, 2, 3, 4, 6, 7, 12, 14, 24, 28, 48, 96, 168, 336, 730];
+  // Tick steps of the traces axis: whole numbers only (1, 2, 5, 10, 20, 50, ... up to 5e9).
+  const INTEGER_STEPS = Array.from({ length: 10 }, (_, e) => [1, 2, 5].map((m) => m * 10 ** e)).flat();
 
   const $ = (id) => document.getElementById(id);
   let apiKey = localStorage.getItem(KEY_STORAGE) ?? sessionStorage.getItem(KEY_STORAGE) ?? "";
   let plot = null;
+  // Workspace names by id, from the list the key can read (projects are named with theirs).
+  let workspaceNames = new Map();
 
   function setStatus(message, isError = false) {
     $("status").textContent = message;
@@ -37,10 +46,56 @@
     return response;
   }
 
+  // Shows which key is in use (redacted, whose, where it is kept) and hides the form, or the reverse.
+  function showKey(me) {
+    $("key-form").hidden = Boolean(me);
+    $("key-status").hidden = !me;
+    if (!me) return;
+    const owner = me.user?.email ? `personal key of ${me.user.email}` : `${me.api_key_kind || "service"} key`;
+    const kept = localStorage.getItem(KEY_STORAGE)
+      ? "remembered on this device"
+      : "kept until this tab closes";
+    $("key-in-use").textContent = `${me.api_key_short_key || "(no key: auth is off)"} · ${owner} · ${kept}`;
+  }
+
+  async function useKey() {
+    try {
+      showKey(await (await api("/api/v1/whoami")).json());
+    } catch (error) {
+      forgetKey();
+      throw error;
+    }
+    await loadWorkspaces();
+    await refresh();
+  }
+
+  // Drops the key from memory and storage and clears everything it showed.
+  function forgetKey() {
+    apiKey = "";
+    localStorage.removeItem(KEY_STORAGE);
+    sessionStorage.removeItem(KEY_STORAGE);
+    plot?.destroy();
+    plot = null;
+    window.__usageChart = undefined;
+    window.__usagePlot = undefined;
+    $("chart").textContent = "";
+    $("usage-table").tBodies[0].textContent = "";
+    clearWorkspaces();
+    $("workspaces-empty").hidden = false;
+    $("workspaces-empty").textContent = "Enter an API key to list workspaces.";
+    showKey(null);
+  }
+
+  function clearWorkspaces() {
+    for (const old of $("workspaces").querySelectorAll("label")) old.remove();
+    workspaceNames = new Map();
+  }
+
   async function loadWorkspaces() {
     const workspaces = await (await api("/api/v1/workspaces")).json();
     const box = $("workspaces");
-    for (const old of box.querySelectorAll("label")) old.remove();
+    clearWorkspaces();
+    workspaceNames = new Map(workspaces.map((ws) => [ws.id, ws.display_name]));
     $("workspaces-empty").hidden = workspaces.length > 0;
     $("workspaces-empty").textContent = "No workspaces are readable with this key.";
     for (const ws of workspaces) {
@@ -86,7 +141,25 @@
     for (const id of ids) params.append("workspace_ids", id);
     params.set("group_by", $("group-by").value);
     if ($("aggregation").value) params.set("aggregation", $("aggregation").value);
-    return { params, start, end };
+    return { params, ids, start, end };
+  }
+
+  // The usage records of the query, each with the workspace it belongs to when grouped by project:
+  // project records do not name their workspace, so each workspace is asked for separately.
+  async function fetchUsage(params, ids) {
+    if (params.get("group_by") !== "project") return (await api(`${USAGE_PATH}?${params}`)).json();
+    const answers = await Promise.all(
+      ids.map(async (id) => {
+        const one = new URLSearchParams(params);
+        one.delete("workspace_ids");
+        one.append("workspace_ids", id);
+        const result = await (await api(`${USAGE_PATH}?${one}`)).json();
+        return { ...result, usage: result.usage.map((r) => ({ ...r, workspace_id: id })) };
+      }),
+    );
+    const usage = answers.flatMap((a) => a.usage);
+    usage.sort((a, b) => Date.parse(a.time_bucket) - Date.parse(b.time_bucket) || labelCompare(a, b));
+    return { ...answers[0], usage };
   }
 
   function unitOf(stride) {
@@ -114,55 +187,117 @@
     return new Date(Date.UTC(start.getUTCFullYear() + 1, 0, 1));
   }
 
-  function labelOf(groupBy, d) {
+  // What tells two records' groups apart: ids, never names (two workspaces may both hold "alpha").
+  function keyOf(groupBy, record) {
+    const d = record.dimensions;
+    if (groupBy === "workspace") return d.workspace_id;
+    if (groupBy === "project") return `${record.workspace_id}/${d.project_id ?? "deleted"}`;
+    if (groupBy === "user") return d.user_id ?? "";
+    return d.api_key_short_key ?? "";
+  }
+
+  function labelOf(groupBy, record) {
+    const d = record.dimensions;
     if (groupBy === "workspace") return d.workspace_name ?? d.workspace_id;
-    if (groupBy === "project") return d.project_name ?? d.project_id ?? "(deleted project)";
+    if (groupBy === "project") {
+      const workspace = workspaceNames.get(record.workspace_id) ?? record.workspace_id;
+      return `${d.project_name ?? d.project_id ?? "(deleted project)"} (${workspace})`;
+    }
     if (groupBy === "user") return d.user_email ?? d.user_id ?? "(no user: service key)";
     return d.api_key_short_key ?? "(unknown key)";
   }
 
-  // Every bucket of the range, with zeros where the API returned no record.
+  function labelCompare(a, b) {
+    const groupBy = $("group-by").value;
+    return labelOf(groupBy, a).localeCompare(labelOf(groupBy, b));
+  }
+
+  // Every bucket of the range, with zeros where the API returned no record; one series per group.
   function chartData(usage, unit, start, end, groupBy) {
     const buckets = [];
     for (let t = bucketStart(unit, start); t < end; t = bucketEnd(unit, t)) buckets.push(t.toISOString());
-    const labels = [...new Set(usage.map((r) => labelOf(groupBy, r.dimensions)))].sort();
+    const groups = new Map();
+    for (const record of usage) groups.set(keyOf(groupBy, record), labelOf(groupBy, record));
+    const keys = [...groups.keys()].sort(
+      (a, b) => groups.get(a).localeCompare(groups.get(b)) || a.localeCompare(b),
+    );
     const index = new Map(buckets.map((b, i) => [b, i]));
-    const series = labels.map(() => buckets.map(() => 0));
+    const series = keys.map(() => buckets.map(() => 0));
     for (const record of usage) {
       const i = index.get(new Date(record.time_bucket).toISOString());
-      if (i !== undefined) series[labels.indexOf(labelOf(groupBy, record.dimensions))][i] += record.traces;
+      if (i !== undefined) series[keys.indexOf(keyOf(groupBy, record))][i] += record.traces;
     }
     const xs = buckets.map((b) => Date.parse(b) / 1000);
-    return { buckets, labels, data: [xs, ...series] };
+    // The narrowest bucket (months differ), in seconds: the bars of every bucket share it.
+    const first = bucketStart(unit, start);
+    const bucketSeconds = (bucketEnd(unit, first).getTime() - first.getTime()) / 1000;
+    const width = (bucketSeconds * GROUP_WIDTH) / Math.max(keys.length, 1);
+    return {
+      buckets,
+      keys,
+      labels: keys.map((k) => groups.get(k)),
+      data: [xs, ...series],
+      bucketSeconds,
+      barSeconds: width,
+    };
   }
 
   function draw(chart) {
     plot?.destroy();
+    plot = null;
     const container = $("chart");
     container.textContent = "";
     if (chart.labels.length === 0) {
       container.textContent = "No traces in this range.";
       return;
     }
+    const half = chart.bucketSeconds / 2;
+    const groupStart = (chart.bucketSeconds * GROUP_WIDTH) / 2;
+    // Each series' bars sit side by side, centred on their bucket's start, in legend order.
+    const bars = (i) =>
+      uPlot.paths.bars({
+        disp: {
+          x0: { unit: 1, values: (u) => u.data[0].map((x) => x - groupStart + i * chart.barSeconds) },
+          size: { unit: 1, values: () => [chart.barSeconds] },
+        },
+      });
     plot = new uPlot(
       {
         width: Math.max(container.clientWidth - 16, 320),
         height: CHART_HEIGHT,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
-        scales: { y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },
+        scales: {
+          // Half a bucket of room on each side for the first and last buckets' bars.
+          x: { time: true, range: (_u, min, max) => [min - half, max + half] },
+          y: { range: (_u, _min, max) => [0, Math.max(Math.ceil(max), 1)] },
+        },
+        axes: [
+          // Ticks on bucket starts only (every bucket, or every few when they are many).
+          { incrs: X_STEPS.map((n) => n * chart.bucketSeconds) },
+          {
+            incrs: INTEGER_STEPS,
+            values: (_u, splits) => {
+              window.__usageChart.yTicks = splits;
+              return splits.map((v) => String(v));
+            },
+          },
+        ],
         series: [
           { label: "Bucket (UTC)" },
           ...chart.labels.map((label, i) => ({
             label,
             stroke: COLORS[i % COLORS.length],
-            width: 2,
-            points: { show: true },
+            fill: COLORS[i % COLORS.length],
+            width: 0,
+            paths: bars(i),
+            points: { show: false },
           })),
         ],
       },
       chart.data,
       container,
     );
+    window.__usagePlot = plot;
   }
 
   function fillTable(usage, groupBy) {
@@ -172,7 +307,7 @@
     for (const record of usage) {
       const row = body.insertRow();
       row.insertCell().textContent = record.time_bucket;
-      row.insertCell().textContent = labelOf(groupBy, record.dimensions);
+      row.insertCell().textContent = labelOf(groupBy, record);
       const traces = row.insertCell();
       traces.className = "num";
       traces.textContent = String(record.traces);
@@ -180,13 +315,20 @@
   }
 
   async function refresh() {
-    const { params, start, end } = currentQuery();
+    const { params, ids, start, end } = currentQuery();
     setStatus("Loading…");
-    const result = await (await api(`${USAGE_PATH}?${params}`)).json();
+    const result = await fetchUsage(params, ids);
     const groupBy = params.get("group_by");
     const unit = unitOf(result.stride);
     const chart = chartData(result.usage, unit, start, end, groupBy);
-    window.__usageChart = { ...chart, stride: result.stride, unit, groupBy, query: params.toString() };
+    window.__usageChart = {
+      ...chart,
+      stride: result.stride,
+      unit,
+      groupBy,
+      query: params.toString(),
+      yTicks: [],
+    };
     draw(chart);
     fillTable(result.usage, groupBy);
     const total = result.usage.reduce((sum, r) => sum + r.traces, 0);
@@ -219,17 +361,24 @@
     sessionStorage.removeItem(KEY_STORAGE);
     ($("remember-key").checked ? localStorage : sessionStorage).setItem(KEY_STORAGE, apiKey);
     $("api-key").value = "";
-    loadWorkspaces().then(refresh).catch(report);
+    useKey().catch(report);
   });
-  $("range").addEventListener("change", () => {
+  $("forget-key").addEventListener("click", () => {
+    forgetKey();
+    setStatus("The key is forgotten on this device. Enter an API key to see usage.");
+  });
+  const showCustomRange = () => {
     for (const field of document.querySelectorAll(".custom")) field.hidden = $("range").value !== "custom";
-  });
+  };
+  $("range").addEventListener("change", showCustomRange);
+  // A reload may restore "Custom" in the select; the fields follow whatever it shows.
+  showCustomRange();
   $("controls").addEventListener("submit", (event) => {
     event.preventDefault();
     refresh().catch(report);
   });
   $("export").addEventListener("click", () => exportCsv().catch(report));
 
-  if (apiKey) loadWorkspaces().then(refresh).catch(report);
+  if (apiKey) useKey().catch(report);
   else setStatus("Enter an API key to see usage.");
 })();

@@ -1,0 +1,149 @@
+import type { JsonSchema } from "./message-schema.js";
+
+/**
+ * How the OpenAPI document describes the REST-only routes (server/transport/*-adapter.ts), which
+ * have no proto messages to derive schemas from. Keyed by `METHOD path` as the adapters declare
+ * them; a route missing here is still listed, with a generic description, so the document never
+ * leaves a served route out.
+ */
+export interface AdapterOperation {
+  /** One line. */
+  readonly summary: string;
+  /** More, in CommonMark. */
+  readonly description?: string;
+  /** The OpenAPI tag it is listed under. */
+  readonly tag: string;
+  /** False for routes that answer without an API key; undefined when not stated. */
+  readonly authenticated: boolean | undefined;
+  /** The request body's media types and schemas. */
+  readonly requestBody?: Readonly<Record<string, JsonSchema>>;
+  /** Query parameters: those of this RPC route (`METHOD path`), which the route reads the same way. */
+  readonly queryLike?: string;
+  /** The success status and its media types with schemas; undefined when not stated. */
+  readonly success:
+    | { readonly status: string; readonly content: Readonly<Record<string, JsonSchema>> }
+    | undefined;
+}
+
+const INGEST_TAG = "Trace ingest (LangSmith-compatible)";
+const PAGES_TAG = "Web pages";
+
+/** A run as the LangSmith SDK sends it; the server validates it field by field. */
+const RUN_BODY: JsonSchema = {
+  type: "object",
+  description:
+    "A run as the `langsmith` SDK sends it (`id`, `trace_id`, `dotted_order`, `name`, `run_type`, " +
+    "`start_time`, `inputs`, ...). The body may be gzip-compressed (`Content-Encoding: gzip`).",
+  additionalProperties: true,
+};
+const ACCEPTED: AdapterOperation["success"] = {
+  status: "202",
+  content: { "application/json": { type: "object", description: "Always `{}`." } },
+};
+const STATIC = (type: string): AdapterOperation["success"] => ({
+  status: "200",
+  content: { [type]: { type: "string" } },
+});
+
+/** The descriptions, by `METHOD path`. */
+export const ADAPTER_OPERATIONS: ReadonlyMap<string, AdapterOperation> = new Map<string, AdapterOperation>([
+  [
+    "GET /api/v1/info",
+    {
+      summary: "Server information for the LangSmith SDK",
+      tag: INGEST_TAG,
+      authenticated: false,
+      success: { status: "200", content: { "application/json": { type: "object" } } },
+    },
+  ],
+  [
+    "POST /api/v1/runs/multipart",
+    {
+      summary: "Ingest a batch of runs (multipart, the SDK's default)",
+      description:
+        "Parts named `post.<run id>` and `patch.<run id>` hold a run as JSON; `post.<run id>.inputs`, " +
+        "`.outputs`, `.events` and the like hold one of its fields. The body may be gzip-compressed.",
+      tag: INGEST_TAG,
+      authenticated: true,
+      requestBody: { "multipart/form-data": { type: "object", additionalProperties: true } },
+      success: ACCEPTED,
+    },
+  ],
+  [
+    "POST /api/v1/runs/batch",
+    {
+      summary: "Ingest a batch of runs (JSON)",
+      tag: INGEST_TAG,
+      authenticated: true,
+      requestBody: {
+        "application/json": {
+          type: "object",
+          properties: { post: { type: "array", items: RUN_BODY }, patch: { type: "array", items: RUN_BODY } },
+        },
+      },
+      success: ACCEPTED,
+    },
+  ],
+  [
+    "POST /api/v1/runs",
+    {
+      summary: "Ingest one run",
+      tag: INGEST_TAG,
+      authenticated: true,
+      requestBody: { "application/json": RUN_BODY },
+      success: ACCEPTED,
+    },
+  ],
+  [
+    "PATCH /api/v1/runs/{run_id}",
+    {
+      summary: "Update one run (its end, outputs or error)",
+      tag: INGEST_TAG,
+      authenticated: true,
+      requestBody: { "application/json": RUN_BODY },
+      success: ACCEPTED,
+    },
+  ],
+  [
+    "GET /api/v1/orgs/current/billing/granular-usage/export",
+    {
+      summary: "Granular usage as a CSV download",
+      description:
+        "The same query parameters and validation as the JSON route; one row per time bucket and group, " +
+        "with every column always present.",
+      tag: "tracing.v1.UsageService",
+      authenticated: true,
+      queryLike: "GET /api/v1/orgs/current/billing/granular-usage",
+      success: { status: "200", content: { "text/csv": { type: "string" } } },
+    },
+  ],
+  [
+    "GET /settings/billing/usage",
+    {
+      summary: "The Granular Usage web page",
+      description: "It asks for an API key in the browser and reads the usage API with it.",
+      tag: PAGES_TAG,
+      authenticated: false,
+      success: STATIC("text/html"),
+    },
+  ],
+]);
+
+/** Media types of static files by extension. */
+const STATIC_TYPES: ReadonlyMap<string, string> = new Map([
+  ["css", "text/css"],
+  ["js", "text/javascript"],
+  ["json", "application/json"],
+  ["html", "text/html"],
+]);
+
+/**
+ * What a REST-only route without an entry in {@link ADAPTER_OPERATIONS} is described as: a static
+ * file (public) when its path names one by extension, otherwise just its method and path.
+ */
+export function genericAdapterOperation(method: string, path: string): AdapterOperation {
+  const type = STATIC_TYPES.get(/\.([a-z]+)$/.exec(path)?.[1] ?? "");
+  if (type)
+    return { summary: `${method} ${path}`, tag: PAGES_TAG, authenticated: false, success: STATIC(type) };
+  return { summary: `${method} ${path}`, tag: "Other", authenticated: undefined, success: undefined };
+}
