@@ -22,6 +22,7 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
+import { lockTraces, rollUpTraces } from "../store/trace-rollup-store.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
 import {
   type FeedbackInput,
@@ -97,6 +98,9 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
+          const positioned = [...posts, ...patches.filter((p) => p.positioned)];
+          const locked = new Set(positioned.map((run) => run.traceId));
+          await lockTraces(tx, actor.workspaceId, [...locked]);
           const written: WrittenRun[] = [
             ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
             ...(await upsertPatchedRuns(
@@ -107,7 +111,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             )),
           ];
           const updateOnly = patches.filter((p) => !p.positioned);
-          const updated = new Set(await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly)));
+          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly));
+          const updated = new Set(updatedRuns.map((r) => r.id));
           const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
           if (missing.length > 0) {
             throw new ConnectError(
@@ -115,6 +120,15 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               Code.NotFound,
             );
           }
+          // Patches without dotted_order name their trace only once stored: locked now (rarely
+          // anything new, as the SDKs send dotted_order with every patch).
+          const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+          await lockTraces(
+            tx,
+            actor.workspaceId,
+            [...touched].filter((id) => !locked.has(id)),
+          );
+          await rollUpTraces(tx, actor.workspaceId, [...touched]);
           await insertFeedback(tx, actor.workspaceId, feedback);
           const inserted = written.filter((w) => w.inserted);
           const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
