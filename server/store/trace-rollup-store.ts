@@ -32,6 +32,12 @@ export async function lockTraces(
 /**
  * Recomputes the totals of each trace onto its root run; rows whose totals did not change are not
  * written. A trace whose root is not stored yet gets its totals when the root arrives.
+ *
+ * The totals are materialized and the roots found by id, so the statement sums each trace once and
+ * reads its roots by primary key whatever the planner's statistics say: right after a bulk load,
+ * before autovacuum analyzes `runs`, it otherwise walks every root of the workspace and sums the
+ * batch's traces again for each (measured: 420 ms per batch of ten traces at 10,000 runs, against
+ * under a millisecond; auto_explain, bench:ingest's shape).
  */
 export async function rollUpTraces(
   q: WorkspaceBound,
@@ -40,7 +46,7 @@ export async function rollUpTraces(
 ): Promise<void> {
   if (traceIds.length === 0) return;
   await q`
-    with totals as (
+    with totals as materialized (
       select trace_id,
         sum(case when is_root then own_total_tokens else total_tokens end) as total_tokens,
         sum(case when is_root then own_prompt_tokens else prompt_tokens end) as prompt_tokens,
@@ -62,7 +68,8 @@ export async function rollUpTraces(
       completion_cost = totals.completion_cost,
       first_token_time = totals.first_token_time
     from totals
-    where runs.workspace_id = ${workspaceId} and runs.id = totals.trace_id and runs.is_root
+    where runs.workspace_id = ${workspaceId} and runs.id = any(${[...traceIds]}::uuid[])
+      and runs.id = totals.trace_id and runs.is_root
       and (runs.total_tokens, runs.prompt_tokens, runs.completion_tokens, runs.total_cost,
            runs.prompt_cost, runs.completion_cost, runs.first_token_time)
         is distinct from
