@@ -31,7 +31,7 @@ import {
   normalizeRun,
   type RunInput,
 } from "./run-normalizer.js";
-import { recordTraceUsage } from "./usage-recorder.js";
+import { recordTracesUsage } from "./usage-recorder.js";
 
 /** Who ingests: the workspace the runs belong to and the credentials that sent them. */
 export interface IngestActor {
@@ -136,15 +136,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           await upsertAttachments(tx, actor.workspaceId, attachments);
           const newTraces = inserted.filter((w) => w.isRoot);
           if (usageReporting) {
-            for (const root of newTraces) {
-              await recordTraceUsage(tx, {
+            await recordTracesUsage(
+              tx,
+              newTraces.map((root) => ({
                 workspaceId: actor.workspaceId,
                 projectId: root.sessionId,
                 userId: actor.userId,
                 apiKeyId: actor.apiKeyId,
                 receivedAt: root.receivedAt,
-              });
-            }
+              })),
+            );
           }
           return {
             runs: posts.length + patches.length,
