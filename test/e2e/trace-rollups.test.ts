@@ -229,6 +229,15 @@ describe("rollups onto the root", () => {
       completion_tokens: 10,
     });
 
+    // Project stats count each trace's tokens once (its root carries them).
+    const project = await client.readProject({ projectName: name, includeStats: true });
+    expect(project).toMatchObject({
+      run_count: 1,
+      total_tokens: 24,
+      prompt_tokens: 14,
+      completion_tokens: 10,
+    });
+
     const stats = (await client.getRunStats({ projectNames: [name], isRoot: true })) as Item;
     expect(stats).toMatchObject({ run_count: 1, total_tokens: 24, prompt_tokens: 14, error_rate: 0 });
     const all = (await client.getRunStats({ projectNames: [name] })) as Item;
