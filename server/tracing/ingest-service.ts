@@ -10,6 +10,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { explainUnstorableInput } from "../services/unstorable-input.js";
 import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
+import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
@@ -129,6 +130,11 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             [...touched].filter((id) => !locked.has(id)),
           );
           await rollUpTraces(tx, actor.workspaceId, [...touched]);
+          if (feedback.length > 0) {
+            // As the feedback API does: a concurrent change of the same runs' feedback waits, so
+            // each refresh below sees every committed item.
+            await lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]);
+          }
           await insertFeedback(tx, actor.workspaceId, feedback);
           const inserted = written.filter((w) => w.inserted);
           const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
