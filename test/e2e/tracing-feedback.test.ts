@@ -220,6 +220,22 @@ describe("feedback through the langsmith SDK", () => {
     expect(await statsOf(runId)).toEqual({ early: { n: 1, avg: 1, values: {} } });
   });
 
+  it("keeps feedback_stats exact when two processes store feedback on one run at once", async () => {
+    const other = await startTestApp({ databaseUrl: t.databaseUrl, bootstrapApiKey: t.adminKey });
+    try {
+      const sends = Array.from({ length: 12 }, (_, i) =>
+        (i % 2 === 0 ? t : other).fetch("/api/v1/feedback", {
+          method: "POST",
+          body: JSON.stringify({ run_id: rootId, key: "concurrent", score: i % 3 }),
+        }),
+      );
+      for (const res of await Promise.all(sends)) expect(res.status).toBe(200);
+      expect(await statsOf(rootId)).toMatchObject({ concurrent: { n: 12, avg: 1 } });
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("prints no warning about the server: version, info and feedback calls", async () => {
     // The v2 resources check the server's version against the SDK's minimum, after /info.
     void client.runs;
