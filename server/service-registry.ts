@@ -8,8 +8,10 @@ import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
+import { FeedbackService } from "../gen/agentplane/tracing/v1/feedback_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
+import { RunStatsService } from "../gen/agentplane/tracing/v1/run_stats_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 import type { Clock } from "./clock.js";
 import {
@@ -40,14 +42,17 @@ import { createIdentityService } from "./services/iam/identity-service.js";
 import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js";
 import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
+import { createFeedbackService } from "./services/tracing/feedback-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
+import { createRunStatsService } from "./services/tracing/run-stats-service.js";
 import { createUsageService } from "./services/tracing/usage-service.js";
 import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
+import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
 import { createUsagePageAdapter, USAGE_PAGE_ROUTES } from "./transport/usage-page-adapter.js";
 
@@ -132,6 +137,8 @@ export function createApiServices(
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
+    bindService(FeedbackService, createFeedbackService({ sql }), bind),
+    bindService(RunStatsService, createRunStatsService({ sql }), bind),
     bindService(
       BulkExportService,
       createBulkExportService({
@@ -172,8 +179,9 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
   { routes: USAGE_PAGE_ROUTES, create: () => createUsagePageAdapter() },
   {
     routes: INGEST_ROUTES,
-    create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth, version: deps.version }),
+    create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth }),
   },
+  { routes: OUT_OF_SCOPE_ROUTES, create: () => createOutOfScopeAdapter() },
 ];
 
 /** Every adapter of {@link REST_ADAPTERS}, built. */

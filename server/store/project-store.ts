@@ -106,12 +106,14 @@ function selectProjects(q: Queryable) {
           filter (where r.is_root and r.end_time is not null))::float8 as latency_p50,
         (percentile_cont(0.99) within group (order by extract(epoch from r.end_time - r.start_time))
           filter (where r.is_root and r.end_time is not null))::float8 as latency_p99,
-        coalesce(sum(r.total_tokens), 0)::float8 as total_tokens,
-        coalesce(sum(r.prompt_tokens), 0)::float8 as prompt_tokens,
-        coalesce(sum(r.completion_tokens), 0)::float8 as completion_tokens,
-        sum(r.total_cost)::text as total_cost,
-        sum(r.prompt_cost)::text as prompt_cost,
-        sum(r.completion_cost)::text as completion_cost,
+        -- Root runs carry their trace's totals (migration 0017): summing every run would count
+        -- each LLM call twice.
+        coalesce(sum(r.total_tokens) filter (where r.is_root), 0)::float8 as total_tokens,
+        coalesce(sum(r.prompt_tokens) filter (where r.is_root), 0)::float8 as prompt_tokens,
+        coalesce(sum(r.completion_tokens) filter (where r.is_root), 0)::float8 as completion_tokens,
+        (sum(r.total_cost) filter (where r.is_root))::text as total_cost,
+        (sum(r.prompt_cost) filter (where r.is_root))::text as prompt_cost,
+        (sum(r.completion_cost) filter (where r.is_root))::text as completion_cost,
         ((count(*) filter (where r.is_root and r.status = 'error'))::float8
           / nullif(count(*) filter (where r.is_root), 0)) as error_rate
       from runs r

@@ -130,11 +130,14 @@ export async function findRun(
   return row;
 }
 
+/** What selects runs in a {@link RunQuery}, without its paging: what run stats aggregate over. */
+export type RunSelection = Omit<RunQuery, "order" | "limit" | "after" | "json">;
+
 /**
- * One page of runs matching `query`, ordered by (start_time, id) in `query.order`, starting after
- * `query.after`. Reads `limit + 1` rows so the caller knows whether another page follows.
+ * The conditions on `run` (the alias of `runs`) of a selection, besides its workspace: pass them to
+ * inWorkspace (sql-conditions.ts).
  */
-export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<RunRow[]> {
+export function runSelectionConditions(q: WorkspaceBound, query: RunSelection): SqlFragment[] {
   const where: SqlFragment[] = [];
   if (query.sessionIds.length > 0) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
   if (query.runType !== undefined) where.push(q`run.run_type = ${query.runType}`);
@@ -165,6 +168,15 @@ export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<Run
         runFilterSql(q, query.treeCondition, "tree_run"),
       ])})`);
   }
+  return where;
+}
+
+/**
+ * One page of runs matching `query`, ordered by (start_time, id) in `query.order`, starting after
+ * `query.after`. Reads `limit + 1` rows so the caller knows whether another page follows.
+ */
+export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<RunRow[]> {
+  const where = runSelectionConditions(q, query);
   const desc = query.order === "desc";
   if (query.after) {
     const key = q`(${query.after.startTime}::text::timestamptz, ${query.after.id}::uuid)`;

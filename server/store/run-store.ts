@@ -15,6 +15,7 @@ export interface RunSender {
 export interface WrittenRun {
   id: string;
   sessionId: string;
+  traceId: string;
   isRoot: boolean;
   receivedAt: Date;
   /** True when this write created the row (not a re-send or a merge into a stored run). */
@@ -32,6 +33,7 @@ export interface RunAttachment {
 interface WrittenRow {
   id: string;
   session_id: string;
+  trace_id: string;
   is_root: boolean;
   received_at: Date;
   inserted: boolean;
@@ -79,18 +81,56 @@ function recordset(q: Queryable, rows: readonly RunRow[]) {
     first_token_time timestamptz)`;
 }
 
+/**
+ * The usage columns a root run keeps its own values in (migration 0017): its total_tokens, ...,
+ * first_token_time hold its trace's totals (trace-rollup-store.ts).
+ */
+const OWN_USAGE = [
+  "total_tokens",
+  "prompt_tokens",
+  "completion_tokens",
+  "total_cost",
+  "prompt_cost",
+  "completion_cost",
+  "first_token_time",
+] as const;
+
+function ownColumns(q: Queryable) {
+  return OWN_USAGE.map((c) => q`${q(`own_${c}`)}`).reduce((a, b) => q`${a}, ${b}`);
+}
+
+/** A new row's own_* values: the sent ones on a root run, null on the others. */
+function ownValues(q: Queryable) {
+  return OWN_USAGE.map((c) => q`case when is_root then ${q(c)} end`).reduce((a, b) => q`${a}, ${b}`);
+}
+
+/**
+ * The own_* merge of a root run, by the same rule as the other usage columns: a post fills what is
+ * unset, a patch overrides with what it carries. Non-root runs keep them null.
+ */
+function ownMerge(q: Queryable, kind: "post" | "patch") {
+  return OWN_USAGE.map((c) => {
+    const own = q`${q("runs")}.${q(`own_${c}`)}`;
+    const sent = q`${q("excluded")}.${q(c)}`;
+    return kind === "post"
+      ? q`${q(`own_${c}`)} = case when excluded.is_root then coalesce(${own}, ${sent}) end`
+      : q`${q(`own_${c}`)} = case when runs.is_root then coalesce(${sent}, ${own}) end`;
+  }).reduce((a, b) => q`${a}, ${b}`);
+}
+
 function insertRuns(q: Queryable, workspaceId: string, sender: RunSender, rows: readonly RunRow[]) {
   return q`
     insert into runs (
       id, workspace_id, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
       run_type, start_time, end_time, status, is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
-      prompt_cost, completion_cost, first_token_time, user_id, api_key_id)
+      prompt_cost, completion_cost, first_token_time, user_id, api_key_id, ${ownColumns(q)})
     select
       id, ${workspaceId}::uuid, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
       run_type, start_time, end_time, 'pending', is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
-      prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid
+      prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid,
+      ${ownValues(q)}
     from ${recordset(q, rows)}
     order by id`;
 }
@@ -137,8 +177,9 @@ export async function upsertPostedRuns(
       prompt_cost = coalesce(runs.prompt_cost, excluded.prompt_cost),
       completion_cost = coalesce(runs.completion_cost, excluded.completion_cost),
       first_token_time = coalesce(runs.first_token_time, excluded.first_token_time),
+      ${ownMerge(q, "post")},
       updated_at = now()
-    returning id, session_id, is_root, received_at, (xmax = 0) as inserted`;
+    returning id, session_id, trace_id, is_root, received_at, (xmax = 0) as inserted`;
   return written.map(toWritten);
 }
 
@@ -166,6 +207,7 @@ function patchAssignments(q: Queryable) {
     prompt_cost = coalesce(excluded.prompt_cost, runs.prompt_cost),
     completion_cost = coalesce(excluded.completion_cost, runs.completion_cost),
     first_token_time = coalesce(excluded.first_token_time, runs.first_token_time),
+    ${ownMerge(q, "patch")},
     updated_at = now()`;
 }
 
@@ -183,32 +225,32 @@ export async function upsertPatchedRuns(
   const written = await q<WrittenRow[]>`
     ${insertRuns(q, workspaceId, sender, rows)}
     on conflict (workspace_id, id) do update set ${patchAssignments(q)}
-    returning id, session_id, is_root, received_at, (xmax = 0) as inserted`;
+    returning id, session_id, trace_id, is_root, received_at, (xmax = 0) as inserted`;
   return written.map(toWritten);
 }
 
-/** Merges patches into stored runs only; returns the ids of the runs that exist. */
+/** Merges patches into stored runs only; returns the runs that exist (id and trace). */
 export async function updatePatchedRuns(
   q: WorkspaceBound,
   workspaceId: string,
   rows: readonly RunRow[],
-): Promise<string[]> {
+): Promise<{ id: string; traceId: string }[]> {
   if (rows.length === 0) return [];
-  const updated = await q<{ id: string }[]>`
+  const updated = await q<{ id: string; trace_id: string }[]>`
     update runs set ${patchAssignments(q)}
     from ${recordset(q, rows)}
     where runs.workspace_id = ${workspaceId} and runs.id = excluded.id
-    returning runs.id`;
-  return updated.map((r) => r.id);
+    returning runs.id, runs.trace_id`;
+  return updated.map((r) => ({ id: r.id, traceId: r.trace_id }));
 }
 
-/** Stores feedback items; a re-sent item (same id) changes nothing. */
+/** Stores feedback items; a re-sent item (same id) changes nothing. Returns the ids stored now. */
 export async function insertFeedback(
   q: WorkspaceBound,
   workspaceId: string,
   items: readonly NormalizedFeedback[],
-): Promise<void> {
-  if (items.length === 0) return;
+): Promise<string[]> {
+  if (items.length === 0) return [];
   const records = items.map((f) => ({
     id: f.id,
     run_id: f.runId,
@@ -217,25 +259,39 @@ export async function insertFeedback(
     score: f.score,
     value: f.value,
     comment: f.comment,
+    correction: f.correction,
+    feedback_source: f.feedbackSource,
+    session_id: f.sessionId,
   }));
-  await q`
-    insert into run_feedback (workspace_id, id, run_id, trace_id, key, score, value, comment)
-    select ${workspaceId}::uuid, id, run_id, trace_id, key, score, value, comment
+  const inserted = await q<{ id: string }[]>`
+    insert into run_feedback (
+      workspace_id, id, run_id, trace_id, key, score, value, comment, correction, feedback_source, session_id)
+    select ${workspaceId}::uuid, id, run_id, trace_id, key, score, value, comment, correction,
+      feedback_source, session_id
     from jsonb_to_recordset(${q.json(records as never)}::jsonb) as f (
-      id uuid, run_id uuid, trace_id uuid, key text, score double precision, value jsonb, comment text)
-    on conflict (workspace_id, id) do nothing`;
+      id uuid, run_id uuid, trace_id uuid, key text, score double precision, value jsonb, comment text,
+      correction jsonb, feedback_source jsonb, session_id uuid)
+    on conflict (workspace_id, id) do nothing
+    returning id`;
+  return inserted.map((r) => r.id);
 }
 
 /**
- * Recomputes `feedback_stats` of the given runs from their feedback (see the migration for the
- * shape). Runs without feedback are left as they are.
+ * Recomputes `feedback_stats` of the given runs from their feedback (see migration 0006 for the
+ * shape). Runs without feedback are left as they are, unless `clearEmpty` (after a delete or a
+ * move): then their stats become null. Only rows whose stats change are written.
  */
 export async function refreshFeedbackStats(
   q: WorkspaceBound,
   workspaceId: string,
   runIds: readonly string[],
+  { clearEmpty = false }: { clearEmpty?: boolean } = {},
 ): Promise<void> {
   if (runIds.length === 0) return;
+  const target = clearEmpty
+    ? q`(select ids.run_id, stats.stats
+          from unnest(${runIds}::uuid[]) as ids (run_id) left join stats on stats.run_id = ids.run_id) as target`
+    : q`stats as target`;
   await q`
     with feedback as (
       select run_id, key, score, value from run_feedback
@@ -255,8 +311,10 @@ export async function refreshFeedbackStats(
           '{}'::jsonb))) as stats
       from per_key k group by k.run_id
     )
-    update runs set feedback_stats = stats.stats
-    from stats where runs.workspace_id = ${workspaceId} and runs.id = stats.run_id`;
+    update runs set feedback_stats = target.stats
+    from ${target}
+    where runs.workspace_id = ${workspaceId} and runs.id = target.run_id
+      and runs.feedback_stats is distinct from target.stats`;
 }
 
 /** Stores attachments; a re-sent attachment replaces the stored one of the same run and name. */
@@ -279,6 +337,7 @@ function toWritten(row: WrittenRow): WrittenRun {
   return {
     id: row.id,
     sessionId: row.session_id,
+    traceId: row.trace_id,
     isRoot: row.is_root,
     receivedAt: row.received_at,
     inserted: row.inserted,

@@ -10,6 +10,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { explainUnstorableInput } from "../services/unstorable-input.js";
 import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
+import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
@@ -22,6 +23,7 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
+import { lockTraces, rollUpTraces } from "../store/trace-rollup-store.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
 import {
   type FeedbackInput,
@@ -30,7 +32,7 @@ import {
   normalizeRun,
   type RunInput,
 } from "./run-normalizer.js";
-import { recordTraceUsage } from "./usage-recorder.js";
+import { recordTracesUsage } from "./usage-recorder.js";
 
 /** Who ingests: the workspace the runs belong to and the credentials that sent them. */
 export interface IngestActor {
@@ -97,6 +99,9 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
+          const positioned = [...posts, ...patches.filter((p) => p.positioned)];
+          const locked = new Set(positioned.map((run) => run.traceId));
+          await lockTraces(tx, actor.workspaceId, [...locked]);
           const written: WrittenRun[] = [
             ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
             ...(await upsertPatchedRuns(
@@ -107,13 +112,28 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             )),
           ];
           const updateOnly = patches.filter((p) => !p.positioned);
-          const updated = new Set(await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly)));
+          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly));
+          const updated = new Set(updatedRuns.map((r) => r.id));
           const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
           if (missing.length > 0) {
             throw new ConnectError(
               `run ${missing.join(", ")} not found: a patch of a run not stored yet must carry its dotted_order`,
               Code.NotFound,
             );
+          }
+          // Patches without dotted_order name their trace only once stored: locked now (rarely
+          // anything new, as the SDKs send dotted_order with every patch).
+          const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+          await lockTraces(
+            tx,
+            actor.workspaceId,
+            [...touched].filter((id) => !locked.has(id)),
+          );
+          await rollUpTraces(tx, actor.workspaceId, [...touched]);
+          if (feedback.length > 0) {
+            // As the feedback API does: a concurrent change of the same runs' feedback waits, so
+            // each refresh below sees every committed item.
+            await lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]);
           }
           await insertFeedback(tx, actor.workspaceId, feedback);
           const inserted = written.filter((w) => w.inserted);
@@ -122,15 +142,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           await upsertAttachments(tx, actor.workspaceId, attachments);
           const newTraces = inserted.filter((w) => w.isRoot);
           if (usageReporting) {
-            for (const root of newTraces) {
-              await recordTraceUsage(tx, {
+            await recordTracesUsage(
+              tx,
+              newTraces.map((root) => ({
                 workspaceId: actor.workspaceId,
                 projectId: root.sessionId,
                 userId: actor.userId,
                 apiKeyId: actor.apiKeyId,
                 receivedAt: root.receivedAt,
-              });
-            }
+              })),
+            );
           }
           return {
             runs: posts.length + patches.length,

@@ -154,7 +154,29 @@ describe("normalizeFeedback", () => {
       score: 1,
       value: "yes",
       comment: "c",
+      correction: null,
+      feedbackSource: null,
+      sessionId: null,
     });
+  });
+
+  it("puts feedback on a trace on its root run, keeping correction and source", () => {
+    const item = normalizeFeedback({
+      id: ROOT,
+      trace_id: CHILD,
+      key: "k",
+      correction: { answer: 42 },
+      feedback_source: { type: "api", metadata: {} },
+    });
+    expect(item).toMatchObject({
+      runId: CHILD,
+      traceId: CHILD,
+      correction: { answer: 42 },
+      feedbackSource: { type: "api", metadata: {} },
+    });
+    expect(
+      invalidMessage(() => normalizeFeedback({ id: ROOT, run_id: CHILD, key: "k", feedback_source: "api" })),
+    ).toMatch(/feedback_source must be an object/);
   });
 
   it("rejects feedback without a key or run", () => {
@@ -162,7 +184,7 @@ describe("normalizeFeedback", () => {
       `feedback ${ROOT}: "key" is required`,
     );
     expect(invalidMessage(() => normalizeFeedback({ id: ROOT, key: "k" }))).toBe(
-      `feedback ${ROOT}: "run_id" is required`,
+      `feedback ${ROOT}: "run_id" or "trace_id" is required (project-level feedback is not supported)`,
     );
   });
 });

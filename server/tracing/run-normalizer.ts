@@ -41,16 +41,26 @@ export interface RunInput {
   [field: string]: unknown;
 }
 
-/** A feedback item (multipart `feedback.<id>` part). Unknown fields are ignored. */
+/**
+ * A feedback item (multipart `feedback.<id>` part, or the feedback API's create). Unknown fields are
+ * ignored.
+ */
 export interface FeedbackInput {
   id?: string;
-  run_id?: string;
+  /** The run; absent or null: the root run of `trace_id`. */
+  run_id?: string | null;
   trace_id?: string | null;
   key?: string;
   /** A number; booleans count as 1 and 0. */
   score?: number | boolean | null;
   value?: unknown;
   comment?: string | null;
+  /** The corrected output: any JSON value. */
+  correction?: unknown;
+  /** `{type, metadata}`: who gave the feedback. */
+  feedback_source?: unknown;
+  /** The run's tracing project. */
+  session_id?: string | null;
   [field: string]: unknown;
 }
 
@@ -104,6 +114,9 @@ export interface NormalizedFeedback {
   score: number | null;
   value: unknown;
   comment: string | null;
+  correction: unknown;
+  feedbackSource: JsonObject | null;
+  sessionId: string | null;
 }
 
 /** The run types LangSmith accepts. */
@@ -203,23 +216,40 @@ export function normalizeFeedback(raw: unknown): NormalizedFeedback {
   if (typeof item.id !== "string" || !isUuid(item.id))
     throw invalid(`every feedback item needs an "id" that is a UUID, got ${JSON.stringify(item.id ?? null)}`);
   const fail = (rule: string) => invalid(`feedback ${item.id}: ${rule}`);
-  const runId = optionalUuid(item.run_id, "run_id", fail);
-  if (runId === undefined) throw fail('"run_id" is required');
+  const traceId = optionalUuid(item.trace_id, "trace_id", fail) ?? null;
+  // Feedback on a trace is feedback on its root run, whose id is the trace id.
+  const runId = optionalUuid(item.run_id, "run_id", fail) ?? traceId;
+  if (runId === null)
+    throw fail('"run_id" or "trace_id" is required (project-level feedback is not supported)');
   const key = optionalString(item.key, "key", fail);
   if (!key) throw fail('"key" is required');
-  let score: number | null = null;
-  if (typeof item.score === "boolean") score = item.score ? 1 : 0;
-  else if (typeof item.score === "number" && Number.isFinite(item.score)) score = item.score;
-  else if (item.score !== undefined && item.score !== null) throw fail("score must be a number or a boolean");
+  if (key.length > MAX_FEEDBACK_KEY) throw fail(`key is longer than ${MAX_FEEDBACK_KEY} characters`);
+  const source = item.feedback_source;
+  if (source !== undefined && source !== null && !isObject(source))
+    throw fail('feedback_source must be an object such as {"type": "api", "metadata": {}}');
   return {
     id: item.id.toLowerCase(),
     runId,
-    traceId: optionalUuid(item.trace_id, "trace_id", fail) ?? null,
+    traceId,
     key,
-    score,
+    score: feedbackScore(item.score, fail),
     value: item.value ?? null,
     comment: optionalString(item.comment, "comment", fail) ?? null,
+    correction: item.correction ?? null,
+    feedbackSource: source ?? null,
+    sessionId: optionalUuid(item.session_id, "session_id", fail) ?? null,
   };
+}
+
+/** Longest feedback key: far beyond any metric name, short enough to index and show. */
+const MAX_FEEDBACK_KEY = 1_000;
+
+/** A feedback score as stored: a finite number, booleans as 1 and 0, or null. */
+export function feedbackScore(score: unknown, fail: (rule: string) => ConnectError): number | null {
+  if (typeof score === "boolean") return score ? 1 : 0;
+  if (typeof score === "number" && Number.isFinite(score)) return score;
+  if (score === undefined || score === null) return null;
+  throw fail("score must be a number or a boolean");
 }
 
 type Fail = (rule: string) => ConnectError;

@@ -4,7 +4,7 @@ import { uuidv7 } from "../ids.js";
 import { insertOrganization } from "../store/organization-store.js";
 import { enterWorkspaceScope, inWorkspaceScope } from "../store/workspace-scope.js";
 import { insertWorkspace } from "../store/workspace-store.js";
-import { NO_DIMENSION_ID, recordTraceUsage } from "./usage-recorder.js";
+import { NO_DIMENSION_ID, recordTracesUsage, recordTraceUsage } from "./usage-recorder.js";
 
 const db = useTestDatabase();
 
@@ -105,5 +105,36 @@ describe("recordTraceUsage", () => {
     });
     await expect(failed).rejects.toThrow("ingest failed");
     expect(await rows()).toEqual([]);
+  });
+
+  it("counts a batch of traces in one statement, per hour, day and dimension value", async () => {
+    await db().sql`delete from usage_rollups`;
+    const otherProject = uuidv7();
+    const at = (iso: string) => new Date(iso);
+    const base = { workspaceId, userId, apiKeyId };
+    await inWorkspaceScope(db().sql, [workspaceId], (q) =>
+      recordTracesUsage(q, [
+        { ...base, projectId, receivedAt: at("2026-05-01T10:10:00Z") },
+        { ...base, projectId, receivedAt: at("2026-05-01T10:20:00Z") },
+        { ...base, projectId: otherProject, receivedAt: at("2026-05-01T11:05:00Z") },
+      ]),
+    );
+    const all = await rows();
+    const count = (dimension: string, granularity: string, id: string, bucket: string) =>
+      all.find(
+        (r) =>
+          r.dimension === dimension &&
+          r.granularity === granularity &&
+          r.dimension_id === id &&
+          r.bucket_start.getTime() === Date.parse(bucket),
+      )?.traces;
+    expect(count("workspace", "day", workspaceId, "2026-05-01T00:00:00Z")).toBe("3");
+    expect(count("workspace", "hour", workspaceId, "2026-05-01T10:00:00Z")).toBe("2");
+    expect(count("workspace", "hour", workspaceId, "2026-05-01T11:00:00Z")).toBe("1");
+    expect(count("project", "day", projectId, "2026-05-01T00:00:00Z")).toBe("2");
+    expect(count("project", "day", otherProject, "2026-05-01T00:00:00Z")).toBe("1");
+    expect(count("api_key", "day", apiKeyId, "2026-05-01T00:00:00Z")).toBe("3");
+    // By day: 4 dimensions, two projects (5 rows); by hour: 4 rows in each of the two hours.
+    expect(all).toHaveLength(5 + 8);
   });
 });

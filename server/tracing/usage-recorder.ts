@@ -19,25 +19,46 @@ export interface TraceUsage {
 
 /**
  * Counts one trace in the usage rollups: +1 in the hourly and daily row of each of its four
- * dimensions (workspace, project, user, API key). Call it inside the transaction that first inserts
- * the root run, so the count commits or rolls back with the trace and a trace is counted exactly once.
- *
- * One statement upserts all eight rows in a fixed order — daily before hourly, the workspace row
- * first — so concurrent ingests of one workspace queue on the same first row instead of deadlocking.
- * The rows are per hour/day and per dimension value, so that wait is the only contention, and it lasts
- * only until the ingest transaction commits.
+ * dimensions (workspace, project, user, API key). See {@link recordTracesUsage}.
  */
 export async function recordTraceUsage(tx: WorkspaceBound, trace: TraceUsage): Promise<void> {
-  const userId = trace.userId ?? NO_DIMENSION_ID;
-  const apiKeyId = trace.apiKeyId ?? NO_DIMENSION_ID;
+  await recordTracesUsage(tx, [trace]);
+}
+
+/**
+ * Counts new traces in the usage rollups: each adds 1 to the hourly and daily row of each of its
+ * four dimensions (workspace, project, user, API key). Call it inside the transaction that first
+ * inserts the root runs, so the counts commit or roll back with the traces and a trace is counted
+ * exactly once.
+ *
+ * One statement for all the traces of a batch: the rows they share (the workspace's, the project's,
+ * the key's, of this hour and day) are written once with the batch's count, not once per trace.
+ * Every batch of a workspace updates those same rows and holds them until it commits, so fewer
+ * statements and fewer row versions there are the ingest's throughput (bench:ingest: ten calls
+ * per batch took 21 ms each in pg_stat_statements, waiting on those rows). The rows are upserted in
+ * one fixed order (daily before hourly, the workspace row first, then by bucket and id), so
+ * concurrent ingests queue on the same first row instead of deadlocking.
+ */
+export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly TraceUsage[]): Promise<void> {
+  if (traces.length === 0) return;
+  const records = traces.map((trace) => ({
+    workspace_id: trace.workspaceId,
+    project_id: trace.projectId,
+    user_id: trace.userId ?? NO_DIMENSION_ID,
+    api_key_id: trace.apiKeyId ?? NO_DIMENSION_ID,
+    received_at: trace.receivedAt.toISOString(),
+  }));
   await tx`
     insert into usage_rollups as u (workspace_id, dimension, granularity, bucket_start, dimension_id, traces)
-    select ${trace.workspaceId}::uuid, d.dimension, g.granularity,
-           date_trunc(g.granularity, ${trace.receivedAt}::timestamptz, 'UTC'), d.id, 1
-    from (values (1, 'day'), (2, 'hour')) as g (ord, granularity)
-    cross join (values (1, 'workspace', ${trace.workspaceId}::uuid), (2, 'project', ${trace.projectId}::uuid),
-                       (3, 'user', ${userId}::uuid), (4, 'api_key', ${apiKeyId}::uuid)) as d (ord, dimension, id)
-    order by g.ord, d.ord
+    select t.workspace_id, d.dimension, g.granularity,
+           date_trunc(g.granularity, t.received_at, 'UTC') as bucket_start, d.id, count(*)
+    from jsonb_to_recordset(${tx.json(records as never)}::jsonb) as t (
+      workspace_id uuid, project_id uuid, user_id uuid, api_key_id uuid, received_at timestamptz)
+    cross join (values (1, 'day'), (2, 'hour')) as g (ord, granularity)
+    cross join lateral (values (1, 'workspace', t.workspace_id), (2, 'project', t.project_id),
+                               (3, 'user', t.user_id), (4, 'api_key', t.api_key_id)) as d (ord, dimension, id)
+    group by g.ord, g.granularity, d.ord, d.dimension, t.workspace_id, bucket_start, d.id
+    order by g.ord, d.ord, bucket_start, d.id
     on conflict (workspace_id, dimension, granularity, bucket_start, dimension_id)
-    do update set traces = u.traces + 1`;
+    do update set traces = u.traces + excluded.traces`;
 }

@@ -30,8 +30,6 @@ import { serverInfo } from "./server-info.js";
 export interface IngestAdapterDeps {
   ingest: IngestService;
   auth: Authenticator;
-  /** agentplane's version, reported by `/info`. */
-  version: string;
 }
 
 /** The ingest routes (a trailing `/` is accepted too, as the SDKs sometimes send one). */
@@ -45,7 +43,7 @@ export const INGEST_ROUTES = [
 
 /** Creates the ingest routes' adapter. */
 export function createIngestAdapter(deps: IngestAdapterDeps): HttpAdapter {
-  const info = JSON.stringify(serverInfo(deps.version));
+  const info = JSON.stringify(serverInfo());
 
   const ingestFrom = async (
     req: NodeServerRequest,

@@ -25,10 +25,21 @@ export interface ServerInfo {
  */
 const SIZE_LIMIT_BYTES = 20 * 1024 * 1024;
 
-/** The server info; `version` is agentplane's. Values other than the flags are LangSmith's defaults. */
-export function serverInfo(version: string): ServerInfo {
+/**
+ * The LangSmith API version whose surface agentplane serves for the SDK's tracing methods: the
+ * `langsmith` SDK (0.10.5) warns at start when the backend reports less than 0.16.0 for its v2
+ * resources (runs, traces, threads). Only reported to clients; agentplane's own version is on
+ * SystemService.
+ */
+export const LANGSMITH_API_VERSION = "0.16.0";
+
+/**
+ * The server info. Values other than the flags are LangSmith's defaults; the flags say which
+ * optional features we serve (gzip bodies) and which we do not.
+ */
+export function serverInfo(): ServerInfo {
   return {
-    version,
+    version: LANGSMITH_API_VERSION,
     license_expiration_time: null,
     batch_ingest_config: {
       use_multipart_endpoint: true,
