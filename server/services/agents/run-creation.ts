@@ -38,8 +38,8 @@ export interface RunCreationDeps {
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
 export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
 
-/** The assistant a request names: by UUID, or the system assistant of a graph id. */
-async function resolveAssistant(
+/** The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND otherwise. */
+export async function resolveAssistant(
   deps: RunCreationDeps,
   workspaceId: string,
   raw: string,
