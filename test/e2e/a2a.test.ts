@@ -235,6 +235,16 @@ describe("tasks/cancel", () => {
   });
 });
 
+describe("failed runs", () => {
+  it("a run that fails is a failed task whose status message says why", async () => {
+    const client = await a2aClient(t.baseUrl, "failing", t.adminKey);
+    const task = asTask(await client.sendMessage({ message: userMessage(undefined, {}, { value: "x" }) }));
+    expect(task.status.state).toBe("failed");
+    expect(task.status.message?.parts).toEqual([{ kind: "text", text: "CustomError: Boo!" }]);
+    expect(task.artifacts).toBeUndefined();
+  });
+});
+
 describe("JSON-RPC errors", () => {
   const rpc = (body: unknown, headers?: Record<string, string>) =>
     a2aRpc(t.baseUrl, "agent", t.adminKey, body, headers);

@@ -14,6 +14,12 @@ import type { SystemAssistants } from "./system-assistants.js";
  * a model, for which hundreds are already too many.
  */
 export const MAX_TOOLS = 500;
+/**
+ * Longest a tool list waits for a graph's input schema. A schema read from TypeScript types takes
+ * seconds the first time (a compiler in a worker thread); the list answers a plain object schema
+ * meanwhile, and the derivation goes on, so a later list has it.
+ */
+const SCHEMA_WAIT_MS = 2_000;
 /** The longest tool name MCP clients accept, and the characters they allow. */
 const MAX_NAME_LENGTH = 64;
 const NAME_CHARACTER = /[^A-Za-z0-9_-]/g;
@@ -65,6 +71,18 @@ function objectSchema(schema: JsonObject | undefined): JsonObject & { type: "obj
   return { type: "object" };
 }
 
+/** The schema, if it is there within `ms`; undefined when it is late or cannot be derived. */
+function schemaWithin(schema: Promise<JsonObject | undefined>, ms: number): Promise<JsonObject | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    const settle = (value: JsonObject | undefined) => {
+      clearTimeout(timer);
+      resolve(value);
+    };
+    schema.then(settle, () => settle(undefined));
+  });
+}
+
 /** Tool names for assistants, in order: the name made valid, the assistant id added on a clash. */
 function toolNames(assistants: readonly AssistantRecord[]): string[] {
   const taken = new Set<string>();
@@ -97,7 +115,8 @@ function outcomeOf(run: AgentRunRecord | undefined): ToolOutcome {
 export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
   const { sql, launcher } = deps;
 
-  const list = async (workspaceId: string): Promise<AssistantTool[]> => {
+  /** The workspace's assistants with their tool names. */
+  const named = async (workspaceId: string): Promise<{ name: string; assistant: AssistantRecord }[]> => {
     await deps.systemAssistants.ensure(workspaceId);
     const { assistants } = await searchAssistants(
       sql,
@@ -106,11 +125,16 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
       { sortBy: "created_at", descending: false, limit: MAX_TOOLS, offset: 0 },
     );
     const names = toolNames(assistants);
+    return assistants.map((assistant, i) => ({ name: names[i]!, assistant }));
+  };
+
+  const list = async (workspaceId: string): Promise<AssistantTool[]> => {
+    const tools = await named(workspaceId);
     const schemas = await Promise.all(
-      assistants.map((a) => deps.inputSchemas.of(a).catch((): JsonObject | undefined => undefined)),
+      tools.map(({ assistant }) => schemaWithin(deps.inputSchemas.of(assistant), SCHEMA_WAIT_MS)),
     );
-    return assistants.map((assistant, i) => ({
-      name: names[i]!,
+    return tools.map(({ name, assistant }, i) => ({
+      name,
       description:
         assistant.description ??
         deps.graphs.get(assistant.graphId)?.description ??
@@ -123,7 +147,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
   return {
     list,
     async call(workspaceId, name, args, headers, signal) {
-      const tools = await list(workspaceId);
+      const tools = await named(workspaceId);
       const tool = tools.find((t) => t.name === name);
       if (!tool)
         throw new ConnectError(
