@@ -235,6 +235,30 @@ describe("tasks/cancel", () => {
   });
 });
 
+describe("tasks/resubscribe", () => {
+  it("follows a running task to its end, and answers an ended task with its final status", async () => {
+    const client = await a2aClient(t.baseUrl, "sleepy", t.adminKey);
+    const started = asTask(
+      await client.sendMessage({
+        message: userMessage(undefined, {}, { sleep_ms: 1_500 }),
+        configuration: { blocking: false },
+      }),
+    );
+    const events = [];
+    for await (const event of client.resubscribeTask({ id: started.id })) events.push(event);
+    expect(asTask(events[0]).id).toBe(started.id);
+    const final = events.at(-1) as TaskStatusUpdateEvent;
+    expect(final).toMatchObject({ kind: "status-update", final: true, taskId: started.id });
+    expect(final.status.state).toBe("completed");
+    expect(events.filter((e) => e.kind === "status-update" && e.final)).toHaveLength(1);
+
+    const again = [];
+    for await (const event of client.resubscribeTask({ id: started.id })) again.push(event);
+    expect(again.map((e) => e.kind)).toEqual(["task", "artifact-update", "status-update"]);
+    expect(asTask(again[0]).status.state).toBe("completed");
+  });
+});
+
 describe("failed runs", () => {
   it("a run that fails is a failed task whose status message says why", async () => {
     const client = await a2aClient(t.baseUrl, "failing", t.adminKey);
@@ -269,6 +293,8 @@ describe("JSON-RPC errors", () => {
     });
     const push = await rpc({ jsonrpc: "2.0", id: 2, method: "tasks/pushNotificationConfig/set", params: {} });
     expect(push.body.error.code).toBe(-32003);
+    const card = await rpc({ jsonrpc: "2.0", id: 3, method: "agent/getAuthenticatedExtendedCard" });
+    expect(card.body.error.code).toBe(-32007);
   });
 
   it("answers invalid params, unknown tasks and file parts with their codes", async () => {

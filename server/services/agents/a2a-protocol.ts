@@ -19,7 +19,6 @@ export const A2A_ERRORS = {
   taskNotFound: -32001,
   taskNotCancelable: -32002,
   pushNotificationNotSupported: -32003,
-  unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
   authenticatedExtendedCardNotConfigured: -32007,
 } as const;

@@ -14,7 +14,6 @@ import {
   type SendParams,
   type StreamResult,
   type TaskParams,
-  type TaskStatus,
 } from "./a2a-protocol.js";
 import {
   historyOf,
@@ -64,6 +63,16 @@ export interface A2aService {
     caller: A2aCaller,
     assistant: AssistantRecord,
     params: SendParams,
+  ): Promise<AsyncGenerator<StreamResult>>;
+  /**
+   * `tasks/resubscribe`: the task as it is, then, while its run goes on, its updates as
+   * `message/stream` sends them (agent messages of the run so far may come again); an ended task's
+   * artifact and final status at once.
+   */
+  resubscribe(
+    caller: A2aCaller,
+    assistant: AssistantRecord,
+    params: TaskParams,
   ): Promise<AsyncGenerator<StreamResult>>;
   /** `tasks/get`. */
   getTask(caller: A2aCaller, assistant: AssistantRecord, params: TaskParams): Promise<A2aTask>;
@@ -161,6 +170,71 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     return { taskId: run.runId, run, before };
   };
 
+  /** The last events of a task's stream: its artifact, if any, and its final status. */
+  function* ending(task: A2aTask): Generator<StreamResult> {
+    const artifact = task.artifacts?.[0];
+    if (artifact)
+      yield {
+        kind: "artifact-update",
+        taskId: task.id,
+        contextId: task.contextId,
+        artifact,
+        lastChunk: true,
+      };
+    yield {
+      kind: "status-update",
+      taskId: task.id,
+      contextId: task.contextId,
+      status: task.status,
+      final: true,
+    };
+  }
+
+  /**
+   * A task's updates while its run goes on: `working` at its first event, then each agent message
+   * not `seen` before; when the run ends, its artifact and final status. Nothing more once `signal`
+   * aborts.
+   */
+  async function* follow(
+    workspaceId: string,
+    taskId: string,
+    run: AgentRunRecord,
+    seen: Set<string>,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamResult> {
+    const contextId = run.threadId;
+    const working = (message?: A2aTask["status"]["message"]): StreamResult => ({
+      kind: "status-update",
+      taskId,
+      contextId,
+      status: { state: "working", timestamp: new Date().toISOString(), ...(message ? { message } : {}) },
+      final: false,
+    });
+    let started = false;
+    for await (const event of launcher.events(workspaceId, run.runId, signal)) {
+      if (!started) {
+        started = true;
+        yield working();
+      }
+      if (event.event !== "values") continue;
+      const said = latestAgentText(event.data);
+      const key = said && (said.id ?? said.text);
+      if (!said || !key || seen.has(key)) continue;
+      seen.add(key);
+      yield working({
+        kind: "message",
+        messageId: said.id ?? `${run.runId}-${seen.size}`,
+        role: "agent",
+        parts: [{ kind: "text", text: said.text }],
+        contextId,
+        taskId,
+      });
+    }
+    if (signal.aborted) return;
+    const ended = await findRun(sql, workspaceId, run.runId);
+    if (ended) yield* ending(taskOf(await contextOf(workspaceId, taskId, ended), 0));
+  }
+
   return {
     agentCard(assistant, baseUrl) {
       const description =
@@ -194,15 +268,8 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
 
     async stream(caller, assistant, params) {
       const { taskId, run, before } = await begin(caller, assistant, params);
-      const { workspaceId, signal } = caller;
+      const { workspaceId } = caller;
       const contextId = run.threadId;
-      const update = (status: TaskStatus, final: boolean): StreamResult => ({
-        kind: "status-update",
-        taskId,
-        contextId,
-        status,
-        final,
-      });
       return (async function* () {
         const first = taskOf(await contextOf(workspaceId, taskId, run), params.historyLength);
         const asked = { ...params.message, contextId, taskId };
@@ -210,40 +277,23 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
         yield first;
         // Agent messages already in the thread are not news when a values event repeats them.
         const seen = new Set(historyOf(before?.values, taskId, contextId).map((m) => m.messageId));
-        let working = false;
-        for await (const event of launcher.events(workspaceId, run.runId, signal)) {
-          if (!working) {
-            working = true;
-            yield update({ state: "working", timestamp: new Date().toISOString() }, false);
-          }
-          if (event.event !== "values") continue;
-          const said = latestAgentText(event.data);
-          const key = said && (said.id ?? said.text);
-          if (!said || !key || seen.has(key)) continue;
-          seen.add(key);
-          yield update(
-            {
-              state: "working",
-              timestamp: new Date().toISOString(),
-              message: {
-                kind: "message",
-                messageId: said.id ?? `${run.runId}-${seen.size}`,
-                role: "agent",
-                parts: [{ kind: "text", text: said.text }],
-                contextId,
-                taskId,
-              },
-            },
-            false,
-          );
+        yield* follow(workspaceId, taskId, run, seen, caller.signal);
+      })();
+    },
+
+    async resubscribe(caller, assistant, params) {
+      const task = await loadTask(caller.workspaceId, assistant, params.id);
+      return (async function* () {
+        const current = taskOf(task, params.historyLength);
+        yield current;
+        if (hasEnded(task.run)) {
+          yield* ending(current);
+          return;
         }
-        if (signal.aborted) return;
-        const ended = await findRun(sql, workspaceId, run.runId);
-        if (!ended) return;
-        const task = taskOf(await contextOf(workspaceId, taskId, ended), 0);
-        const artifact = task.artifacts?.[0];
-        if (artifact) yield { kind: "artifact-update", taskId, contextId, artifact, lastChunk: true };
-        yield update(task.status, true);
+        const seen = new Set(
+          historyOf(task.thread?.values, task.taskId, task.run.threadId).map((m) => m.messageId),
+        );
+        yield* follow(caller.workspaceId, task.taskId, task.run, seen, caller.signal);
       })();
     },
 

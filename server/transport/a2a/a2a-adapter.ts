@@ -64,14 +64,14 @@ const METHOD_PERMISSIONS: Readonly<Record<string, WorkspacePermission>> = {
   "message/stream": "threads:write",
   "tasks/get": "threads:read",
   "tasks/cancel": "threads:write",
+  "tasks/resubscribe": "threads:read",
 };
+
+/** Methods answered with Server-Sent Events. */
+const STREAMING_METHODS = new Set(["message/stream", "tasks/resubscribe"]);
 
 /** Methods of the protocol this agent does not offer, and the error each answers. */
 const UNSUPPORTED: Readonly<Record<string, A2aError>> = {
-  "tasks/resubscribe": new A2aError(
-    A2A_ERRORS.unsupportedOperation,
-    "tasks/resubscribe is not supported: poll tasks/get for the task",
-  ),
   "agent/getAuthenticatedExtendedCard": new A2aError(
     A2A_ERRORS.authenticatedExtendedCardNotConfigured,
     "this agent has no authenticated extended card",
@@ -188,10 +188,16 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
         }
         const request = parseJsonRpcRequest(body);
         id = request.id;
-        streaming =
-          request.method === "message/stream" && (headers.get("accept") ?? "").includes("text/event-stream");
         const unsupported = UNSUPPORTED[request.method];
         if (unsupported) throw unsupported;
+        if (STREAMING_METHODS.has(request.method)) {
+          if (!(headers.get("accept") ?? "").includes("text/event-stream"))
+            throw new A2aError(
+              A2A_ERRORS.invalidRequest,
+              `${request.method} answers with Server-Sent Events: send Accept: text/event-stream`,
+            );
+          streaming = true;
+        }
         const permission = METHOD_PERMISSIONS[request.method];
         if (!permission)
           throw new A2aError(
@@ -208,16 +214,22 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
               resultResponse(id, await a2a.send(caller, assistant, parseSendParams(request.params))),
             );
             return;
-          case "message/stream": {
-            if (!headers.get("accept")?.includes("text/event-stream"))
-              throw new A2aError(
-                A2A_ERRORS.invalidRequest,
-                "message/stream answers with Server-Sent Events: send Accept: text/event-stream",
-              );
-            const events = await a2a.stream(caller, assistant, parseSendParams(request.params));
-            await streamTo(res, id, events, caller.signal);
+          case "message/stream":
+            await streamTo(
+              res,
+              id,
+              await a2a.stream(caller, assistant, parseSendParams(request.params)),
+              caller.signal,
+            );
             return;
-          }
+          case "tasks/resubscribe":
+            await streamTo(
+              res,
+              id,
+              await a2a.resubscribe(caller, assistant, parseTaskParams(request.params)),
+              caller.signal,
+            );
+            return;
           case "tasks/get":
             sendJson(
               res,
