@@ -140,6 +140,44 @@ describe("MCP", () => {
   });
 });
 
+describe("permissions", () => {
+  it("a viewer reads cards, tasks and tools, but sends no message and calls no tool", async () => {
+    const admin = t.client();
+    const workspaceA = (await admin.workspaces.getCurrentWorkspace({})).id;
+    const viewer = (
+      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceA], role: "viewer" })
+    ).key;
+    const card = await fetchWithKey(viewer)(
+      `${t.baseUrl}/.well-known/agent-card.json?assistant_id=${assistantA}`,
+    );
+    expect(card.status).toBe(200);
+    const got = await a2aRpc(t.baseUrl, assistantA, viewer, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tasks/get",
+      params: { id: taskA.id },
+    });
+    expect(got.body.result.status.state).toBe("input-required");
+    const sent = await a2aRpc(t.baseUrl, assistantA, viewer, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "message/send",
+      params: {
+        message: { kind: "message", messageId: "v", role: "user", parts: [{ kind: "text", text: "x" }] },
+      },
+    });
+    expect(sent.status).toBe(403);
+    expect(sent.body.detail).toMatch(/threads:write/);
+    const client = await mcpClient(t.baseUrl, viewer);
+    try {
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      await expect(client.callTool({ name: "sleepy", arguments: {} })).rejects.toThrow(/threads:write/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("disabled in the graphs file", () => {
   it("http.disable_a2a and http.disable_mcp take the routes away", async () => {
     const off = await startTestApp({
