@@ -192,6 +192,26 @@ describe("interrupt through A2A", () => {
     );
   });
 
+  it("takes one answer to a question: of two sent at once, one resumes the task and the other is refused", async () => {
+    const client = await a2aClient(t.baseUrl, "approval", t.adminKey);
+    const asked = asTask(await client.sendMessage({ message: userMessage("rotate keys") }));
+    const answer = (text: string) =>
+      a2aRpc(t.baseUrl, "approval", t.adminKey, {
+        jsonrpc: "2.0",
+        id: text,
+        method: "message/send",
+        params: { message: userMessage(text, { taskId: asked.id, contextId: asked.contextId }) },
+      });
+    const outcomes = await Promise.all([answer("first"), answer("second")]);
+    const resumed = outcomes.filter((o) => o.body.result);
+    const refused = outcomes.filter((o) => o.body.error);
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]?.body.result.status.state).toBe("completed");
+    expect(refused.map((o) => o.body.error.code)).toEqual([-32602]);
+    const runs = await (await t.fetch(`/threads/${asked.contextId}/runs`)).json();
+    expect(runs).toHaveLength(2);
+  });
+
   it("streams an interrupt as a final input-required status", async () => {
     const client = await a2aClient(t.baseUrl, "approval", t.adminKey);
     const events = [];

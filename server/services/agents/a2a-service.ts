@@ -147,6 +147,8 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
           assistant_id: assistant.assistantId,
           command: { resume: resumeValueOf(message) },
           metadata: { [A2A_TASK_METADATA_KEY]: task.taskId },
+          // Two answers to one question: the second finds the first's run and is refused.
+          multitask_strategy: "reject",
           stream_mode: ["values"],
         },
         headers,
