@@ -2,8 +2,9 @@
  * The A2A endpoints (Agent2Agent protocol 0.3.0, JSON-RPC 2.0 over HTTP), one agent per assistant:
  *
  * - `GET /.well-known/agent-card.json?assistant_id=…`: the assistant's agent card
- * - `POST /a2a/{assistant_id}`: `message/send`, `message/stream` (Server-Sent Events of JSON-RPC
- *   responses; needs `Accept: text/event-stream`), `tasks/get`, `tasks/cancel`
+ * - `POST /a2a/{assistant_id}`: `message/send`, `message/stream` and `tasks/resubscribe`
+ *   (Server-Sent Events of JSON-RPC responses; they need `Accept: text/event-stream`), `tasks/get`,
+ *   `tasks/cancel`
  *
  * The API key and workspace rules are those of every route: no key is 401, an assistant of another
  * workspace 404, a missing permission 403, all as `{"detail"}`. Once the request is a JSON-RPC
@@ -144,8 +145,9 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
       stop,
       headers: () => ({}),
       toError: (error) => {
+        if (error instanceof ConnectError) return error;
         deps.log.error("A2A stream failed", { error });
-        return error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal);
+        return new ConnectError("internal error", Code.Internal);
       },
     });
   };
