@@ -12,7 +12,9 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await startTestApp({ graphConfigPath: AGENT_PROTOCOL_GRAPHS });
+  // Reading schemas from TypeScript types takes tens of seconds on a loaded machine; the default
+  // limit would give up on them (for good) while other test files compete for the cores.
+  t = await startTestApp({ graphConfigPath: AGENT_PROTOCOL_GRAPHS, schemaResolveTimeoutMs: 240_000 });
 });
 afterAll(() => t?.stop());
 
@@ -33,7 +35,7 @@ describe("tools", () => {
         () => client.listTools(),
         (list) =>
           "sleep_ms" in (list.tools.find((tool) => tool.name === "sleepy")?.inputSchema.properties ?? {}),
-        120_000,
+        250_000,
       );
       expect(tools.map((tool) => tool.name)).toEqual([
         "agent",
