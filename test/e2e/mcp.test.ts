@@ -20,7 +20,7 @@ afterAll(() => t?.stop());
 
 describe("tools", () => {
   it("lists each assistant as a tool with its name, description and input schema", {
-    timeout: 180_000,
+    timeout: 300_000,
   }, async () => {
     const created = await t.fetch("/assistants", {
       method: "POST",
