@@ -27,8 +27,12 @@ import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
 import type { GraphRegistry } from "./runtime/graph-registry.js";
 import type { RunEventBus } from "./runtime/run-event-bus.js";
+import { createA2aService } from "./services/agents/a2a-service.js";
+import { createAssistantInputSchemas } from "./services/agents/assistant-input-schemas.js";
 import { createAssistantService } from "./services/agents/assistant-service.js";
+import { createAssistantTools } from "./services/agents/assistant-tools.js";
 import { createCronService } from "./services/agents/cron-service.js";
+import { createRunLauncher } from "./services/agents/run-launcher.js";
 import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
@@ -49,9 +53,11 @@ import { createRunStatsService } from "./services/tracing/run-stats-service.js";
 import { createUsageService } from "./services/tracing/usage-service.js";
 import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
+import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
+import { createMcpAdapter, MCP_ROUTES } from "./transport/mcp/mcp-adapter.js";
 import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
 import { createUsagePageAdapter, USAGE_PAGE_ROUTES } from "./transport/usage-page-adapter.js";
@@ -182,7 +188,45 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
     create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth }),
   },
   { routes: OUT_OF_SCOPE_ROUTES, create: () => createOutOfScopeAdapter() },
+  {
+    routes: A2A_ROUTES,
+    create: (deps, auth) => {
+      if (deps.graphs.settings.http.disableA2a) return [];
+      const agents = agentProtocolDeps(deps);
+      return createA2aAdapter({
+        auth,
+        a2a: createA2aService({ sql: deps.sql, graphs: deps.graphs, ...agents }),
+        launcher: agents.launcher,
+        log: deps.log,
+      });
+    },
+  },
+  {
+    routes: MCP_ROUTES,
+    create: (deps, auth) => {
+      if (deps.graphs.settings.http.disableMcp) return [];
+      const tools = createAssistantTools({ sql: deps.sql, graphs: deps.graphs, ...agentProtocolDeps(deps) });
+      return createMcpAdapter({ auth, tools, version: deps.version, log: deps.log });
+    },
+  },
 ];
+
+/** What the A2A and MCP adapters start runs with: the run service's machinery, for their workspace. */
+function agentProtocolDeps(deps: ServiceDeps) {
+  const { sql, graphs } = deps;
+  const systemAssistants = createSystemAssistants({ sql, graphs });
+  const launcher = createRunLauncher({
+    sql,
+    graphs,
+    systemAssistants,
+    queue: () => deps.queue,
+    runJob: () => deps.jobs.agentRun,
+    bus: deps.runBus,
+    settings: deps.runSettings,
+    ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+  });
+  return { systemAssistants, launcher, inputSchemas: createAssistantInputSchemas(graphs) };
+}
 
 /** Every adapter of {@link REST_ADAPTERS}, built. */
 export function createRestAdapters(deps: ServiceDeps, auth: Authenticator): HttpAdapter[] {

@@ -70,6 +70,19 @@ describe("parseGraphConfig", () => {
     expect(config.http.configurableHeaders).toEqual({ include: ["x-user-*"], exclude: ["x-b", "x-secret"] });
   });
 
+  it("reads http.disable_a2a and http.disable_mcp, which must be booleans", () => {
+    const config = parseGraphConfig(
+      { graphs: { a: "./a.ts" }, http: { disable_a2a: true, disable_mcp: false } },
+      file,
+    );
+    expect(config.http).toEqual({ disableA2a: true, disableMcp: false });
+    expect(parseGraphConfig({ graphs: { a: "./a.ts" } }, file).http).toEqual({});
+    expect(problemsOf({ graphs: { a: "./a.ts" }, http: { disable_a2a: "yes", disable_mcp: 1 } })).toEqual([
+      'http.disable_a2a: must be true or false, got "yes"',
+      "http.disable_mcp: must be true or false, got number 1",
+    ]);
+  });
+
   it("defaults refresh_on_read to true and the checkpointer strategy to delete", () => {
     const config = parseGraphConfig(
       { graphs: { a: "./a.ts" }, store: { ttl: {} }, checkpointer: { ttl: { default_ttl: 5 } } },

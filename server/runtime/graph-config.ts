@@ -48,6 +48,15 @@ export interface ConfigurableHeadersConfig {
   readonly exclude: readonly string[];
 }
 
+/** The graphs file's `http` section. */
+export interface HttpConfig {
+  readonly configurableHeaders?: ConfigurableHeadersConfig;
+  /** `http.disable_a2a`: no A2A endpoint or agent card (they answer 404). */
+  readonly disableA2a?: boolean;
+  /** `http.disable_mcp`: no MCP endpoint at `/mcp` (it answers 404). */
+  readonly disableMcp?: boolean;
+}
+
 /** The validated graph config (agentplane.json / langgraph.json). */
 export interface GraphConfig {
   /** The file it came from; undefined for the bundled example. */
@@ -63,7 +72,7 @@ export interface GraphConfig {
   /** `checkpointer` settings. */
   readonly checkpointer: { readonly ttl?: CheckpointerTtlConfig };
   /** `http` settings. */
-  readonly http: { readonly configurableHeaders?: ConfigurableHeadersConfig };
+  readonly http: HttpConfig;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -237,8 +246,9 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     };
   }
 
-  const http: { configurableHeaders?: ConfigurableHeadersConfig } = {};
-  const headers = fields.object(section("http"), "http", "configurable_headers");
+  const httpSection = section("http");
+  const http: { -readonly [K in keyof HttpConfig]: HttpConfig[K] } = {};
+  const headers = fields.object(httpSection, "http", "configurable_headers");
   if (headers) {
     const list = (singular: string, plural: string): string[] => {
       const a = fields.strings(headers, "http.configurable_headers", singular) ?? [];
@@ -246,6 +256,12 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
       return [...a, ...b];
     };
     http.configurableHeaders = { include: list("include", "includes"), exclude: list("exclude", "excludes") };
+  }
+  if (httpSection) {
+    const disableA2a = fields.boolean(httpSection, "http", "disable_a2a");
+    const disableMcp = fields.boolean(httpSection, "http", "disable_mcp");
+    if (disableA2a !== undefined) http.disableA2a = disableA2a;
+    if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
 
   if (problems.length > 0) throw new GraphConfigError(file, problems);

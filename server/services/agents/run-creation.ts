@@ -44,7 +44,7 @@ export type RunInTxDeps = Pick<RunCreationDeps, "cancel" | "settings" | "configu
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
 export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
 
-/** The assistant a request names: by UUID, or the system assistant of a graph id. */
+/** The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND otherwise. */
 export async function resolveAssistant(
   deps: Pick<RunCreationDeps, "sql" | "systemAssistants" | "graphIds">,
   workspaceId: string,

@@ -71,7 +71,18 @@ export async function authorizeWorkspace(
   permission: WorkspacePermission,
 ): Promise<{ principal: Principal; workspace: WorkspaceRecord }> {
   const principal = principalOf(ctx);
+  return { principal, workspace: await authorizedWorkspace(principal, permission) };
+}
+
+/**
+ * The principal's selected workspace, when it holds a workspace permission there; PERMISSION_DENIED
+ * otherwise. For REST-only adapters, which authenticate without a call context.
+ */
+export async function authorizedWorkspace(
+  principal: Principal,
+  permission: WorkspacePermission,
+): Promise<WorkspaceRecord> {
   const workspace = await principal.workspace();
   if (!workspacePermissions(workspace.role).includes(permission)) throw denied(permission);
-  return { principal, workspace };
+  return workspace;
 }

@@ -1,0 +1,263 @@
+/**
+ * The A2A endpoints (Agent2Agent protocol 0.3.0, JSON-RPC 2.0 over HTTP), one agent per assistant:
+ *
+ * - `GET /.well-known/agent-card.json?assistant_id=…`: the assistant's agent card
+ * - `POST /a2a/{assistant_id}`: `message/send`, `message/stream` and `tasks/resubscribe`
+ *   (Server-Sent Events of JSON-RPC responses; they need `Accept: text/event-stream`), `tasks/get`,
+ *   `tasks/cancel`
+ *
+ * The API key and workspace rules are those of every route: no key is 401, an assistant of another
+ * workspace 404, a missing permission 403, all as `{"detail"}`. Once the request is a JSON-RPC
+ * request, what goes wrong is a JSON-RPC error (HTTP 200).
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Logger } from "../../logger.js";
+import {
+  A2A_ERRORS,
+  A2aError,
+  parseSendParams,
+  parseTaskParams,
+} from "../../services/agents/a2a-protocol.js";
+import type { A2aCaller, A2aService } from "../../services/agents/a2a-service.js";
+import type { RunLauncher } from "../../services/agents/run-launcher.js";
+import type { Authenticator } from "../../services/iam/authenticator.js";
+import type { WorkspacePermission } from "../../services/iam/permissions.js";
+import { authorizedWorkspace, type Principal } from "../../services/iam/principal.js";
+import type { AssistantRecord } from "../../store/assistant-store.js";
+import { readJsonBody } from "../body/json-body.js";
+import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
+import { clientGone, requestHeaders, requestOrigin } from "../request-headers.js";
+import { restErrorStatus } from "../rest/http-status.js";
+import type { NodeServerResponse } from "../rest/node-types.js";
+import { parseQuery } from "../rest/query-string.js";
+import { defaultHeartbeatMs, writeSse } from "../rest/sse-writer.js";
+import {
+  errorResponse,
+  JsonRpcFailure,
+  type JsonRpcId,
+  type JsonRpcResponse,
+  jsonRpcErrorOf,
+  parseJsonRpcRequest,
+  resultResponse,
+} from "./json-rpc.js";
+
+/** Where an assistant's agent card is served (the A2A well-known path), with `?assistant_id=`. */
+export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
+
+/** The A2A routes. */
+export const A2A_ROUTES = [
+  { methods: ["GET"], path: AGENT_CARD_PATH },
+  { methods: ["POST"], path: "/a2a/{assistant_id}" },
+] as const satisfies readonly AdapterRoute[];
+
+/** Dependencies of {@link createA2aAdapter}. */
+export interface A2aAdapterDeps {
+  auth: Authenticator;
+  a2a: A2aService;
+  launcher: Pick<RunLauncher, "assistant">;
+  log: Logger;
+}
+
+/** The permission each method needs in the workspace. */
+const METHOD_PERMISSIONS: Readonly<Record<string, WorkspacePermission>> = {
+  "message/send": "threads:write",
+  "message/stream": "threads:write",
+  "tasks/get": "threads:read",
+  "tasks/cancel": "threads:write",
+  "tasks/resubscribe": "threads:read",
+};
+
+/** Methods answered with Server-Sent Events. */
+const STREAMING_METHODS = new Set(["message/stream", "tasks/resubscribe"]);
+
+/** Methods of the protocol this agent does not offer, and the error each answers. */
+const UNSUPPORTED: Readonly<Record<string, A2aError>> = {
+  "agent/getAuthenticatedExtendedCard": new A2aError(
+    A2A_ERRORS.authenticatedExtendedCardNotConfigured,
+    "this agent has no authenticated extended card",
+  ),
+  ...Object.fromEntries(
+    ["set", "get", "list", "delete"].map((verb) => [
+      `tasks/pushNotificationConfig/${verb}`,
+      new A2aError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not supported"),
+    ]),
+  ),
+};
+
+function sendJson(res: NodeServerResponse, status: number, body: unknown): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+/** The caller's workspace with the permission, and the assistant the path or query names. */
+async function target(
+  deps: A2aAdapterDeps,
+  principal: Principal,
+  permission: WorkspacePermission,
+  rawAssistant: string | undefined,
+): Promise<{ workspaceId: string; assistant: AssistantRecord }> {
+  const workspace = await authorizedWorkspace(principal, permission);
+  if (rawAssistant === undefined || rawAssistant === "")
+    throw new ConnectError(
+      "assistant_id is required: the query parameter ?assistant_id= with an assistant's UUID or a graph id",
+      Code.InvalidArgument,
+    );
+  return { workspaceId: workspace.id, assistant: await deps.launcher.assistant(workspace.id, rawAssistant) };
+}
+
+/** Errors answered over HTTP rather than JSON-RPC: the caller may not act in the workspace. */
+function refusedOutright(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    (error.code === Code.PermissionDenied || error.code === Code.Unauthenticated)
+  );
+}
+
+/** Events that end at once with a JSON-RPC error. */
+// biome-ignore lint/correctness/useYield: a stream whose only content is its error
+async function* failingWith(error: A2aError): AsyncGenerator<never> {
+  throw error;
+}
+
+/** Creates the A2A adapter. */
+export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
+  const { a2a } = deps;
+
+  const streamTo = async (
+    res: NodeServerResponse,
+    id: JsonRpcId,
+    events: AsyncIterable<unknown>,
+    stop: AbortSignal,
+  ): Promise<void> => {
+    async function* envelopes(): AsyncGenerator<JsonRpcResponse> {
+      try {
+        for await (const event of events) yield resultResponse(id, event);
+      } catch (error) {
+        const known = jsonRpcErrorOf(error);
+        if (!known) throw error;
+        yield errorResponse(id, known);
+      }
+    }
+    await writeSse(res, envelopes(), (message) => `data: ${JSON.stringify(message)}\n\n`, {
+      heartbeatMs: defaultHeartbeatMs,
+      stop,
+      headers: () => ({}),
+      toError: (error) => {
+        if (error instanceof ConnectError) return error;
+        deps.log.error("A2A stream failed", { error });
+        return new ConnectError("internal error", Code.Internal);
+      },
+    });
+  };
+
+  return bindAdapter(A2A_ROUTES, {
+    [AGENT_CARD_PATH]: async (req, res, { query }) => {
+      const principal = await deps.auth.authenticate(requestHeaders(req));
+      const params = parseQuery(query);
+      const unknown = params.find(([name]) => name !== "assistant_id");
+      if (unknown)
+        throw new ConnectError(
+          `unknown query parameter "${unknown[0]}"; this endpoint takes assistant_id`,
+          Code.InvalidArgument,
+        );
+      if (params.length > 1)
+        throw new ConnectError(
+          'query parameter "assistant_id" is given more than once',
+          Code.InvalidArgument,
+        );
+      const { assistant } = await target(deps, principal, "assistants:read", params[0]?.[1]);
+      sendJson(res, 200, a2a.agentCard(assistant, requestOrigin(req)));
+    },
+
+    "/a2a/{assistant_id}": async (req, res, { vars }) => {
+      const headers = requestHeaders(req);
+      const principal = await deps.auth.authenticate(headers);
+      const { workspaceId, assistant } = await target(deps, principal, "assistants:read", vars.assistant_id);
+      let id: JsonRpcId = null;
+      // A stream request that fails before its first event gets its error as a one-event stream,
+      // which is what a streaming client reads.
+      let streaming = false;
+      try {
+        let body: JsonValue | undefined;
+        try {
+          body = await readJsonBody(req);
+        } catch (error) {
+          if (error instanceof ConnectError && restErrorStatus(error) === 400)
+            throw new JsonRpcFailure(null, new A2aError(A2A_ERRORS.parseError, error.rawMessage));
+          throw error;
+        }
+        const request = parseJsonRpcRequest(body);
+        id = request.id;
+        const unsupported = UNSUPPORTED[request.method];
+        if (unsupported) throw unsupported;
+        if (STREAMING_METHODS.has(request.method)) {
+          if (!(headers.get("accept") ?? "").includes("text/event-stream"))
+            throw new A2aError(
+              A2A_ERRORS.invalidRequest,
+              `${request.method} answers with Server-Sent Events: send Accept: text/event-stream`,
+            );
+          streaming = true;
+        }
+        const permission = METHOD_PERMISSIONS[request.method];
+        if (!permission)
+          throw new A2aError(
+            A2A_ERRORS.methodNotFound,
+            `method "${request.method}" not found; this agent answers ${Object.keys(METHOD_PERMISSIONS).join(", ")}`,
+          );
+        await authorizedWorkspace(principal, permission);
+        const caller: A2aCaller = { workspaceId, headers, signal: clientGone(res) };
+        switch (request.method) {
+          case "message/send":
+            sendJson(
+              res,
+              200,
+              resultResponse(id, await a2a.send(caller, assistant, parseSendParams(request.params))),
+            );
+            return;
+          case "message/stream":
+            await streamTo(
+              res,
+              id,
+              await a2a.stream(caller, assistant, parseSendParams(request.params)),
+              caller.signal,
+            );
+            return;
+          case "tasks/resubscribe":
+            await streamTo(
+              res,
+              id,
+              await a2a.resubscribe(caller, assistant, parseTaskParams(request.params)),
+              caller.signal,
+            );
+            return;
+          case "tasks/get":
+            sendJson(
+              res,
+              200,
+              resultResponse(id, await a2a.getTask(caller, assistant, parseTaskParams(request.params))),
+            );
+            return;
+          case "tasks/cancel":
+            sendJson(
+              res,
+              200,
+              resultResponse(id, await a2a.cancelTask(caller, assistant, parseTaskParams(request.params))),
+            );
+        }
+      } catch (error) {
+        const failure =
+          error instanceof JsonRpcFailure
+            ? { id: error.id, error: error.error }
+            : refusedOutright(error)
+              ? undefined
+              : { id, error: jsonRpcErrorOf(error) };
+        if (!failure?.error) throw error;
+        if (streaming && !res.headersSent)
+          await streamTo(res, failure.id, failingWith(failure.error), clientGone(res));
+        else sendJson(res, 200, errorResponse(failure.id, failure.error));
+      }
+    },
+  });
+}
