@@ -56,6 +56,24 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   tracing?: RunTracing;
   /** Gives each attempt the loopback client's credentials. */
   loopback?: Loopback;
+  /** Called after an attempt of this process ended a run (committed): metrics count these. */
+  onRunEnded?: (ended: EndedRun) => void;
+}
+
+/** A run this process ended, as metrics see it. */
+export interface EndedRun {
+  /** Its final status; a rolled-back run counts as `interrupted`. */
+  readonly status: RunStatus;
+  /** From the claim of the attempt that ended it to the end, in milliseconds. */
+  readonly durationMs: number;
+}
+
+/** How this process's execution slots are used. */
+export interface RunSlotUsage {
+  /** Runs this process executes at once (AGENTPLANE_RUN_WORKERS). */
+  readonly total: number;
+  /** Slots holding a run (or reserved for one being claimed). */
+  readonly busy: number;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -71,6 +89,8 @@ export interface AgentRunWorker {
    * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
   reserve(): RunSlot | undefined;
+  /** The slots in use now. */
+  slots(): RunSlotUsage;
 }
 
 /** A reserved execution slot: run a claimed run in it, or give it back. */
@@ -114,7 +134,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   const heartbeatMs = (settings.leaseSeconds * 1000) / 4;
   const dispatchDeps: RunDispatchDeps = { queue: deps.queue, runJob: () => job };
   let draining = false;
-  const running = new Map<string, { stop: AbortController; done: Promise<void> }>();
+  const running = new Map<string, { stop: AbortController; done: Promise<void>; claimedAt: number }>();
 
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
@@ -156,6 +176,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   /** Executes a claimed run in the background in a slot already taken; frees the slot when it ends. */
   function launch(claim: RunClaim): void {
     const { run, leaseToken } = claim;
+    const claimedAt = performance.now();
     const stop = new AbortController();
     const halt = (reason: StopReason) => {
       if (!stop.signal.aborted) stop.abort(reason);
@@ -173,7 +194,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         running.delete(run.runId);
         release();
       });
-    running.set(run.runId, { stop, done });
+    running.set(run.runId, { stop, done, claimedAt });
   }
 
   /**
@@ -317,9 +338,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let output = outcome.output;
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
+    let ended = false;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      const ended = await endRun(tx, run.runId, leaseToken, {
+      ended = await endRun(tx, run.runId, leaseToken, {
         status: outcome.status,
         output,
         eventTtlSeconds: settings.streamTtlSeconds,
@@ -347,6 +369,13 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
+    if (ended) reportEnded(run.runId, outcome.status);
+  }
+
+  /** Tells the observer that this process ended a run. */
+  function reportEnded(runId: string, status: RunStatus): void {
+    const claimedAt = running.get(runId)?.claimedAt;
+    if (claimedAt !== undefined) deps.onRunEnded?.({ status, durationMs: performance.now() - claimedAt });
   }
 
   /** A rollback: the run, its checkpoints and (after their TTL) its events go; the next run starts. */
@@ -355,14 +384,17 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     leaseToken: string,
     graph: CompiledGraph | undefined,
   ): Promise<void> {
+    let ended = false;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      if (!(await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} }))) return;
+      ended = await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} });
+      if (!ended) return;
       await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
       await deleteRun(tx, run.workspaceId, run.runId);
       await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
       await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
     });
+    if (ended) reportEnded(run.runId, "interrupted");
     const state = graph ? await threadStateAfterRun(graph, run.threadId) : undefined;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
@@ -425,6 +457,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         },
       };
     },
+    slots: () => ({ total: settings.workers, busy: settings.workers - free }),
     async drain(graceMs) {
       draining = true;
       const all = () => [...running.values()].map((r) => r.done.catch(() => {}));
