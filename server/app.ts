@@ -69,6 +69,8 @@ const LATE_STEP_MS = 100;
 export interface AppHooks {
   /** Where calendar-driven work reads the time; the system clock by default. */
   clock?: Clock;
+  /** How long a job worker loop may go without progress before /ok reports it stuck; the queue's default. */
+  workerStallAfterMs?: number;
 }
 
 /**
@@ -181,6 +183,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       sql,
       jobs: allJobs(jobs),
       runWorkers: config.role !== "api",
+      ...(hooks.workerStallAfterMs === undefined ? {} : { stallAfterMs: hooks.workerStallAfterMs }),
       log: (level, message, fields) => log[level](message, fields),
     });
     await queue.start();
