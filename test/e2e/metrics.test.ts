@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { open } from "node:fs/promises";
+import { connect } from "node:http2";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { langsmithClient } from "../support/langsmith-client.js";
@@ -9,7 +10,8 @@ import {
   parsePrometheusText,
   sampleValue,
 } from "../support/prometheus-text.js";
-import { type RunsApp, startRunsApp, waitFor } from "../support/runs-app.js";
+import { RUNS_GRAPHS, type RunsApp, sdkClient, startRunsApp, waitFor } from "../support/runs-app.js";
+import { startTestApp } from "../support/test-app.js";
 
 let r: RunsApp;
 beforeAll(async () => {
@@ -18,8 +20,8 @@ beforeAll(async () => {
 afterAll(() => r?.t.stop());
 
 /** Scrapes `/metrics` without a key, as Prometheus does, and parses it strictly. */
-async function scrape(): Promise<Map<string, Family>> {
-  const res = await fetch(`${r.t.baseUrl}/metrics`);
+async function scrape(baseUrl = r.t.baseUrl): Promise<Map<string, Family>> {
+  const res = await fetch(`${baseUrl}/metrics`);
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
   return parsePrometheusText(await res.text());
@@ -143,11 +145,14 @@ describe("GET /metrics", () => {
       body: "{}",
     });
     expect(rpc.status).toBe(200);
+    expect(await h2Status("BREW", `/no/such/${randomUUID()}`)).toBe(404);
     const after = await scrape();
     const moved = (labels: Record<string, string>) =>
       value(after, "agentplane_http_requests_total", labels) -
       value(before, "agentplane_http_requests_total", labels);
     expect(moved({ method: "GET", route: "unmatched", status: "404" })).toBe(1);
+    // A method of the client's invention does not become a series of its own.
+    expect(moved({ method: "other", route: "unmatched", status: "404" })).toBe(1);
     expect(moved({ method: "POST", route: "/agentplane.system.v1.SystemService/Ok", status: "200" })).toBe(1);
   });
 
@@ -187,6 +192,45 @@ describe("GET /metrics", () => {
       'unknown query parameter "formats"',
     );
     expect((await fetch(`${r.t.baseUrl}/metrics`, { method: "POST" })).status).toBe(405);
+  });
+});
+
+describe("GET /metrics across processes", () => {
+  it("counts runs in the process that ended them, and reports installation gauges in every process", async () => {
+    const api = await startTestApp({
+      graphConfigPath: RUNS_GRAPHS,
+      databaseUrl: r.t.databaseUrl,
+      role: "api",
+    });
+    try {
+      const sdk = sdkClient(api.baseUrl, api.adminKey);
+      const [workerBefore, apiBefore] = [await scrape(), await scrape(api.baseUrl)];
+      const thread = await sdk.threads.create();
+      await sdk.runs.wait(thread.thread_id, "echo", { input: {} });
+      const [workerAfter, apiAfter] = [await scrape(), await scrape(api.baseUrl)];
+      const ended = (f: Map<string, Family>) =>
+        value(f, "agentplane_agent_runs_ended_total", { status: "success" });
+      // The api process enqueued the run; the process with workers executed and ended it.
+      expect(ended(workerAfter) - ended(workerBefore)).toBe(1);
+      expect(ended(apiAfter) - ended(apiBefore)).toBe(0);
+      const waits = (f: Map<string, Family>) =>
+        value(f, "agentplane_http_requests_total", {
+          method: "POST",
+          route: "/threads/{thread_id}/runs/wait",
+          status: "200",
+        });
+      expect(waits(apiAfter) - waits(apiBefore)).toBe(1);
+      expect(waits(workerAfter) - waits(workerBefore)).toBe(0);
+      // An api process runs no workers and has no run slots, but sees the installation's queues.
+      expect(apiAfter.get("agentplane_queue_worker_up")?.samples).toEqual([]);
+      expect(apiAfter.get("agentplane_agent_run_slots")?.samples).toEqual([]);
+      expect(apiAfter.get("agentplane_queue_jobs")?.samples.map((s) => s.labels.queue)).toContain(
+        "agent.run",
+      );
+      expect((await fetch(`${api.baseUrl}/ok`)).status).toBe(200);
+    } finally {
+      await api.stop();
+    }
   });
 });
 
@@ -233,3 +277,19 @@ describe("GET /ok", () => {
     expect(await res.json()).toEqual({ ok: true });
   });
 });
+
+/** The status of one HTTP/2 (h2c) request with any method, which HTTP/1.1 parsers would refuse. */
+async function h2Status(method: string, path: string): Promise<number> {
+  const session = connect(r.t.baseUrl);
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      const stream = session.request({ ":method": method, ":path": path });
+      stream.on("response", (headers) => resolve(Number(headers[":status"])));
+      stream.on("error", reject);
+      stream.resume();
+      stream.end();
+    });
+  } finally {
+    session.close();
+  }
+}

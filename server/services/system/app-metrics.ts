@@ -66,6 +66,11 @@ export interface MetricsSources {
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 /** Bucket bounds (seconds) of run durations: from a one-node graph (~10 ms) to the hour of a long agent. */
 const RUN_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600];
+/**
+ * Methods counted under their own name; any other (HTTP/2 lets a client send any token) counts as
+ * `other`, so that a client cannot add series at will.
+ */
+const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 /** The statuses a run ends with, each a series from the start. */
 const ENDED_STATUSES = ["success", "error", "interrupted", "timeout"] as const;
 /** Every status of a bulk export partition (bulk_export_runs.status). */
@@ -232,7 +237,8 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
   };
 
   return {
-    recordHttpRequest({ route, method, status, durationMs }) {
+    recordHttpRequest({ route, method: sent, status, durationMs }) {
+      const method = HTTP_METHODS.has(sent) ? sent : "other";
       httpRequests.inc({ method, route, status: String(status) });
       httpDuration.observe({ method, route }, durationMs / 1000);
     },
