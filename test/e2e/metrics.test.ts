@@ -3,6 +3,9 @@ import { open } from "node:fs/promises";
 import { connect } from "node:http2";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateApiKey, hashApiKey, shortApiKey } from "../../server/services/iam/api-key-secret.js";
+import { insertApiKey } from "../../server/store/api-key-store.js";
+import { createSql } from "../../server/store/db.js";
 import { langsmithClient } from "../support/langsmith-client.js";
 import {
   type Family,
@@ -11,6 +14,7 @@ import {
   sampleValue,
 } from "../support/prometheus-text.js";
 import { RUNS_GRAPHS, type RunsApp, sdkClient, startRunsApp, waitFor } from "../support/runs-app.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 import { startTestApp } from "../support/test-app.js";
 
 let r: RunsApp;
@@ -256,7 +260,7 @@ describe("POST /internal/heapdump", () => {
     }
   });
 
-  it("refuses a key that is not an admin's (403), a missing key (401) and GET (405)", async () => {
+  it("refuses a viewer's key and another organization's admin (403), no key (401), GET (405), a query (422)", async () => {
     const viewer = await r.t.client().apiKeys.createApiKey({
       kind: "service",
       role: "viewer",
@@ -265,7 +269,14 @@ describe("POST /internal/heapdump", () => {
     const denied = await r.t.fetch("/internal/heapdump", { method: "POST", apiKey: viewer.key });
     expect(denied.status).toBe(403);
     expect(((await denied.json()) as { detail: string }).detail).toContain("admin");
+    const foreignAdmin = await foreignOrganizationAdminKey();
+    const foreign = await r.t.fetch("/internal/heapdump", { method: "POST", apiKey: foreignAdmin });
+    expect(foreign.status).toBe(403);
+    expect(await foreign.json()).toEqual({
+      detail: "permission denied: a heap dump needs an admin key of the installation's organization",
+    });
     expect((await r.t.fetch("/internal/heapdump", { method: "POST", apiKey: null })).status).toBe(401);
+    expect((await r.t.fetch("/internal/heapdump?gc=1", { method: "POST" })).status).toBe(422);
     expect((await r.t.fetch("/internal/heapdump")).status).toBe(405);
   });
 });
@@ -291,5 +302,37 @@ async function h2Status(method: string, path: string): Promise<number> {
     });
   } finally {
     session.close();
+  }
+}
+
+/**
+ * An admin key of an organization other than the installation's (written below the API: only
+ * bootstrap creates organizations): an organization admin, but not the server's.
+ */
+async function foreignOrganizationAdminKey(): Promise<string> {
+  const sql = createSql(r.t.databaseUrl, { max: 1, statementTimeoutMs: 0, applicationName: "metrics-test" });
+  try {
+    const workspaceId = await createTestWorkspace(sql);
+    const [row] = await sql<{ organizationId: string }[]>`
+      select organization_id as "organizationId" from workspaces where id = ${workspaceId}`;
+    const key = generateApiKey("service");
+    await insertApiKey(sql, {
+      id: randomUUID(),
+      organizationId: row!.organizationId,
+      kind: "service",
+      userId: null,
+      keyHash: hashApiKey(key),
+      shortKey: shortApiKey(key),
+      description: "foreign admin",
+      role: "admin",
+      organizationRole: "admin",
+      allWorkspaces: true,
+      workspaceIds: [],
+      defaultWorkspaceId: workspaceId,
+      expiresAt: null,
+    });
+    return key;
+  } finally {
+    await sql.end();
   }
 }
