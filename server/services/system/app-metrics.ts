@@ -190,9 +190,12 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     for (const loop of sources.workerLoops()) workerUp.set({ queue: loop.queue }, loop.alive ? 1 : 0);
   };
 
-  /** The gauges read from Postgres; stale values are removed first, so a failed read shows none. */
+  const databaseGauges = [liveRuns, queueJobs, queueWait, exportPartitions, poolConnections];
+  /**
+   * The gauges read from Postgres. Old values go and new ones are set in one synchronous step once
+   * every read is back, so a scrape rendering meanwhile sees either set, never a mix or a gap.
+   */
   const readDatabaseGauges = async (): Promise<void> => {
-    for (const gauge of [liveRuns, queueJobs, queueWait, exportPartitions, poolConnections]) gauge.reset();
     const { sql } = sources;
     const [runs, queues, partitions, connections] = await withTimeout(
       Promise.all([
@@ -203,6 +206,7 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
       ]),
       DATABASE_READ_TIMEOUT_MS,
     );
+    for (const gauge of databaseGauges) gauge.reset();
     liveRuns.set({ status: "pending" }, runs.pending);
     liveRuns.set({ status: "running" }, runs.running);
     for (const stats of queues) setQueueStats(stats);
@@ -219,7 +223,7 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     queueWait.set({ queue }, stats.oldestWaitSeconds);
   };
 
-  // Concurrent scrapes share one read of the gauges and one rendering.
+  // Concurrent scrapes share one read of the gauges.
   let inFlight: Promise<void> | undefined;
   const refresh = (): Promise<void> => {
     inFlight ??= (async () => {
@@ -228,6 +232,8 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
         await readDatabaseGauges();
         databaseUp.set(1);
       } catch {
+        // Stale values would pass for current ones: a failed read shows none.
+        for (const gauge of databaseGauges) gauge.reset();
         databaseUp.set(0);
       }
     })().finally(() => {
