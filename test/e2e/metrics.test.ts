@@ -140,6 +140,23 @@ describe("GET /metrics", () => {
     expect(waits?.count).toBeGreaterThanOrEqual(runs + 1);
   });
 
+  it("counts cancelled runs as interrupted, rolled back ones included", async () => {
+    const interrupted = (f: Map<string, Family>) =>
+      value(f, "agentplane_agent_runs_ended_total", { status: "interrupted" });
+    const before = interrupted(await scrape());
+    for (const action of ["interrupt", "rollback"] as const) {
+      const thread = await r.sdk.threads.create();
+      const run = await r.sdk.runs.create(thread.thread_id, "sleepy", { input: { sleep_ms: 60_000 } });
+      await waitFor(
+        () => r.sdk.runs.get(thread.thread_id, run.run_id),
+        (found) => found.status === "running",
+      );
+      await r.sdk.runs.cancel(thread.thread_id, run.run_id, true, action);
+    }
+    // The count follows the commit that ended the run, just after the waiting client hears of it.
+    await waitFor(scrape, (f) => interrupted(f) - before === 2);
+  });
+
   it("labels requests no route serves as unmatched and RPCs by their procedure", async () => {
     const before = await scrape();
     expect((await fetch(`${r.t.baseUrl}/no/such/${randomUUID()}`)).status).toBe(404);
