@@ -13,6 +13,8 @@ lat_sum 0.6
 lat_count 2
 # a plain comment
 up NaN
+lag Nan
+inf -Infinity
 `;
 
 describe("parsePrometheusText", () => {
@@ -37,6 +39,9 @@ describe("parsePrometheusText", () => {
     });
     expect(families.get("up")?.type).toBe("untyped");
     expect(Number.isNaN(sampleValue(families, "up"))).toBe(true);
+    // What Go's ParseFloat, and so Prometheus, accepts; prom-client writes NaN as "Nan".
+    expect(Number.isNaN(sampleValue(families, "lag"))).toBe(true);
+    expect(sampleValue(families, "inf")).toBe(Number.NEGATIVE_INFINITY);
   });
 
   it.each([
@@ -50,6 +55,7 @@ describe("parsePrometheusText", () => {
     ["two TYPE lines", "# TYPE a counter\n# TYPE a counter\n"],
     ["an unknown type", "# TYPE a meter\n"],
     ["a bad value", "a one\n"],
+    ["a signed NaN", "a -NaN\n"],
     ["a histogram without +Inf", '# TYPE h histogram\nh_bucket{le="1"} 1\nh_sum 1\nh_count 1\n'],
     ["a histogram without _count", '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 1\n'],
     ["a bucket without le", "# TYPE h histogram\nh_bucket 1\nh_sum 1\nh_count 1\n"],

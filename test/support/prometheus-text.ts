@@ -141,10 +141,16 @@ function parseSample(line: string, fail: (why: string) => never): Sample {
   return { name, labels, value };
 }
 
+/**
+ * A sample value as Prometheus reads it (Go's strconv.ParseFloat): a decimal float, or Inf, Infinity
+ * and NaN in any case with an optional sign on the infinities (prom-client writes NaN as `Nan`).
+ */
 function parseValue(raw: string, fail: (why: string) => never): number {
-  if (raw === "+Inf" || raw === "Inf") return Number.POSITIVE_INFINITY;
-  if (raw === "-Inf") return Number.NEGATIVE_INFINITY;
-  if (raw === "NaN") return Number.NaN;
+  const special = /^([+-]?)(inf|infinity|nan)$/i.exec(raw);
+  if (special) {
+    if (special[2]!.toLowerCase() === "nan") return special[1] === "" ? Number.NaN : fail(`bad value ${raw}`);
+    return special[1] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  }
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw)) fail(`bad value ${raw}`);
   return Number(raw);
 }
