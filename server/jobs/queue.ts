@@ -98,9 +98,10 @@ const DEFAULT_SCHEMA = "pgboss";
 const DEFAULT_POLL_INTERVAL_SECONDS = 2;
 /**
  * A worker loop sleeps at most one poll interval between fetches; ten intervals without progress
- * is no scheduling hiccup. The floor leaves a loaded machine room for a slow fetch.
+ * is no scheduling hiccup.
  */
 const STALL_POLL_INTERVALS = 10;
+/** The floor of the stall limit: a loaded machine's slow fetch is no stuck loop. */
 const MIN_STALL_MS = 30_000;
 /** pg-boss 10 refuses polling intervals under 500 ms. */
 const MIN_POLL_INTERVAL_SECONDS = 0.5;
