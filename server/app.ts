@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -30,8 +31,10 @@ import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
+import { countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
+import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { explainUnstorableInput } from "./services/unstorable-input.js";
 import { checkConnectable, createSql } from "./store/db.js";
@@ -46,6 +49,7 @@ import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
+import { createHeapDumpAdapter, createMetricsAdapter } from "./transport/system-adapter.js";
 
 /** A running agentplane process. */
 export interface App {
@@ -76,6 +80,8 @@ export interface AppHooks {
   clock?: Clock;
   /** Seconds between cron ticks at most (tests with an injected clock tick faster). */
   cronTickSeconds?: number;
+  /** How long a job worker loop may go without progress before /ok reports it stuck; the queue's default. */
+  workerStallAfterMs?: number;
 }
 
 /**
@@ -131,10 +137,12 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       databaseUrl = embedded.url;
       log.info("started embedded Postgres", { dataDir: join(config.dataDir, "postgres") });
     }
+    // Unique per instance: the metrics count this pool's connections in pg_stat_activity by it.
+    const applicationName = `agentplane-${config.role}-${randomUUID().slice(0, 8)}`;
     const sql = createSql(databaseUrl, {
       max: config.dbPoolMax,
       statementTimeoutMs: config.statementTimeoutMs,
-      applicationName: `agentplane-${config.role}`,
+      applicationName,
     });
     const gate = createDatabaseGate();
     // Queries still running after the drain get a few seconds; during an outage nothing will finish.
@@ -149,7 +157,18 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
     const runBus = await createRunEventBus(sql);
     onStop("run event bus", () => runBus.close());
-    const ingest = createIngestService({ sql, usageReporting: config.usageReporting });
+    const metrics = createAppMetrics({
+      sql,
+      queueSchema: () => queue.schema,
+      pool: { applicationName, max: config.dbPoolMax },
+      ...(config.role === "api" ? {} : { runSlots: () => agentRuns.slots() }),
+      streamSubscribers: () => runBus.watching(),
+      workerLoops: () => queue.workers(),
+    });
+    const ingest = countingIngest(
+      createIngestService({ sql, usageReporting: config.usageReporting }),
+      metrics,
+    );
     // Where graphs' loopback clients go: set, or this process's own address once it listens.
     let apiUrl = config.loopbackUrl;
     const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
@@ -165,6 +184,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ...(runTracing ? { tracing: runTracing } : {}),
       loopback: createLoopback({ sql, log, url: () => apiUrl, timeoutSeconds: runSettings.timeoutSeconds }),
       webhooks: { settings: webhookSettings, job: () => webhookDelivery },
+      onRunEnded: (run) => metrics.recordRunEnded(run),
     });
     const jobs = createJobRegistry({
       sql,
@@ -193,6 +213,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       sql,
       jobs: allJobs(jobs),
       runWorkers: config.role !== "api",
+      ...(hooks.workerStallAfterMs === undefined ? {} : { stallAfterMs: hooks.workerStallAfterMs }),
       log: (level, message, fields) => log[level](message, fields),
     });
     await queue.start();
@@ -226,6 +247,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       checkPostgres: () => checkConnectable(checkedUrl),
       onProbe: (status) => gate.set(status.postgres),
       checkQueue: () => queue.check(),
+      checkWorkers: () => queue.checkWorkers(),
       intervalMs: DEPENDENCY_CHECK_INTERVAL_MS,
       onChange: (serving, status) => {
         health.setAll(serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
@@ -291,21 +313,25 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         services,
         health,
         shutdownSignal: shutdown.signal,
-        adapters:
-          config.role === "worker"
+        adapters: [
+          createMetricsAdapter(metrics),
+          ...[
+            createHeapDumpAdapter({ heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }), auth }),
+            ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
+          ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
+          ...(config.role === "worker"
             ? []
             : [
-                ...createRestAdapters(deps, auth).map((adapter) =>
-                  gateAdapter(adapter, gate, explainStoreError),
-                ),
                 await createDocsAdapter({
                   services: services.map((bound) => bound.service),
                   publicServices: new Set([SystemService.typeName]),
                   adapterRoutes: REST_ADAPTERS.flatMap((adapter) => adapter.routes),
                   version,
                 }),
-              ],
+              ]),
+        ],
         log,
+        onRequest: (sample) => metrics.recordHttpRequest(sample),
       }),
       {
         shutdown,

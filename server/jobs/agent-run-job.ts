@@ -23,6 +23,7 @@ import {
   finishRun,
   lockThreadQueue,
   type RunClaim,
+  type RunEndTimes,
   type RunStatus,
   releaseRun,
   renewRunLease,
@@ -59,6 +60,24 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   loopback?: Loopback;
   /** Webhook delivery: a run with a `webhook` that ends owes a call, sent with its end. */
   webhooks?: Omit<WebhookOwing, "queue">;
+  /** Called after an attempt of this process ended a run (committed): metrics count these. */
+  onRunEnded?: (ended: EndedRun) => void;
+}
+
+/** A run this process ended, as metrics see it. */
+export interface EndedRun {
+  /** Its final status; a rolled-back run counts as `interrupted`. */
+  readonly status: RunStatus;
+  /** From the claim of the attempt that ended it to the end, in milliseconds. */
+  readonly durationMs: number;
+}
+
+/** How this process's execution slots are used. */
+export interface RunSlotUsage {
+  /** Runs this process executes at once (AGENTPLANE_RUN_WORKERS). */
+  readonly total: number;
+  /** Slots holding a run (or reserved for one being claimed). */
+  readonly busy: number;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -74,6 +93,8 @@ export interface AgentRunWorker {
    * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
   reserve(): RunSlot | undefined;
+  /** The slots in use now. */
+  slots(): RunSlotUsage;
 }
 
 /** A reserved execution slot: run a claimed run in it, or give it back. */
@@ -117,7 +138,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   const heartbeatMs = (settings.leaseSeconds * 1000) / 4;
   const dispatchDeps: RunDispatchDeps = { queue: deps.queue, runJob: () => job };
   let draining = false;
-  const running = new Map<string, { stop: AbortController; done: Promise<void> }>();
+  const running = new Map<string, { stop: AbortController; done: Promise<void>; claimedAt: number }>();
 
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
@@ -159,6 +180,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   /** Executes a claimed run in the background in a slot already taken; frees the slot when it ends. */
   function launch(claim: RunClaim): void {
     const { run, leaseToken } = claim;
+    const claimedAt = performance.now();
     const stop = new AbortController();
     const halt = (reason: StopReason) => {
       if (!stop.signal.aborted) stop.abort(reason);
@@ -176,7 +198,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         running.delete(run.runId);
         release();
       });
-    running.set(run.runId, { stop, done });
+    running.set(run.runId, { stop, done, claimedAt });
   }
 
   /**
@@ -323,20 +345,22 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let output = outcome.output;
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
+    let ended: RunEndTimes | undefined;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      const ended = await endRun(tx, run.runId, leaseToken, {
+      const times = await endRun(tx, run.runId, leaseToken, {
         status: outcome.status,
         output,
         eventTtlSeconds: settings.streamTtlSeconds,
         endEvent: END_EVENT,
         channel: RUN_EVENTS_CHANNEL,
       });
-      if (!ended) return;
+      ended = times;
+      if (!times) return;
       if (deps.webhooks)
         await oweWebhook(tx, { ...deps.webhooks, queue: deps.queue }, run, {
           status: outcome.status,
-          times: ended,
+          times,
           values: state?.values ?? (outcome.failure ? null : output),
           error: outcome.failure?.message,
         });
@@ -360,6 +384,13 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
+    if (ended) reportEnded(run.runId, outcome.status);
+  }
+
+  /** Tells the observer that this process ended a run. */
+  function reportEnded(runId: string, status: RunStatus): void {
+    const claimedAt = running.get(runId)?.claimedAt;
+    if (claimedAt !== undefined) deps.onRunEnded?.({ status, durationMs: performance.now() - claimedAt });
   }
 
   /** A rollback: the run, its checkpoints and (after their TTL) its events go; the next run starts. */
@@ -368,14 +399,17 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     leaseToken: string,
     graph: CompiledGraph | undefined,
   ): Promise<void> {
+    let ended = false;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      if (!(await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} }))) return;
+      ended = await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} });
+      if (!ended) return;
       await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
       await deleteRun(tx, run.workspaceId, run.runId);
       await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
       await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
     });
+    if (ended) reportEnded(run.runId, "interrupted");
     const state = graph ? await threadStateAfterRun(graph, run.threadId) : undefined;
     await sql.begin(async (tx) => {
       await lockThreadQueue(tx, run.workspaceId, run.threadId);
@@ -438,6 +472,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         },
       };
     },
+    slots: () => ({ total: settings.workers, busy: settings.workers - free }),
     async drain(graceMs) {
       draining = true;
       const all = () => [...running.values()].map((r) => r.done.catch(() => {}));

@@ -4,6 +4,7 @@ import PgBoss from "pg-boss";
 import type { Queryable, Sql } from "../store/db.js";
 import type { JobDefinition } from "./job-definition.js";
 import { createPgBossDb, createTransactionPgBossDb, type PgBossDb } from "./pg-boss-db.js";
+import { createWorkerLiveness, observeFetches, type WorkerLoopStatus } from "./worker-liveness.js";
 
 /** Severity of a queue log line. */
 export type QueueLogLevel = "debug" | "info" | "warn" | "error";
@@ -26,6 +27,11 @@ export interface QueueOptions {
    * Polling is only the safety net: every enqueue wakes the workers of all processes by NOTIFY.
    */
   pollIntervalSeconds?: number;
+  /**
+   * Milliseconds a worker loop may go without progress (a fetch or a batch ending) before it counts
+   * as stuck; default ten poll intervals, and at least 30 s.
+   */
+  stallAfterMs?: number;
   /** Log sink. */
   log: QueueLog;
 }
@@ -75,6 +81,12 @@ export interface Queue {
   enqueue<P extends object>(job: JobDefinition<P>, payload: P, options?: EnqueueOptions): Promise<string>;
   /** Resolves when pg-boss's tables are reachable and installed; throws otherwise (for health checks). */
   check(): Promise<void>;
+  /** Postgres schema of pg-boss's tables. */
+  readonly schema: string;
+  /** The worker loops of this process, one entry per queue; empty when it runs no workers. */
+  workers(): WorkerLoopStatus[];
+  /** Resolves when every worker loop of this process is alive; throws naming the stuck ones. */
+  checkWorkers(): Promise<void>;
 }
 
 /** The NOTIFY channel of wake-ups; the payload is the queue name. */
@@ -84,6 +96,13 @@ const DEFAULT_SCHEMA = "pgboss";
 /** Safety-net poll: bounds the delay of jobs whose start time arrives (retries, startAfter) and of lost
  * NOTIFYs, at one cheap query per idle worker every 2 s. */
 const DEFAULT_POLL_INTERVAL_SECONDS = 2;
+/**
+ * A worker loop sleeps at most one poll interval between fetches; ten intervals without progress
+ * is no scheduling hiccup.
+ */
+const STALL_POLL_INTERVALS = 10;
+/** The floor of the stall limit: a loaded machine's slow fetch is no stuck loop. */
+const MIN_STALL_MS = 30_000;
 /** pg-boss 10 refuses polling intervals under 500 ms. */
 const MIN_POLL_INTERVAL_SECONDS = 0.5;
 /** Shorter than the 30 s most supervisors (Kubernetes' default grace) allow before SIGKILL, with room
@@ -202,6 +221,9 @@ export function createQueue(options: QueueOptions): Queue {
       `pollIntervalSeconds must be at least ${MIN_POLL_INTERVAL_SECONDS}, got ${pollIntervalSeconds}`,
     );
   }
+  const liveness = createWorkerLiveness(
+    options.stallAfterMs ?? Math.max(STALL_POLL_INTERVALS * pollIntervalSeconds * 1000, MIN_STALL_MS),
+  );
   const registry = new Map<string, JobDefinition>();
   for (const job of options.jobs) {
     if (registry.has(job.name)) throw new Error(`two jobs are named ${job.name}`);
@@ -284,7 +306,10 @@ export function createQueue(options: QueueOptions): Queue {
     // pg-boss 10 sleeps a full poll interval after every fetch; a full batch means more may wait.
     if (batch.length === job.batchSize) boss.notifyWorker(workerId);
     if (giveUp.signal.aborted) throw new Error(`job queue stopped before job ${job.name} started`);
-    const results = await Promise.allSettled(batch.map((fetched) => runJob(job, fetched)));
+    liveness.batchStarted(job.name);
+    const results = await Promise.allSettled(batch.map((fetched) => runJob(job, fetched))).finally(() =>
+      liveness.batchEnded(job.name),
+    );
     const failures = results.flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
     if (failures.length === 0) return;
     // pg-boss fails the whole batch when this throws; complete the successes first so they stay done.
@@ -298,7 +323,9 @@ export function createQueue(options: QueueOptions): Queue {
   async function startWorkers(): Promise<void> {
     const listener = await sql.listen(JOBS_CHANNEL, wake, wakeAll);
     unlisten = listener.unlisten;
+    observeFetches(tracked.db, liveness.fetched);
     for (const job of registry.values()) {
+      liveness.started(job.name);
       const ids: string[] = [];
       workerIds.set(job.name, ids);
       for (let i = 0; i < job.workers; i++) {
@@ -418,6 +445,18 @@ export function createQueue(options: QueueOptions): Queue {
       } catch (error) {
         throw new Error(`job queue cannot reach its tables in schema ${schema}`, { cause: error });
       }
+    },
+
+    schema,
+
+    workers: () => (state === "started" && runWorkers ? liveness.status() : []),
+
+    async checkWorkers() {
+      if (state !== "started" || !runWorkers) return;
+      const stuck = liveness.status().filter((loop) => !loop.alive);
+      if (stuck.length === 0) return;
+      const names = stuck.map((loop) => loop.queue).join(", ");
+      throw new Error(`job worker loops made no progress within the stall limit: ${names}`);
     },
   };
 }

@@ -35,6 +35,8 @@ export interface RunEventBus {
   onCancel(runId: string, handler: CancelHandler): () => void;
   /** Notifies every process that `runId` must stop (inside `q`'s transaction when it is one). */
   notifyCancel(q: Queryable, runId: string, action: string): Promise<void>;
+  /** Watches open now in this process: streams, joins and waiters following runs or threads. */
+  watching(): number;
   /** Stops listening. */
   close(): Promise<void>;
 }
@@ -54,6 +56,7 @@ interface KeyState {
 export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const keys = new Map<string, KeyState>();
   const cancels = new Map<string, Set<CancelHandler>>();
+  let open = 0;
 
   const bump = (key: string): void => {
     const state = keys.get(key);
@@ -91,6 +94,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         keys.set(key, state);
       }
       state.watchers += 1;
+      open += 1;
       const own = state;
       let closed = false;
       return {
@@ -112,6 +116,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         close() {
           if (closed) return;
           closed = true;
+          open -= 1;
           own.watchers -= 1;
           if (own.watchers === 0 && keys.get(key) === own) {
             for (const wake of own.waiters) wake();
@@ -137,6 +142,8 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     async notifyCancel(q, runId, action) {
       await q`select pg_notify(${RUN_CONTROL_CHANNEL}, ${`${runId} ${action}`})`;
     },
+
+    watching: () => open,
 
     async close() {
       await events.unlisten();

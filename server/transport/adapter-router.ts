@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { AdapterEndpoint, HttpAdapter } from "./http-adapter.js";
 import { textProblem } from "./input/input-problem.js";
+import { labelRoute } from "./request-sample.js";
 import { malformedRequestError, writeConnectError, writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 import { decodeVariable, type PathTemplate, parsePathTemplate, splitPath } from "./rest/path-template.js";
@@ -46,6 +47,7 @@ export function createAdapterRouter(
     req: NodeServerRequest,
     res: NodeServerResponse,
   ): Promise<void> => {
+    labelRoute(req, endpoint.path);
     try {
       const vars: Record<string, string> = {};
       template.variables.forEach((variable, i) => {

@@ -12,6 +12,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { screenedRpcBody } from "./input/rpc-body.js";
+import { labelRoute } from "./request-sample.js";
 import { writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 
@@ -50,6 +51,7 @@ export function createConnectAdapter(
       options.fallback(req, res);
       return;
     }
+    labelRoute(req, handler.requestPath);
     let request: ReturnType<typeof universalRequestFromNodeRequest>;
     try {
       request = universalRequestFromNodeRequest(req, res, undefined, undefined);

@@ -12,6 +12,7 @@ import type { HttpAdapter } from "./http-adapter.js";
 import { PROTOBUF_BINARY_RECURSION_LIMIT, PROTOBUF_JSON_RECURSION_LIMIT } from "./input/input-limits.js";
 import type { NodeRequestHandler } from "./one-port-server.js";
 import { collectFiles, registerReflection } from "./reflection.js";
+import { observeRequest, type RequestObserver } from "./request-sample.js";
 import { checkRequestTarget } from "./request-target.js";
 import { applyCors } from "./rest/cors.js";
 import { writeConnectError, writeRestError } from "./rest/http-status.js";
@@ -56,6 +57,8 @@ export interface HttpHandlerOptions {
    * written): one JSON line each, never a raw stack on stderr.
    */
   log: Logger;
+  /** Called once per request when it has been answered (or abandoned): HTTP metrics count these. */
+  onRequest?: RequestObserver;
 }
 
 /**
@@ -116,7 +119,9 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
     onError: (error, rpc) => log.error("request failed", { error, rpc }),
   });
 
+  const { onRequest } = options;
   return (req, res) => {
+    if (onRequest) observeRequest(req, res, onRequest);
     settleUnreadBody(req, res);
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {

@@ -13,6 +13,7 @@ import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health
 import { type App, startApp } from "../../server/app.js";
 import { createLogger } from "../../server/logger.js";
 import { type EmbeddedPostgresServer, startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
+import { parsePrometheusText, sampleValue } from "../support/prometheus-text.js";
 
 let dir: string;
 let pg: EmbeddedPostgresServer;
@@ -83,6 +84,23 @@ it("reports the outage and recovers without a restart", async () => {
   expect(await search.json()).toEqual({ detail: "the database is unreachable; retry in a few seconds" });
   // Refused without touching the database: only a loaded machine's scheduling delays it.
   expect(performance.now() - started).toBeLessThan(2_000);
+  // Metrics still answer, with what the process knows; what Postgres would tell is absent.
+  const metrics = async () => {
+    const res = await fetch(`${base}/metrics`);
+    expect(res.status).toBe(200);
+    return parsePrometheusText(await res.text());
+  };
+  const during = await metrics();
+  expect(sampleValue(during, "agentplane_metrics_database_up")).toBe(0);
+  expect(during.get("agentplane_agent_runs")?.samples).toEqual([]);
+  expect(
+    sampleValue(during, "agentplane_http_requests_total", { route: "/threads/search", status: "503" }),
+  ).toBe(1);
+  const dump = await fetch(`${base}/internal/heapdump`, {
+    method: "POST",
+    headers: { "x-api-key": "ap_pt_outage_test_key_0123456789" },
+  });
+  expect(dump.status).toBe(503);
 
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), port, log: () => {}, durable: false });
   await expect.poll(async () => (await ok()).status, { timeout: 20_000, interval: 250 }).toBe(200);
@@ -91,4 +109,5 @@ it("reports the outage and recovers without a restart", async () => {
     headers: { "x-api-key": "ap_pt_outage_test_key_0123456789" },
   });
   expect(me.status).toBe(200);
+  expect(sampleValue(await metrics(), "agentplane_metrics_database_up")).toBe(1);
 });

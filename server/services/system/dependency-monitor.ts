@@ -6,6 +6,8 @@ export interface DependencyStatus {
   readonly postgres: boolean;
   /** The job queue reached its tables. */
   readonly queue: boolean;
+  /** This process's job worker loops are making progress (true when it runs none). */
+  readonly workers: boolean;
 }
 
 /** Options of {@link createDependencyMonitor}. */
@@ -14,6 +16,8 @@ export interface DependencyMonitorOptions {
   checkPostgres: () => Promise<void>;
   /** Rejects when the queue cannot work. */
   checkQueue: () => Promise<void>;
+  /** Rejects when a job worker loop of this process is stuck; absent when it runs none. */
+  checkWorkers?: () => Promise<void>;
   /** Time between background checks. */
   intervalMs: number;
   /** Called whenever serving flips, and once with the first result. */
@@ -23,7 +27,10 @@ export interface DependencyMonitorOptions {
   log: Logger;
 }
 
-/** Watches Postgres and the queue so health reports follow them, and recovers when they return. */
+/**
+ * Watches Postgres, the queue and this process's job workers so health reports follow them, and
+ * recovers when they return.
+ */
 export interface DependencyMonitor {
   /** Checks now, then every interval. */
   start(): Promise<void>;
@@ -42,18 +49,20 @@ const TIMED_OUT_ATTEMPTS = 2;
 
 /** Creates a {@link DependencyMonitor}. */
 export function createDependencyMonitor(options: DependencyMonitorOptions): DependencyMonitor {
-  let current: DependencyStatus = { postgres: false, queue: false };
+  let current: DependencyStatus = { postgres: false, queue: false, workers: false };
+  const checkWorkers = options.checkWorkers ?? (async () => {});
   let serving: boolean | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   async function probe(): Promise<DependencyStatus> {
-    const [postgres, queue] = await Promise.all([
+    const [postgres, queue, workers] = await Promise.all([
       passes(options.checkPostgres, "postgres", options.log),
       passes(options.checkQueue, "queue", options.log),
+      passes(checkWorkers, "workers", options.log),
     ]);
-    current = { postgres, queue };
+    current = { postgres, queue, workers };
     options.onProbe?.(current);
-    const now = postgres && queue;
+    const now = postgres && queue && workers;
     if (now !== serving) {
       serving = now;
       options.onChange(now, current);

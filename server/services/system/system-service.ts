@@ -51,5 +51,7 @@ export function createSystemService({
 function describeOutage(status: DependencyStatus): string | undefined {
   if (!status.postgres) return "postgres is unreachable";
   if (!status.queue) return "the job queue is unavailable";
+  if (!status.workers)
+    return "a job worker loop of this process is stuck (agentplane_queue_worker_up in /metrics names it)";
   return undefined;
 }

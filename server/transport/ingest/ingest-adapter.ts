@@ -20,6 +20,7 @@ import { maxRequestBodyBytes } from "../body/body-limit.js";
 import { readJsonBody } from "../body/json-body.js";
 import { requestChunks } from "../body/request-chunks.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
+import { requestHeaders } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
 import { batchFromParts } from "./multipart-batch.js";
@@ -76,7 +77,7 @@ export function createIngestAdapter(deps: IngestAdapterDeps): HttpAdapter {
 
 /** The actor of an ingest request: its workspace, when the key holds `runs:create` there. */
 async function authorize(auth: Authenticator, req: NodeServerRequest): Promise<IngestActor> {
-  const principal = await auth.authenticate(headersOf(req));
+  const principal = await auth.authenticate(requestHeaders(req));
   const workspace = await principal.workspace();
   if (!workspacePermissions(workspace.role).includes("runs:create")) {
     throw new ConnectError(
@@ -129,15 +130,6 @@ async function readRun(req: NodeServerRequest): Promise<RunInput> {
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new ConnectError("the body must be a run as a JSON object", Code.InvalidArgument);
   return body as RunInput;
-}
-
-function headersOf(req: NodeServerRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
 }
 
 function sendJson(res: NodeServerResponse, status: number, json: string): void {

@@ -16,6 +16,7 @@ import {
   type InternalErrorReporter,
   toPublicError,
 } from "../bound-service.js";
+import { labelRoute } from "../request-sample.js";
 import { writeConnectError, writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { createRequestDecoder, type RequestDecoder } from "./request-decoder.js";
@@ -108,6 +109,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     res: NodeServerResponse,
   ): Promise<void> => {
     const { route } = endpoint;
+    labelRoute(req, route.template.text);
     const call = createRestCallContext({
       service: route.service,
       method: route.method,

@@ -1,0 +1,63 @@
+import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
+
+/**
+ * One finished request, as HTTP metrics count it: the route that served it as a template (never the
+ * raw path, so that ids do not multiply series), its method, its status and how long it took.
+ */
+export interface RequestSample {
+  /**
+   * What served it: a REST path template (`/threads/{thread_id}/runs`), an adapter's declared path,
+   * an RPC's procedure path (`/agentplane.agents.v1.RunService/CreateRun`), or `unmatched`.
+   */
+  readonly route: string;
+  /** The HTTP method as sent. */
+  readonly method: string;
+  /**
+   * The status answered; 499 when the client went away before an answer started (the status the
+   * REST mapping uses for a cancelled call).
+   */
+  readonly status: number;
+  /** From the request's arrival to the end of its answer (for a stream, its whole life). */
+  readonly durationMs: number;
+}
+
+/** Receives each request once it has been answered or abandoned. */
+export type RequestObserver = (sample: RequestSample) => void;
+
+/** The route label of requests that no route served (404s, bad targets, CORS preflights). */
+export const UNMATCHED_ROUTE = "unmatched";
+
+/** The status of a request whose client left before an answer started. */
+const CLIENT_CLOSED_STATUS = 499;
+
+const routes = new WeakMap<object, string>();
+
+/** Records which route serves `req`: called by the layer that matched it (RPC, REST or adapter). */
+export function labelRoute(req: NodeServerRequest, route: string): void {
+  routes.set(req, route);
+}
+
+/**
+ * Calls `observe` once when the response to `req` finishes or its connection closes first, with the
+ * route a layer labelled it with ({@link labelRoute}) or {@link UNMATCHED_ROUTE}.
+ */
+export function observeRequest(
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  observe: RequestObserver,
+): void {
+  const started = performance.now();
+  let done = false;
+  const report = (): void => {
+    if (done) return;
+    done = true;
+    observe({
+      route: routes.get(req) ?? UNMATCHED_ROUTE,
+      method: req.method ?? "GET",
+      status: res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS,
+      durationMs: performance.now() - started,
+    });
+  };
+  res.once("finish", report);
+  res.once("close", report);
+}
