@@ -49,7 +49,12 @@ import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
-import { createHeapDumpAdapter, createMetricsAdapter } from "./transport/system-adapter.js";
+import {
+  createHeapDumpAdapter,
+  createMetricsAdapter,
+  HEAP_DUMP_ROUTES,
+  METRICS_ROUTES,
+} from "./transport/system-adapter.js";
 
 /** A running agentplane process. */
 export interface App {
@@ -325,7 +330,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                 await createDocsAdapter({
                   services: services.map((bound) => bound.service),
                   publicServices: new Set([SystemService.typeName]),
-                  adapterRoutes: REST_ADAPTERS.flatMap((adapter) => adapter.routes),
+                  adapterRoutes: [
+                    ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
+                    ...METRICS_ROUTES,
+                    ...HEAP_DUMP_ROUTES,
+                  ],
                   version,
                 }),
               ]),

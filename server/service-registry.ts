@@ -172,6 +172,8 @@ export function createApiServices(
 /** A REST-only adapter: the routes it declares, and how to build it. */
 export interface RestAdapterDefinition {
   readonly routes: readonly AdapterRoute[];
+  /** Left out of the OpenAPI document: routes that only say an area is not served. */
+  readonly undocumented?: boolean;
   create(deps: ServiceDeps, auth: Authenticator): HttpAdapter;
 }
 
@@ -187,7 +189,7 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
     routes: INGEST_ROUTES,
     create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth }),
   },
-  { routes: OUT_OF_SCOPE_ROUTES, create: () => createOutOfScopeAdapter() },
+  { routes: OUT_OF_SCOPE_ROUTES, undocumented: true, create: () => createOutOfScopeAdapter() },
   {
     routes: A2A_ROUTES,
     create: (deps, auth) => {

@@ -27,6 +27,8 @@ export interface AdapterOperation {
 
 const INGEST_TAG = "Trace ingest (LangSmith-compatible)";
 const PAGES_TAG = "Web pages";
+const SYSTEM_TAG = "Operations";
+const AGENT_PROTOCOLS_TAG = "A2A and MCP";
 
 /** A run as the LangSmith SDK sends it; the server validates it field by field. */
 const RUN_BODY: JsonSchema = {
@@ -115,6 +117,66 @@ export const ADAPTER_OPERATIONS: ReadonlyMap<string, AdapterOperation> = new Map
       authenticated: true,
       queryLike: "GET /api/v1/orgs/current/billing/granular-usage",
       success: { status: "200", content: { "text/csv": { type: "string" } } },
+    },
+  ],
+  [
+    "GET /metrics",
+    {
+      summary: "Prometheus metrics of the process that answers",
+      description:
+        "The text exposition format (`?format=json` for JSON): runs, queues, workers, streams, HTTP " +
+        "requests, ingest, export partitions and the Postgres pool. No label names a workspace.",
+      tag: SYSTEM_TAG,
+      authenticated: false,
+      success: { status: "200", content: { "text/plain": { type: "string" } } },
+    },
+  ],
+  [
+    "POST /internal/heapdump",
+    {
+      summary: "Write a V8 heap snapshot of the answering process into the data directory",
+      description: "For an admin of the installation's organization; the process pauses while it writes.",
+      tag: SYSTEM_TAG,
+      authenticated: true,
+      success: {
+        status: "200",
+        content: { "application/json": { type: "object", properties: { path: { type: "string" } } } },
+      },
+    },
+  ],
+  [
+    "GET /.well-known/agent-card.json",
+    {
+      summary: "The A2A agent card of an assistant (`?assistant_id=`)",
+      tag: AGENT_PROTOCOLS_TAG,
+      authenticated: true,
+      success: { status: "200", content: { "application/json": { type: "object" } } },
+    },
+  ],
+  [
+    "POST /a2a/{assistant_id}",
+    {
+      summary: "A2A JSON-RPC 2.0 (protocol 0.3): message/send, message/stream, tasks/get, tasks/cancel",
+      description:
+        "A context is a thread, a task is a run; `message/stream` answers Server-Sent Events of JSON-RPC " +
+        "envelopes (send `Accept: text/event-stream`).",
+      tag: AGENT_PROTOCOLS_TAG,
+      authenticated: true,
+      requestBody: { "application/json": { type: "object" } },
+      success: {
+        status: "200",
+        content: { "application/json": { type: "object" }, "text/event-stream": { type: "string" } },
+      },
+    },
+  ],
+  [
+    "POST /mcp",
+    {
+      summary: "MCP over streamable HTTP: each assistant of the workspace is a tool",
+      tag: AGENT_PROTOCOLS_TAG,
+      authenticated: true,
+      requestBody: { "application/json": { type: "object" } },
+      success: { status: "200", content: { "application/json": { type: "object" } } },
     },
   ],
   [
