@@ -10,6 +10,9 @@ import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
+import { RunService as V2RunService } from "../gen/agentplane/tracing/v2/run_service_pb.js";
+import { ThreadService as V2ThreadService } from "../gen/agentplane/tracing/v2/thread_service_pb.js";
+import { TraceService as V2TraceService } from "../gen/agentplane/tracing/v2/trace_service_pb.js";
 import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, type RunSettings } from "./config.js";
 import type { SecretBox } from "./export/secret-box.js";
 import type { AgentRunWorker } from "./jobs/agent-run-job.js";
@@ -35,6 +38,9 @@ import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
 import { createUsageService } from "./services/tracing/usage-service.js";
+import { createV2RunService } from "./services/tracing/v2-run-service.js";
+import { createV2ThreadService } from "./services/tracing/v2-thread-service.js";
+import { createV2TraceService } from "./services/tracing/v2-trace-service.js";
 import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
@@ -108,6 +114,9 @@ export function createApiServices(
     ),
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),
+    bindService(V2RunService, createV2RunService({ sql }), bind),
+    bindService(V2TraceService, createV2TraceService({ sql }), bind),
+    bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(
       BulkExportService,

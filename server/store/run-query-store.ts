@@ -82,6 +82,8 @@ export interface RunQuery {
   startTime?: Date;
   /** Runs that started at or before. */
   endTime?: Date;
+  /** Runs that started before (the v2 API's exclusive upper bound). */
+  startedBefore?: Date;
   /** Conditions each run must meet (`filter`, `query`). */
   conditions: readonly RunCondition[];
   /** Condition the root run of the run's trace must meet. */
@@ -148,6 +150,7 @@ export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<Run
     where.push(q`run.reference_example_id = any(${[...query.referenceExampleIds]}::uuid[])`);
   if (query.startTime) where.push(q`run.start_time >= ${query.startTime}`);
   if (query.endTime) where.push(q`run.start_time <= ${query.endTime}`);
+  if (query.startedBefore) where.push(q`run.start_time < ${query.startedBefore}`);
   for (const condition of query.conditions) where.push(runFilterSql(q, condition, "run"));
   if (query.traceCondition) {
     where.push(q`exists (
