@@ -138,7 +138,10 @@ export async function findRun(
  */
 export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<RunRow[]> {
   const where: SqlFragment[] = [];
-  if (query.sessionIds.length > 0) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
+  // One project as `=`, not `= any(array)`: only then can Postgres read the project's runs in index
+  // order and stop at the page's end (an `any` makes it read the whole window and sort it).
+  if (query.sessionIds.length === 1) where.push(q`run.session_id = ${query.sessionIds[0]!}::uuid`);
+  else if (query.sessionIds.length > 1) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
   if (query.runType !== undefined) where.push(q`run.run_type = ${query.runType}`);
   if (query.isRoot !== undefined) where.push(q`run.is_root = ${query.isRoot}`);
   if (query.error === true) where.push(q`run.error is not null`);
