@@ -33,11 +33,17 @@ export function createV2RunService({
     async queryRuns(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "runs:read");
       const { query, fields } = parseV2RunQuery(request, workspace.id, clock.now());
+      // The project check and the page go to Postgres together (one round trip); a missing project
+      // discards the page.
       const rows = await inWorkspaceScope(sql, [workspace.id], async (q) => {
-        const found = new Set(await findProjectIds(q, workspace.id, query.sessionIds));
+        const [projects, rows] = await Promise.all([
+          findProjectIds(q, workspace.id, query.sessionIds),
+          queryRuns(q, query),
+        ]);
+        const found = new Set(projects);
         const missing = query.sessionIds.find((id) => !found.has(id));
         if (missing) throw new ConnectError(`project ${missing} not found`, Code.NotFound);
-        return queryRuns(q, query);
+        return rows;
       });
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
