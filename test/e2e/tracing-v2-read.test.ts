@@ -501,11 +501,11 @@ describe("client.threads", () => {
     expect(conv2).toMatchObject({ count: 1, first_trace_id: ids.rootC, total_tokens: 12 });
   });
 
-  it("query() answers 501 for thread_filter and 422 without a project", async () => {
+  it("query() answers 422 for thread_filter and without a project", async () => {
     expect(
       await call("POST", "/api/v2/threads/query", { project_id: projectId, thread_filter: "gt(count, 1)" }),
     ).toEqual({
-      status: 501,
+      status: 422,
       body: {
         detail:
           "thread_filter is not supported by agentplane: filter the traces with filter, trace_filter or tree_filter",

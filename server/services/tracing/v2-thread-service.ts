@@ -40,9 +40,8 @@ export function createV2ThreadService({
     async queryThreads(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "runs:read");
       if (request.threadFilter !== undefined && request.threadFilter.trim() !== "") {
-        throw new ConnectError(
+        throw invalid(
           "thread_filter is not supported by agentplane: filter the traces with filter, trace_filter or tree_filter",
-          Code.Unimplemented,
         );
       }
       const projectId = requiredUuid("project_id", request.projectId);

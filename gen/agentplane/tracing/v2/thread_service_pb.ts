@@ -64,7 +64,8 @@ export type QueryThreadsRequest = Message<"agentplane.tracing.v2.QueryThreadsReq
   treeFilter?: string | undefined;
 
   /**
-   * Filter over thread summaries: not supported by agentplane (501, as LangSmith before v0.17).
+   * Filter over thread summaries: not supported by agentplane (422 saying so; LangSmith before v0.17
+   * answers 501).
    *
    * @generated from field: optional string thread_filter = 7;
    */
