@@ -33,7 +33,7 @@ const PAGE_SIZE = 100;
 /** The page measured besides the first. */
 const DEEP_PAGE = 10;
 /** Timed requests per (route, page), after the warm-up. */
-const SAMPLES = 100;
+const SAMPLES = 300;
 /** Requests run first and not counted, so plans and caches are warm. */
 const WARM_UP = 10;
 /** The aim for p50, in ms. */
