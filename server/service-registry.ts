@@ -13,6 +13,9 @@ import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { RunStatsService } from "../gen/agentplane/tracing/v1/run_stats_service_pb.js";
 import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
+import { RunService as V2RunService } from "../gen/agentplane/tracing/v2/run_service_pb.js";
+import { ThreadService as V2ThreadService } from "../gen/agentplane/tracing/v2/thread_service_pb.js";
+import { TraceService as V2TraceService } from "../gen/agentplane/tracing/v2/trace_service_pb.js";
 import type { Clock } from "./clock.js";
 import {
   type Config,
@@ -51,6 +54,9 @@ import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
 import { createRunStatsService } from "./services/tracing/run-stats-service.js";
 import { createUsageService } from "./services/tracing/usage-service.js";
+import { createV2RunService } from "./services/tracing/v2-run-service.js";
+import { createV2ThreadService } from "./services/tracing/v2-thread-service.js";
+import { createV2TraceService } from "./services/tracing/v2-trace-service.js";
 import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
@@ -142,6 +148,9 @@ export function createApiServices(
     ),
     bindService(UsageService, createUsageService({ sql }), bind),
     bindService(RunService, createRunService({ sql }), bind),
+    bindService(V2RunService, createV2RunService({ sql }), bind),
+    bindService(V2TraceService, createV2TraceService({ sql }), bind),
+    bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
     bindService(RunStatsService, createRunStatsService({ sql }), bind),

@@ -82,6 +82,8 @@ export interface RunQuery {
   startTime?: Date;
   /** Runs that started at or before. */
   endTime?: Date;
+  /** Runs that started before (the v2 API's exclusive upper bound). */
+  startedBefore?: Date;
   /** Conditions each run must meet (`filter`, `query`). */
   conditions: readonly RunCondition[];
   /** Condition the root run of the run's trace must meet. */
@@ -139,7 +141,10 @@ export type RunSelection = Omit<RunQuery, "order" | "limit" | "after" | "json">;
  */
 export function runSelectionConditions(q: WorkspaceBound, query: RunSelection): SqlFragment[] {
   const where: SqlFragment[] = [];
-  if (query.sessionIds.length > 0) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
+  // One project as `=`, not `= any(array)`: only then can Postgres read the project's runs in index
+  // order and stop at the page's end (an `any` makes it read the whole window and sort it).
+  if (query.sessionIds.length === 1) where.push(q`run.session_id = ${query.sessionIds[0]!}::uuid`);
+  else if (query.sessionIds.length > 1) where.push(q`run.session_id = any(${[...query.sessionIds]}::uuid[])`);
   if (query.runType !== undefined) where.push(q`run.run_type = ${query.runType}`);
   if (query.isRoot !== undefined) where.push(q`run.is_root = ${query.isRoot}`);
   if (query.error === true) where.push(q`run.error is not null`);
@@ -151,6 +156,7 @@ export function runSelectionConditions(q: WorkspaceBound, query: RunSelection): 
     where.push(q`run.reference_example_id = any(${[...query.referenceExampleIds]}::uuid[])`);
   if (query.startTime) where.push(q`run.start_time >= ${query.startTime}`);
   if (query.endTime) where.push(q`run.start_time <= ${query.endTime}`);
+  if (query.startedBefore) where.push(q`run.start_time < ${query.startedBefore}`);
   for (const condition of query.conditions) where.push(runFilterSql(q, condition, "run"));
   if (query.traceCondition) {
     where.push(q`exists (

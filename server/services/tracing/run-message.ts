@@ -39,8 +39,7 @@ export function runMessage(row: RunRow, fields: ReadonlySet<RunField>): RunInit 
     prompt_cost: () => row.prompt_cost ?? undefined,
     completion_cost: () => row.completion_cost ?? undefined,
     first_token_time: () => timestamp(row.first_token_time),
-    app_path: () =>
-      `/o/${row.workspace_id}/projects/p/${row.session_id}/r/${row.id}?trace_id=${row.trace_id}&start_time=${row.start_time}`,
+    app_path: () => appPath(row),
     thread_id: () => row.thread_id ?? undefined,
     is_root: () => row.is_root,
     trace_tier: () => row.trace_tier ?? undefined,
@@ -55,13 +54,18 @@ export function runMessage(row: RunRow, fields: ReadonlySet<RunField>): RunInit 
   return message as RunInit;
 }
 
+/** Where the run would be shown in a LangSmith-style UI: `/o/<workspace>/projects/p/<project>/r/<run>?...`. */
+export function appPath(row: RunRow): string {
+  return `/o/${row.workspace_id}/projects/p/${row.session_id}/r/${row.id}?trace_id=${row.trace_id}&start_time=${row.start_time}`;
+}
+
 /** `run_type` → `runType`: the message's property names. */
 function camel(name: string): string {
   return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
 /** A Timestamp of ISO text with up to microseconds, exactly (a Date would drop the microseconds). */
-function timestamp(iso: string | null): Timestamp | undefined {
+export function timestamp(iso: string | null): Timestamp | undefined {
   if (iso === null) return undefined;
   const dot = iso.indexOf(".");
   const whole = dot < 0 ? iso : `${iso.slice(0, dot)}Z`;
@@ -73,13 +77,14 @@ function timestamp(iso: string | null): Timestamp | undefined {
 }
 
 /** A JSON object column; any other JSON (a bare array or value) is wrapped as `{"value": ...}`. */
-function object(value: unknown): JsonObject | undefined {
+export function object(value: unknown): JsonObject | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === "object" && !Array.isArray(value)) return value as JsonObject;
   return { value: value as JsonValue };
 }
 
-function list(value: unknown) {
+/** A JSON array column as a ListValue; undefined for anything else. */
+export function list(value: unknown) {
   if (!Array.isArray(value)) return undefined;
   return fromJson(ListValueSchema, value as JsonValue[]);
 }
