@@ -37,6 +37,7 @@ import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
+import { checkPortAvailable } from "./transport/port-check.js";
 
 /** A running agentplane process. */
 export interface App {
@@ -97,7 +98,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     }
   };
   try {
-    // Graphs load first: a broken graph stops start-up before anything else is started.
+    // A busy port is known at once, before Postgres starts, migrations run or an admin key is printed.
+    await checkPortAvailable(config.port, config.host);
+    // Graphs load next: a broken graph stops start-up before anything else is started.
     const graphs = await loadGraphRegistry({
       configPath: config.graphConfigPath,
       cwd: process.cwd(),
