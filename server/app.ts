@@ -4,7 +4,12 @@ import { join } from "node:path";
 import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
-import { type Config, DEFAULT_BULK_EXPORT_SETTINGS, DEFAULT_RUN_SETTINGS } from "./config.js";
+import {
+  type Config,
+  DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_CORS_ORIGINS,
+  DEFAULT_RUN_SETTINGS,
+} from "./config.js";
 import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
@@ -134,6 +139,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const applied = await migrate(sql);
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
+    if (config.auth === "none" && config.role !== "worker")
+      log.warn(
+        "authentication is off (AGENTPLANE_AUTH=none): every caller that reaches this port acts as admin of the default workspace; browser pages may call only from AGENTPLANE_CORS_ORIGINS",
+        { corsOrigins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS },
+      );
 
     const bulkExport = config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS;
     const secrets = createSecretBox(await loadSecretKey(config.secretKey, config.dataDir));
@@ -267,6 +277,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
             ? []
             : createRestAdapters(deps, auth).map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
         log,
+        cors: { origins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS, refuseUnlisted: config.auth === "none" },
       }),
       {
         shutdown,

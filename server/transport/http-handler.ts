@@ -1,6 +1,7 @@
 import { createRegistry, type DescService, type Registry } from "@bufbuild/protobuf";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { DEFAULT_CORS_ORIGINS } from "../config.js";
 import type { Logger } from "../logger.js";
 import { createAdapterRouter } from "./adapter-router.js";
 import { bodyTooLargeError, declaresTooLargeBody, maxRequestBodyBytes } from "./body/body-limit.js";
@@ -13,7 +14,7 @@ import { PROTOBUF_BINARY_RECURSION_LIMIT, PROTOBUF_JSON_RECURSION_LIMIT } from "
 import type { NodeRequestHandler } from "./one-port-server.js";
 import { collectFiles, registerReflection } from "./reflection.js";
 import { checkRequestTarget } from "./request-target.js";
-import { applyCors } from "./rest/cors.js";
+import { type CorsPolicy, createCors } from "./rest/cors.js";
 import { writeConnectError, writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -56,7 +57,14 @@ export interface HttpHandlerOptions {
    * written): one JSON line each, never a raw stack on stderr.
    */
   log: Logger;
+  /**
+   * Which origins' browser pages may call; default: {@link DEFAULT_CORS_POLICY}.
+   */
+  cors?: CorsPolicy;
 }
+
+/** The CORS policy of a handler built without one: the default origins, refusing only preflights. */
+export const DEFAULT_CORS_POLICY: CorsPolicy = { origins: DEFAULT_CORS_ORIGINS, refuseUnlisted: false };
 
 /**
  * The one request handler of the server. Every request's target is checked first (400 for one that
@@ -68,6 +76,7 @@ export interface HttpHandlerOptions {
  */
 export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandler {
   const { services, heartbeatMs, shutdownSignal, log } = options;
+  const applyCors = createCors(options.cors ?? DEFAULT_CORS_POLICY);
   const registry = createServiceRegistry(services.map((bound) => bound.service));
   const onInternalError = (error: unknown, ctx: { service: DescService; method: { name: string } }) =>
     log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
