@@ -278,6 +278,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
             : createRestAdapters(deps, auth).map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
         log,
         cors: { origins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS, refuseUnlisted: config.auth === "none" },
+        accessLog: config.logLevel === "debug" || config.logLevel === "info",
       }),
       {
         shutdown,

@@ -39,6 +39,7 @@ import type { Sql } from "./store/db.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
+import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
 import { createUsagePageAdapter, USAGE_PAGE_ROUTES } from "./transport/usage-page-adapter.js";
@@ -147,6 +148,7 @@ export interface RestAdapterDefinition {
 export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
   { routes: USAGE_EXPORT_ROUTES, create: (deps, auth) => createUsageExportAdapter({ sql: deps.sql, auth }) },
   { routes: USAGE_PAGE_ROUTES, create: () => createUsagePageAdapter() },
+  { routes: INDEX_ROUTES, create: (deps) => createIndexAdapter(deps.version) },
   {
     routes: INGEST_ROUTES,
     create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth, version: deps.version }),

@@ -3,6 +3,7 @@ import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { DEFAULT_CORS_ORIGINS } from "../config.js";
 import type { Logger } from "../logger.js";
+import { createAccessLog } from "./access-log.js";
 import { createAdapterRouter } from "./adapter-router.js";
 import { bodyTooLargeError, declaresTooLargeBody, maxRequestBodyBytes } from "./body/body-limit.js";
 import { settleUnreadBody } from "./body/unread-body.js";
@@ -61,6 +62,11 @@ export interface HttpHandlerOptions {
    * Which origins' browser pages may call; default: {@link DEFAULT_CORS_POLICY}.
    */
   cors?: CorsPolicy;
+  /**
+   * Write one info line per request to `log` (see access-log.ts); off by default. Request ids are
+   * taken or made, and echoed, either way.
+   */
+  accessLog?: boolean;
 }
 
 /** The CORS policy of a handler built without one: the default origins, refusing only preflights. */
@@ -77,6 +83,7 @@ export const DEFAULT_CORS_POLICY: CorsPolicy = { origins: DEFAULT_CORS_ORIGINS, 
 export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandler {
   const { services, heartbeatMs, shutdownSignal, log } = options;
   const applyCors = createCors(options.cors ?? DEFAULT_CORS_POLICY);
+  const beginAccess = createAccessLog(options.accessLog ? log : undefined);
   const registry = createServiceRegistry(services.map((bound) => bound.service));
   const onInternalError = (error: unknown, ctx: { service: DescService; method: { name: string } }) =>
     log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
@@ -126,6 +133,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   });
 
   return (req, res) => {
+    beginAccess(req, res);
     settleUnreadBody(req, res);
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {

@@ -15,6 +15,7 @@ const allowedHeaders = [
   "x-tenant-id",
   "last-event-id",
   "authorization",
+  "x-request-id",
 ].join(", ");
 
 /** Response headers browser scripts may read: Connect's and gRPC-Web's, pagination, locations. */
@@ -24,6 +25,7 @@ const exposedHeaders = [
   "x-pagination-next",
   "content-location",
   "location",
+  "x-request-id",
 ].join(", ");
 
 /** How long browsers may cache a preflight: 2 hours, the most Chromium honours. */

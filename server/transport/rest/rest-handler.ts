@@ -9,7 +9,9 @@ import {
   type Registry,
   toJson,
 } from "@bufbuild/protobuf";
+import { requestScopeKey } from "../../request-scope.js";
 import { restSuccessStatusKey } from "../../services/response-status.js";
+import { scopeOf } from "../access-log.js";
 import {
   type BoundMethod,
   type BoundService,
@@ -20,7 +22,7 @@ import { writeConnectError, writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { createRequestDecoder, type RequestDecoder } from "./request-decoder.js";
 import { createRestCallContext } from "./rest-call-context.js";
-import { createRouteTable, type Route } from "./route-table.js";
+import { createRouteTable, type Route, withHead } from "./route-table.js";
 import { createSseFramer, defaultHeartbeatMs, type SseFramer, writeSse } from "./sse-writer.js";
 
 /** Options of {@link createRestHandler}. */
@@ -117,6 +119,11 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       shutdownSignal,
     });
     const { ctx } = call;
+    const scope = scopeOf(req);
+    if (scope) {
+      scope.route = route.template.text;
+      ctx.values.set(requestScopeKey, scope);
+    }
     try {
       const request = await endpoint.decode(req, captures, query);
       if (route.method.methodKind === "server_streaming") {
@@ -147,10 +154,12 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
-    const found = table.lookup(req.method ?? "GET", path);
+    // HEAD is answered wherever GET is: the same handler, and Node leaves out the body.
+    const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
+    const found = table.lookup(method, path);
     if (found === undefined) return false;
     if (found.kind === "method-not-allowed") {
-      const allow = found.allowed.join(", ");
+      const allow = withHead(found.allowed).join(", ");
       writeRestError(res, 405, `method not allowed; this path accepts ${allow}`, { allow });
       return true;
     }
