@@ -8,7 +8,6 @@
  * (see run-store.ts for the merge rules).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { explainUnstorableInput } from "../services/unstorable-input.js";
 import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
@@ -22,6 +21,7 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
+import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
 import {
   type FeedbackInput,

@@ -14,7 +14,7 @@ import {
   type WorkspaceGrant,
   type WorkspaceRecord,
 } from "../../store/workspace-store.js";
-import type { CallGuard } from "../../transport/bound-service.js";
+import type { CallGuard } from "../call-guard.js";
 import { hashApiKey } from "./api-key-secret.js";
 import type { CacheableIdentity, IdentityCache } from "./identity-cache.js";
 import { type Principal, principalKey } from "./principal.js";
