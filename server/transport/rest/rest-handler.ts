@@ -48,6 +48,14 @@ export interface RestHandlerOptions {
  */
 export type RestHandler = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
 
+/**
+ * Packages whose REST JSON leaves out fields at their default value (`""`, `0`, `false`, `[]`), as
+ * Connect JSON does, so that REST and Connect answer the same shape: agentplane's own APIs, which no
+ * other system's wire contract shapes. The LangGraph- and LangSmith-compatible APIs (agents, tracing,
+ * export) keep every field, defaults included, as their clients read them.
+ */
+const CONNECT_SHAPED_PACKAGES: readonly string[] = ["agentplane.iam.", "agentplane.system."];
+
 /** Everything one route needs per request, computed at start-up. */
 interface Endpoint {
   readonly route: Route;
@@ -63,7 +71,9 @@ interface Endpoint {
  * options and calls the bound implementations directly (no serialisation round trip), so the
  * guard and the error policy of {@link BoundService} apply exactly as on Connect and gRPC.
  *
- * JSON uses proto field names and emits every field, defaults included. Unary RPCs answer 200;
+ * JSON uses proto field names and emits every field, defaults included, except for agentplane's own
+ * APIs (see {@link CONNECT_SHAPED_PACKAGES}), whose fields at their default are left out exactly as
+ * Connect JSON leaves them out. Unary RPCs answer 200;
  * server-streaming RPCs answer Server-Sent Events. Errors answer `{"detail": ...}` with the status
  * from http-status.ts; a path that matches with another HTTP method answers 405 with `Allow`.
  * Throws at start-up when a google.api.http option is invalid (see {@link createRouteTable}).
@@ -79,6 +89,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     useProtoFieldName: true,
     alwaysEmitImplicit: true,
   };
+  const connectShapedOptions: Partial<JsonWriteOptions> = { ...writeOptions, alwaysEmitImplicit: false };
 
   const endpoints = new Map<Route, Endpoint>();
   for (const route of table.routes) {
@@ -86,8 +97,11 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const call = impls.get(route.service.typeName)?.[method.localName];
     if (!call) throw new Error(`${route.service.typeName} has no bound implementation of ${method.name}`);
     const narrow = route.responseBody?.name;
+    const options = CONNECT_SHAPED_PACKAGES.some((prefix) => route.service.typeName.startsWith(prefix))
+      ? connectShapedOptions
+      : writeOptions;
     const encode = (message: unknown): JsonValue => {
-      const json = toJson(method.output, normalize(method.output, message), writeOptions) as JsonObject;
+      const json = toJson(method.output, normalize(method.output, message), options) as JsonObject;
       return narrow === undefined ? json : (json[narrow] ?? null);
     };
     const frame = createSseFramer(method.output, encode);
