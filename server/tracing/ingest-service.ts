@@ -21,15 +21,10 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
+import type { NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
-import {
-  type FeedbackInput,
-  type NormalizedRun,
-  normalizeFeedback,
-  normalizeRun,
-  type RunInput,
-} from "./run-normalizer.js";
+import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTraceUsage } from "./usage-recorder.js";
 
 /** Who ingests: the workspace the runs belong to and the credentials that sent them. */
