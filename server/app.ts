@@ -8,6 +8,7 @@ import { type Clock, systemClock } from "./clock.js";
 import {
   type Config,
   DEFAULT_BULK_EXPORT_SETTINGS,
+  DEFAULT_CORS_ORIGINS,
   DEFAULT_RUN_SETTINGS,
   DEFAULT_WEBHOOK_SETTINGS,
 } from "./config.js";
@@ -36,11 +37,11 @@ import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createSystemService } from "./services/system/system-service.js";
-import { explainUnstorableInput } from "./services/unstorable-input.js";
 import { checkConnectable, createSql } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
+import { explainUnstorableInput } from "./store/unstorable-input.js";
 import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
@@ -49,6 +50,7 @@ import { gateAdapter } from "./transport/gated-adapter.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
+import { checkPortAvailable } from "./transport/port-check.js";
 import {
   createHeapDumpAdapter,
   createMetricsAdapter,
@@ -119,7 +121,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     }
   };
   try {
-    // Graphs load first: a broken graph stops start-up before anything else is started.
+    // A busy port is known at once, before Postgres starts, migrations run or an admin key is printed.
+    await checkPortAvailable(config.port, config.host);
+    // Graphs load next: a broken graph stops start-up before anything else is started.
     const graphs = await loadGraphRegistry({
       configPath: config.graphConfigPath,
       cwd: process.cwd(),
@@ -155,6 +159,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const applied = await migrate(sql);
     if (applied.length > 0) log.info("applied migrations", { applied });
     if (config.role !== "worker") await bootstrapIam(sql, config, log);
+    if (config.auth === "none" && config.role !== "worker")
+      log.warn(
+        "authentication is off (AGENTPLANE_AUTH=none): every caller that reaches this port acts as admin of the default workspace; browser pages may call only from AGENTPLANE_CORS_ORIGINS",
+        { corsOrigins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS },
+      );
 
     const bulkExport = config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS;
     const secrets = createSecretBox(await loadSecretKey(config.secretKey, config.dataDir));
@@ -341,6 +350,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         ],
         log,
         onRequest: (sample) => metrics.recordHttpRequest(sample),
+        cors: { origins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS, refuseUnlisted: config.auth === "none" },
+        accessLog: config.logLevel === "debug" || config.logLevel === "info",
       }),
       {
         shutdown,

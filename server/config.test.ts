@@ -88,6 +88,21 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads the CORS origins: Studio by default, a list, none, or * while authentication is on", () => {
+    expect(loadConfig({}).corsOrigins).toEqual(["https://smith.langchain.com"]);
+    expect(
+      loadConfig({ AGENTPLANE_CORS_ORIGINS: "https://a.example, http://localhost:5173" }).corsOrigins,
+    ).toEqual(["https://a.example", "http://localhost:5173"]);
+    expect(loadConfig({ AGENTPLANE_CORS_ORIGINS: "none" }).corsOrigins).toEqual([]);
+    expect(loadConfig({ AGENTPLANE_CORS_ORIGINS: "*" }).corsOrigins).toEqual(["*"]);
+    expect(() => loadConfig({ AGENTPLANE_CORS_ORIGINS: "*", AGENTPLANE_AUTH: "none" })).toThrow(
+      /AGENTPLANE_CORS_ORIGINS=\* is refused with AGENTPLANE_AUTH=none/,
+    );
+    expect(() => loadConfig({ AGENTPLANE_CORS_ORIGINS: "https://a.example/app" })).toThrow(
+      /https:\/\/a.example\/app is no origin; write scheme:\/\/host\[:port\] without a path/,
+    );
+  });
+
   it("reads LANGGRAPH_CONFIG as the system assistants' defaults, and the schema timeout", () => {
     const defaults = loadConfig({});
     expect(defaults.assistantDefaults).toBeUndefined();

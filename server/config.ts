@@ -159,6 +159,11 @@ export interface Config {
    * 32 bytes); undefined keeps a generated one in `dataDir`.
    */
   readonly secretKey?: string | undefined;
+  /**
+   * Origins whose browser pages may call the API (`AGENTPLANE_CORS_ORIGINS`, comma-separated; `*`
+   * for any, `none` for no other origin); {@link DEFAULT_CORS_ORIGINS} where unset.
+   */
+  readonly corsOrigins?: readonly string[];
   /** Bulk export limits; {@link DEFAULT_BULK_EXPORT_SETTINGS} where a hand-built config has none. */
   readonly bulkExport?: BulkExportSettings;
   /** Agent run settings; {@link DEFAULT_RUN_SETTINGS} where a hand-built config has none. */
@@ -166,6 +171,12 @@ export interface Config {
   /** Run webhook delivery; {@link DEFAULT_WEBHOOK_SETTINGS} where a hand-built config has none. */
   readonly webhooks?: WebhookSettings;
 }
+
+/**
+ * The origins allowed cross-origin by default: LangGraph Studio, which runs on smith.langchain.com
+ * and calls a local server from the browser. The server's own pages are same-origin and need none.
+ */
+export const DEFAULT_CORS_ORIGINS: readonly string[] = Object.freeze(["https://smith.langchain.com"]);
 
 /** The seed's defaults for runs and this server's tuning. */
 export const DEFAULT_RUN_SETTINGS: RunSettings = Object.freeze({
@@ -343,6 +354,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if ("defaults" in parsed) assistantDefaults = parsed.defaults;
     else for (const problem of parsed.problems) problems.push(`${LANGGRAPH_CONFIG} ${problem}`);
   }
+  const corsOrigins = parseCorsOrigins(text("AGENTPLANE_CORS_ORIGINS"), auth, problems);
   const adminEmail = text("AGENTPLANE_ADMIN_EMAIL") ?? "admin@localhost";
   if (!/^[^\s@]+@[^\s@]+$/.test(adminEmail))
     problems.push(`AGENTPLANE_ADMIN_EMAIL=${adminEmail} is not an email address`);
@@ -478,12 +490,36 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       MAX_SCHEMA_RESOLVE_TIMEOUT_MS,
     ),
     secretKey,
+    corsOrigins,
     bulkExport,
     runs,
     webhooks,
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * `AGENTPLANE_CORS_ORIGINS`: `none`, `*`, or origins as browsers send them (`https://host[:port]`,
+ * no path or trailing slash). `*` is refused with authentication off: any page could act as admin.
+ */
+function parseCorsOrigins(raw: string | undefined, auth: AuthMode, problems: string[]): readonly string[] {
+  if (raw === undefined) return DEFAULT_CORS_ORIGINS;
+  if (raw === "none") return Object.freeze([]);
+  const origins = raw.split(",").map((origin) => origin.trim());
+  for (const origin of origins) {
+    if (origin === "*") {
+      if (auth === "none")
+        problems.push(
+          "AGENTPLANE_CORS_ORIGINS=* is refused with AGENTPLANE_AUTH=none: any web page open in a browser could act as admin; list the origins that may call",
+        );
+    } else if (!/^https?:\/\/[^/\s,?#@]+$/.test(origin)) {
+      problems.push(
+        `AGENTPLANE_CORS_ORIGINS: ${origin === "" ? "an empty entry" : origin} is no origin; write scheme://host[:port] without a path, e.g. https://smith.langchain.com`,
+      );
+    }
+  }
+  return Object.freeze(origins);
 }
 
 /** True for addresses only this machine can reach. */

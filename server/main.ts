@@ -10,6 +10,14 @@ import { createLogger } from "./logger.js";
 const SHUTDOWN_BACKSTOP_MS = 5_000;
 
 /**
+ * A repeat of the first signal within this window is the same request, not an impatient second one:
+ * Ctrl-C in a terminal signals the whole process group, so `npm start` forwards the SIGINT the
+ * server has already received. Half a second is far longer than that forwarding and far shorter
+ * than a person pressing Ctrl-C again.
+ */
+const REPEATED_SIGNAL_WINDOW_MS = 500;
+
+/**
  * `npm start`: reads the configuration, starts every part this process's role runs, and shuts down
  * gracefully on SIGINT or SIGTERM (requests, streams and jobs in flight get the grace period).
  */
@@ -29,10 +37,14 @@ async function main(): Promise<void> {
   // after "listening" is printed, must still shut down gracefully rather than kill the process.
   let app: Awaited<ReturnType<typeof startApp>> | undefined;
   let stopRequested = false;
-  let signals = 0;
+  let firstSignalAt: number | undefined;
+  let firstSignal: NodeJS.Signals | undefined;
   const stop = () => {
     app?.stop().then(
-      () => process.exit(0),
+      () => {
+        log.info("agentplane stopped", { signal: firstSignal });
+        process.exit(0);
+      },
       (error: unknown) => {
         log.error("shutdown failed", { error });
         process.exit(1);
@@ -40,11 +52,13 @@ async function main(): Promise<void> {
     );
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
+    if (firstSignalAt !== undefined) {
+      if (signal === firstSignal && Date.now() - firstSignalAt < REPEATED_SIGNAL_WINDOW_MS) return;
       log.warn("second signal: exiting without waiting", { signal });
       process.exit(1);
     }
+    firstSignalAt = Date.now();
+    firstSignal = signal;
     log.info("shutting down", { signal });
     setTimeout(() => {
       log.error("shutdown overran its grace; exiting now", { graceMs: shutdownBudgetMs(config) });

@@ -62,6 +62,7 @@ import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
+import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
 import { createMcpAdapter, MCP_ROUTES } from "./transport/mcp/mcp-adapter.js";
 import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
@@ -194,6 +195,7 @@ export interface RestAdapterDefinition {
 export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
   { routes: USAGE_EXPORT_ROUTES, create: (deps, auth) => createUsageExportAdapter({ sql: deps.sql, auth }) },
   { routes: USAGE_PAGE_ROUTES, create: () => createUsagePageAdapter() },
+  { routes: INDEX_ROUTES, create: (deps) => createIndexAdapter(deps.version) },
   {
     routes: INGEST_ROUTES,
     create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth }),

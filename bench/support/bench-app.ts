@@ -31,6 +31,11 @@ export interface BenchAppSetup {
   schemaResolveTimeoutMs?: number;
   /** Which parts of the server this process runs (`AGENTPLANE_ROLE`); all of them when absent. */
   role?: Config["role"];
+  /**
+   * What the server logs (`AGENTPLANE_LOG_LEVEL`); errors only when absent. `info` turns on the
+   * access log, which is what an operator runs with.
+   */
+  logLevel?: Config["logLevel"];
 }
 
 /** A fresh admin key in the format the server issues. */
@@ -53,7 +58,7 @@ function benchConfig(setup: BenchAppSetup): Config {
     dbPoolMax: BENCH_DB_POOL_MAX,
     statementTimeoutMs: STATEMENT_TIMEOUT_MS,
     shutdownGraceMs: SHUTDOWN_GRACE_MS,
-    logLevel: "error",
+    logLevel: setup.logLevel ?? "error",
     graphConfigPath: setup.graphConfigPath,
     usageReporting: true,
     assistantDefaults: undefined,
@@ -70,7 +75,7 @@ interface CheckoutModules {
 /**
  * Starts agentplane as the benches measure it: every role in one process (or `setup.role`) on a free port of 127.0.0.1,
  * API-key auth with `setup.apiKey` as the admin key, the default pool size, usage reporting on, and
- * only errors logged. `root` is the checkout whose server runs (this one by default; another one to
+ * only errors logged unless `setup.logLevel` says otherwise. `root` is the checkout whose server runs (this one by default; another one to
  * measure a baseline side by side): its `server/app.ts` is imported from there, with its own
  * node_modules, and must still export `startApp(config, log)`.
  */
@@ -78,5 +83,6 @@ export async function startBenchApp(setup: BenchAppSetup, root: string = REPO_RO
   const load = (path: string) => import(pathToFileURL(join(root, path)).href);
   const { startApp } = (await load("server/app.ts")) as Pick<CheckoutModules, "startApp">;
   const { createLogger } = (await load("server/logger.ts")) as Pick<CheckoutModules, "createLogger">;
-  return startApp(benchConfig(setup), createLogger("error"));
+  const config = benchConfig(setup);
+  return startApp(config, createLogger(config.logLevel));
 }

@@ -58,6 +58,19 @@ export function cpuMeter(admin: Sql, database: string, serverPid: number): CpuMe
   };
 }
 
+/**
+ * A meter of one process alone: a server whose own work is the question (the cost of a layer of
+ * the transport), where its Postgres backends are shared with other servers on the same database.
+ */
+export function processCpuMeter(pid: number): CpuMeter {
+  return {
+    async read() {
+      const t = ticksOf(pid);
+      return new Map(t === undefined ? [] : [[pid, t]]);
+    },
+  };
+}
+
 /** CPU seconds spent between two readings, by the processes present in both. */
 export function cpuSecondsBetween(before: Map<number, number>, after: Map<number, number>): number {
   let ticks = 0;

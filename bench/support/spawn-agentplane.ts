@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type BenchAppSetup, REPO_ROOT } from "./bench-app.js";
 
@@ -28,18 +29,23 @@ export interface AgentplaneChild {
  * not share the server's event loop, and resolves once it listens. With `profileDir`, the child writes
  * its V8 CPU profile (`.cpuprofile`) there when stopped. `root` is the checkout to run (this one by
  * default): the child runs in that directory, with that checkout's server code and node_modules.
+ * With `stderrFile`, the child's log lines are appended there instead of to the bench's stderr.
  */
 export async function spawnAgentplane(
   setup: BenchAppSetup,
   profileDir: string | undefined,
   root: string = REPO_ROOT,
+  stderrFile?: string,
 ): Promise<AgentplaneChild> {
   const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  // A file, as a log collector would take the lines, rather than the bench's own terminal.
+  const stderr = stderrFile === undefined ? "inherit" : openSync(stderrFile, "a");
   const child = spawn(process.execPath, [...profile, "--import", "tsx", CHILD_ENTRY], {
     cwd: root,
     env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify({ ...setup, root } satisfies ChildSetup) },
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", stderr],
   });
+  if (typeof stderr === "number") closeSync(stderr);
   const port = await new Promise<number>((done, fail) => {
     let out = "";
     child.stdout?.on("data", (chunk: Buffer) => {

@@ -3,8 +3,9 @@
  * and changes them. Every change is followed, in the same transaction, by refreshFeedbackStats
  * (run-store.ts) of the runs it touched, under the lock of {@link lockFeedbackRuns}.
  */
-import type { NormalizedFeedback } from "../tracing/run-normalizer.js";
+
 import { insertFeedback } from "./run-store.js";
+import type { NormalizedFeedback } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A stored feedback item. Times are ISO 8601 UTC text with microseconds. */

@@ -6,6 +6,7 @@ import { arch, platform } from "node:os";
 import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
+import { createOutputLines } from "./output-lines.js";
 
 /**
  * The Postgres server process (the postmaster) of an embedded cluster, run by us rather than by the
@@ -45,8 +46,8 @@ export interface PostmasterOptions {
   flags: readonly string[];
   /** Run as this user (required as root: Postgres refuses to run as root). */
   user: OsUser | null;
-  /** Receives Postgres's output, a chunk at a time. */
-  log: (chunk: string) => void;
+  /** Receives Postgres's output, one whole line per call. */
+  log: (line: string) => void;
 }
 
 /** A running (or starting) postmaster. */
@@ -90,14 +91,13 @@ export async function spawnPostmaster(options: PostmasterOptions): Promise<Postm
     child.once("error", reject);
   });
   const ready = new Promise<void>((resolve, reject) => {
-    // The end of the previous chunk, in case the message is split across two reads.
-    let carry = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      const text = chunk.toString("utf8");
-      options.log(text);
-      if ((carry + text).includes(READY_MESSAGE)) resolve();
-      carry = text.slice(-READY_MESSAGE.length);
+    const lines = createOutputLines((line) => {
+      options.log(line);
+      if (line.includes(READY_MESSAGE)) resolve();
     });
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => lines.push(chunk));
+    child.stderr?.once("end", () => lines.flush());
     exited.then((how) =>
       reject(new Error(`postgres exited before it was ready (${how.signal ?? `code ${how.code}`})`)),
     );

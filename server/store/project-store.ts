@@ -1,6 +1,6 @@
 import { uuidv7 } from "../ids.js";
-import type { JsonObject } from "../tracing/run-normalizer.js";
 import type { Queryable } from "./db.js";
+import type { JsonObject } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A tracing project row, with statistics over its runs. */

@@ -1,5 +1,5 @@
-import type { NormalizedFeedback, NormalizedRun } from "../tracing/run-normalizer.js";
 import type { Queryable } from "./db.js";
+import type { NormalizedFeedback, NormalizedRun } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A run ready to be written: normalised, with its project resolved to an id. */

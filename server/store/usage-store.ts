@@ -1,5 +1,5 @@
-import type { RollupCover, TimeRange, UsageUnit } from "../tracing/usage-window.js";
 import type { Queryable } from "./db.js";
+import type { RollupCover, TimeRange, UsageUnit } from "./usage-ranges.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 /** A rollup dimension: what traces are counted by. */

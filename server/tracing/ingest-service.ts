@@ -8,7 +8,6 @@
  * (see run-store.ts for the merge rules).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { explainUnstorableInput } from "../services/unstorable-input.js";
 import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
@@ -24,14 +23,10 @@ import {
   type WrittenRun,
 } from "../store/run-store.js";
 import { lockTraces, rollUpTraces } from "../store/trace-rollup-store.js";
+import type { NormalizedRun } from "../store/trace-rows.js";
+import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
-import {
-  type FeedbackInput,
-  type NormalizedRun,
-  normalizeFeedback,
-  normalizeRun,
-  type RunInput,
-} from "./run-normalizer.js";
+import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
 /** Who ingests: the workspace the runs belong to and the credentials that sent them. */

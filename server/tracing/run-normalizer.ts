@@ -5,11 +5,9 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../ids.js";
+import type { JsonObject, NormalizedFeedback, NormalizedRun, ProjectRef } from "../store/trace-rows.js";
 import { DottedOrderError, parseDottedOrder, rootDottedOrder } from "./dotted-order.js";
 import { normalizeTimestamp } from "./timestamp.js";
-
-/** A JSON object. */
-export type JsonObject = { [key: string]: unknown };
 
 /**
  * A run as clients send it (LangSmith `runs.Run`). Every field is optional on the wire; unknown
@@ -62,61 +60,6 @@ export interface FeedbackInput {
   /** The run's tracing project. */
   session_id?: string | null;
   [field: string]: unknown;
-}
-
-/** The project a run names: by id, or by name (created on first use). */
-export type ProjectRef = { readonly id: string } | { readonly name: string };
-
-/** A validated run, in the shape of a `runs` row (columns the ingest writes). */
-export interface NormalizedRun {
-  id: string;
-  project: ProjectRef;
-  traceId: string;
-  parentRunId: string | null;
-  parentRunIds: string[];
-  referenceExampleId: string | null;
-  /** Null only for a patch that does not carry it. */
-  name: string | null;
-  runType: string | null;
-  startTime: string;
-  endTime: string | null;
-  isRoot: boolean;
-  dottedOrder: string;
-  /**
-   * False for a patch without dotted_order: it does not say where the run sits, so it can only
-   * update a stored run, never create one.
-   */
-  positioned: boolean;
-  traceTier: string | null;
-  inputs: JsonObject | null;
-  outputs: JsonObject | null;
-  error: string | null;
-  extra: JsonObject | null;
-  events: JsonObject[] | null;
-  serialized: JsonObject | null;
-  tags: string[];
-  totalTokens: number | null;
-  promptTokens: number | null;
-  completionTokens: number | null;
-  /** Decimal strings (numeric columns). */
-  totalCost: string | null;
-  promptCost: string | null;
-  completionCost: string | null;
-  firstTokenTime: string | null;
-}
-
-/** A validated feedback item. */
-export interface NormalizedFeedback {
-  id: string;
-  runId: string;
-  traceId: string | null;
-  key: string;
-  score: number | null;
-  value: unknown;
-  comment: string | null;
-  correction: unknown;
-  feedbackSource: JsonObject | null;
-  sessionId: string | null;
 }
 
 /** The run types LangSmith accepts. */

@@ -1,3 +1,5 @@
+import type { RollupCover, UsageUnit } from "../store/usage-ranges.js";
+
 /**
  * Time bucketing of granular usage. Buckets are UTC and calendar-aligned on their unit: an hour, a
  * day (00:00 UTC), an ISO week (Monday 00:00 UTC), a calendar month, a calendar year. The stride
@@ -5,9 +7,6 @@
  * {days: 365}); a monthly or yearly bucket still covers its whole calendar month or year, so its end
  * is the next aligned boundary, never start + 30 (or 365) days.
  */
-
-/** A bucket unit; also the `date_trunc` field name Postgres aligns it with. */
-export type UsageUnit = "hour" | "day" | "week" | "month" | "year";
 
 /** Bucket size as the API reports it: exactly one field is non-zero. */
 export interface UsageStride {
@@ -93,24 +92,6 @@ export function bucketEndOf(unit: UsageUnit, start: Date): Date {
     case "year":
       return new Date(Date.UTC(start.getUTCFullYear() + 1, 0, 1));
   }
-}
-
-/** A half-open time range [from, to); empty when from >= to. */
-export interface TimeRange {
-  from: Date;
-  to: Date;
-}
-
-/**
- * Which rollup rows cover a requested range: daily rows for the whole UTC days inside it, hourly
- * rows for the partial days at its edges. The range is first widened to whole UTC hours (the finest
- * rollup), so a trace counts when the hour it was received in overlaps the range.
- */
-export interface RollupCover {
-  /** Daily rows with bucket_start in this range. */
-  days: TimeRange;
-  /** Hourly rows with bucket_start in either of these ranges. */
-  hours: [TimeRange, TimeRange];
 }
 
 /**

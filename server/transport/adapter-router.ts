@@ -1,10 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { scopeOf } from "./access-log.js";
 import type { AdapterEndpoint, HttpAdapter } from "./http-adapter.js";
 import { textProblem } from "./input/input-problem.js";
 import { labelRoute } from "./request-sample.js";
 import { malformedRequestError, writeConnectError, writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 import { decodeVariable, type PathTemplate, parsePathTemplate, splitPath } from "./rest/path-template.js";
+import { withHead } from "./rest/route-table.js";
 
 /**
  * Serves a request when an adapter route matches its path and method, and resolves true. Resolves
@@ -48,6 +50,8 @@ export function createAdapterRouter(
     res: NodeServerResponse,
   ): Promise<void> => {
     labelRoute(req, endpoint.path);
+    const scope = scopeOf(req);
+    if (scope) scope.route = endpoint.path;
     try {
       const vars: Record<string, string> = {};
       template.variables.forEach((variable, i) => {
@@ -70,7 +74,8 @@ export function createAdapterRouter(
     if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
     const segments = splitPath(path);
     if (segments === undefined) return false;
-    const method = req.method ?? "GET";
+    // HEAD is answered wherever GET is: the same handler, and Node leaves out the body.
+    const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
     const allowed = new Set<string>();
     for (const compiled of endpoints) {
       const captures = compiled.template.match(segments);
@@ -81,7 +86,7 @@ export function createAdapterRouter(
       }
       for (const m of compiled.endpoint.methods) allowed.add(m);
     }
-    return allowed.size === 0 ? false : [...allowed];
+    return allowed.size === 0 ? false : withHead([...allowed]);
   };
 }
 

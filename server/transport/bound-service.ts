@@ -1,16 +1,9 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { CallGuard } from "../services/call-guard.js";
 import type { DatabaseGate } from "../services/system/database-gate.js";
 import { problemError } from "./input/input-problem.js";
 import { messageScreen } from "./input/message-screen.js";
-
-/**
- * Runs before every call of a bound service, on every protocol (gRPC, gRPC-Web, Connect, REST, SSE),
- * after the request message passed the input screen.
- * It authenticates the caller and puts what the handler needs into `ctx.values`; it throws a
- * `ConnectError` to refuse the call.
- */
-export type CallGuard = (ctx: HandlerContext) => Promise<void>;
 
 /** Reports an error that is not a `ConnectError`: a bug or an outage, never shown to the caller. */
 export type InternalErrorReporter = (error: unknown, ctx: HandlerContext) => void;

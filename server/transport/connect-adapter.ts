@@ -4,6 +4,7 @@ import {
   type ConnectRouter,
   type ConnectRouterOptions,
   createConnectRouter,
+  createContextValues,
 } from "@connectrpc/connect";
 import {
   compressionBrotli,
@@ -11,6 +12,8 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
+import { requestScopeKey } from "../request-scope.js";
+import { scopeOf } from "./access-log.js";
 import { screenedRpcBody } from "./input/rpc-body.js";
 import { labelRoute } from "./request-sample.js";
 import { writeRestError } from "./rest/http-status.js";
@@ -62,6 +65,11 @@ export function createConnectAdapter(
       return;
     }
     const rpc = `${handler.service.typeName}/${handler.method.name}`;
+    const scope = scopeOf(req);
+    if (scope) {
+      scope.route = handler.requestPath;
+      request.contextValues = createContextValues().set(requestScopeKey, scope);
+    }
     handler({ ...request, body: screenedRpcBody(req, handler.method, options.bodyMaxBytes) })
       .then((response) => universalResponseToNodeResponse(response, res))
       .catch((reason: unknown) => {

@@ -1,7 +1,9 @@
 import { createRegistry, type DescService, type Registry } from "@bufbuild/protobuf";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { DEFAULT_CORS_ORIGINS } from "../config.js";
 import type { Logger } from "../logger.js";
+import { createAccessLog } from "./access-log.js";
 import { createAdapterRouter } from "./adapter-router.js";
 import { bodyTooLargeError, declaresTooLargeBody, maxRequestBodyBytes } from "./body/body-limit.js";
 import { settleUnreadBody } from "./body/unread-body.js";
@@ -14,7 +16,7 @@ import type { NodeRequestHandler } from "./one-port-server.js";
 import { collectFiles, registerReflection } from "./reflection.js";
 import { observeRequest, type RequestObserver } from "./request-sample.js";
 import { checkRequestTarget } from "./request-target.js";
-import { applyCors } from "./rest/cors.js";
+import { type CorsPolicy, createCors } from "./rest/cors.js";
 import { writeConnectError, writeRestError } from "./rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -59,7 +61,19 @@ export interface HttpHandlerOptions {
   log: Logger;
   /** Called once per request when it has been answered (or abandoned): HTTP metrics count these. */
   onRequest?: RequestObserver;
+  /**
+   * Which origins' browser pages may call; default: {@link DEFAULT_CORS_POLICY}.
+   */
+  cors?: CorsPolicy;
+  /**
+   * Write one info line per request to `log` (see access-log.ts); off by default. Request ids are
+   * taken or made, and echoed, either way.
+   */
+  accessLog?: boolean;
 }
+
+/** The CORS policy of a handler built without one: the default origins, refusing only preflights. */
+export const DEFAULT_CORS_POLICY: CorsPolicy = { origins: DEFAULT_CORS_ORIGINS, refuseUnlisted: false };
 
 /**
  * The one request handler of the server. Every request's target is checked first (400 for one that
@@ -71,6 +85,8 @@ export interface HttpHandlerOptions {
  */
 export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandler {
   const { services, heartbeatMs, shutdownSignal, log } = options;
+  const applyCors = createCors(options.cors ?? DEFAULT_CORS_POLICY);
+  const beginAccess = createAccessLog(options.accessLog ? log : undefined);
   const registry = createServiceRegistry(services.map((bound) => bound.service));
   const onInternalError = (error: unknown, ctx: { service: DescService; method: { name: string } }) =>
     log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
@@ -122,6 +138,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   const { onRequest } = options;
   return (req, res) => {
     if (onRequest) observeRequest(req, res, onRequest);
+    beginAccess(req, res);
     settleUnreadBody(req, res);
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {

@@ -88,12 +88,9 @@ describe("workspaces", () => {
     });
     expect(res.status).toBe(200);
     const created = (await res.json()) as Record<string, unknown>;
-    expect(created).toMatchObject({
-      display_name: "Research",
-      tenant_handle: "research",
-      is_personal: false,
-      role: "admin",
-    });
+    expect(created).toMatchObject({ display_name: "Research", tenant_handle: "research", role: "admin" });
+    // A field at its default is left out, as Connect JSON leaves it out.
+    expect(created).not.toHaveProperty("is_personal");
     expect(created.created_at).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     const list = (await (await t.fetch("/api/v1/workspaces")).json()) as { id: string }[];
@@ -177,8 +174,25 @@ describe("API keys", () => {
       short_key: string;
     }[];
     const mine = listed.find((k) => k.id === created.id);
-    expect(mine?.key).toBe("");
+    expect(mine).not.toHaveProperty("key");
     expect(mine?.short_key).toBe(created.shortKey);
+  });
+
+  it("answers the same list over REST and Connect JSON: absent fields are left out by both", async () => {
+    await t.client().apiKeys.createApiKey({ description: "", kind: "service" });
+    const rest = (await (await t.fetch("/api/v1/api-key")).json()) as Record<string, unknown>[];
+    const connect = await fetch(`${t.baseUrl}/agentplane.iam.v1.ApiKeyService/ListApiKeys`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": t.adminKey },
+      body: "{}",
+    });
+    const { apiKeys } = (await connect.json()) as { apiKeys: Record<string, unknown>[] };
+    const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    const asRest = apiKeys.map((k) =>
+      Object.fromEntries(Object.entries(k).map(([n, v]) => [snakeCase(n), v])),
+    );
+    expect(rest).toEqual(asRest);
+    expect(JSON.stringify(rest)).not.toContain('""');
   });
 
   it("revokes a key so that it answers 401", async () => {

@@ -69,7 +69,13 @@ function createFixture(options: { keepAliveTimeoutMs?: number; extraServices?: B
   const services = [system, ...(options.extraServices ?? [])];
   const logLines: string[] = [];
   const log = createLogger("error", (line) => logLines.push(line));
-  const handler = createHttpHandler({ services, health, shutdownSignal: shutdown.signal, log });
+  const handler = createHttpHandler({
+    services,
+    health,
+    shutdownSignal: shutdown.signal,
+    log,
+    cors: { origins: ["https://app.example"], refuseUnlisted: false },
+  });
   const server = createOnePortServer(handler, { shutdown, keepAliveTimeoutMs: options.keepAliveTimeoutMs });
   return { server, health, slowCallsStarted, release, internalErrors, logLines };
 }

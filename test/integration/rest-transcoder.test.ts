@@ -28,7 +28,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyCors } from "../../server/transport/rest/cors.js";
+import { createCors } from "../../server/transport/rest/cors.js";
 import { writeRestError } from "../../server/transport/rest/http-status.js";
 import { createRestHandler } from "../../server/transport/rest/rest-handler.js";
 import {
@@ -78,6 +78,7 @@ async function startServers(): Promise<Servers> {
       });
     },
   });
+  const applyCors = createCors({ origins: ["https://app.example"], refuseUnlisted: false });
   const h1 = http.createServer((req, res) => {
     if (!applyCors(req, res)) adapter(req, res);
   });

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { AuthMode } from "../../config.js";
 import { isUuid } from "../../ids.js";
 import type { Logger } from "../../logger.js";
+import { type RequestScope, requestScopeKey } from "../../request-scope.js";
 import { RUN_TOKEN_PREFIX } from "../../runtime/loopback-client.js";
 import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../store/api-key-store.js";
 import type { Sql } from "../../store/db.js";
@@ -13,7 +14,7 @@ import {
   type WorkspaceGrant,
   type WorkspaceRecord,
 } from "../../store/workspace-store.js";
-import type { CallGuard } from "../../transport/bound-service.js";
+import type { CallGuard } from "../call-guard.js";
 import { hashApiKey } from "./api-key-secret.js";
 import type { CacheableIdentity, IdentityCache } from "./identity-cache.js";
 import { type Principal, principalKey } from "./principal.js";
@@ -129,8 +130,22 @@ export function createAuthenticator({ sql, mode, log, identities }: Authenticato
   return {
     authenticate,
     guard: async (ctx) => {
-      ctx.values.set(principalKey, await authenticate(ctx.requestHeader));
+      const principal = await authenticate(ctx.requestHeader);
+      const scope = ctx.values.get(requestScopeKey);
+      ctx.values.set(principalKey, scope ? noteWorkspaceIn(scope, principal) : principal);
     },
+  };
+}
+
+/** The principal, whose selected workspace is also noted in the request's scope for the access log. */
+function noteWorkspaceIn(scope: RequestScope, principal: Principal): Principal {
+  return {
+    ...principal,
+    workspace: () =>
+      principal.workspace().then((workspace) => {
+        scope.workspaceId = workspace.id;
+        return workspace;
+      }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
 import type { Sql } from "../../store/db.js";
+import type { UsageUnit } from "../../store/usage-ranges.js";
 import { queryUsage, type UsageDimension } from "../../store/usage-store.js";
 import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { listGrantedWorkspaces } from "../../store/workspace-store.js";
@@ -11,7 +12,6 @@ import {
   rollupCover,
   strideOf,
   type UsageStride,
-  type UsageUnit,
   unitForRange,
 } from "../../tracing/usage-window.js";
 import { organizationPermissions } from "../iam/permissions.js";

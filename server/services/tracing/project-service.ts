@@ -17,8 +17,9 @@ import {
   type ProjectRecord,
   updateProject,
 } from "../../store/project-store.js";
+import type { JsonObject } from "../../store/trace-rows.js";
 import { inWorkspaceScope, type WorkspaceBound } from "../../store/workspace-scope.js";
-import { type JsonObject, MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
+import { MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 

@@ -1,4 +1,5 @@
 import { cors } from "@connectrpc/connect";
+import { writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 /** Methods browsers may use: the REST verbs, plus Connect's (GET, POST). */
@@ -14,6 +15,7 @@ const allowedHeaders = [
   "x-tenant-id",
   "last-event-id",
   "authorization",
+  "x-request-id",
 ].join(", ");
 
 /** Response headers browser scripts may read: Connect's and gRPC-Web's, pagination, locations. */
@@ -23,34 +25,87 @@ const exposedHeaders = [
   "x-pagination-next",
   "content-location",
   "location",
+  "x-request-id",
 ].join(", ");
 
 /** How long browsers may cache a preflight: 2 hours, the most Chromium honours. */
 const preflightMaxAgeSeconds = String(2 * 60 * 60);
 
+/** Who may call the server from a browser page of another origin. */
+export interface CorsPolicy {
+  /** Origins (`scheme://host[:port]`) whose pages may call; `*` allows every origin. */
+  readonly origins: readonly string[];
+  /**
+   * Refuse (403) every request from an origin that may not call, not only its preflight: set when
+   * authentication is off, where a page's plain form POST (sent without a preflight) would otherwise
+   * act as admin. It also stops counting a page as same-origin unless it was loaded from a loopback
+   * name, which defeats DNS rebinding (a hostile name resolving to 127.0.0.1).
+   */
+  readonly refuseUnlisted: boolean;
+}
+
 /**
- * CORS for browser clients of every protocol on the port (REST, SSE, Connect, gRPC-Web). The HTTP
- * server calls it first for every request. A request with an `Origin` gets that origin echoed in
+ * CORS for browser clients of every protocol on the port (REST, SSE, Connect, gRPC-Web), built for a
+ * {@link CorsPolicy}. The HTTP server calls it first for every request. A request whose `Origin` is
+ * allowed (listed, or the server's own origin) gets that origin echoed in
  * `Access-Control-Allow-Origin` (with `Vary: Origin`, so caches keep answers per origin) and the
- * exposed headers; a preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here
- * with 204. Credentials (cookies) are not allowed: callers authenticate with headers.
+ * exposed headers; its preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here
+ * with 204. A preflight from any other origin is answered 403 without CORS headers, so the browser
+ * stops there; its other requests get no CORS headers (the page cannot read the answer) or, with
+ * `refuseUnlisted`, a 403. Credentials (cookies) are not allowed: callers authenticate with headers.
  *
- * Returns true when it fully answered the request (a preflight).
+ * The returned function returns true when it fully answered the request (a preflight, a refusal).
  */
-export function applyCors(req: NodeServerRequest, res: NodeServerResponse): boolean {
-  const origin = req.headers.origin;
-  if (origin === undefined) return false;
-  res.setHeader("access-control-allow-origin", origin);
-  res.setHeader("vary", "Origin");
-  if (req.method !== "OPTIONS" || req.headers["access-control-request-method"] === undefined) {
-    res.setHeader("access-control-expose-headers", exposedHeaders);
+export function createCors(policy: CorsPolicy): (req: NodeServerRequest, res: NodeServerResponse) => boolean {
+  const anyOrigin = policy.origins.includes("*");
+  const listed = new Set(policy.origins);
+  return (req, res) => {
+    const origin = req.headers.origin;
+    if (origin === undefined) return false;
+    res.setHeader("vary", "Origin");
+    const preflight = req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined;
+    if (!(anyOrigin || listed.has(origin) || isSameOrigin(req, origin, policy.refuseUnlisted))) {
+      if (!preflight && !policy.refuseUnlisted) return false;
+      writeRestError(
+        res,
+        403,
+        `cross-origin requests from ${origin} are not allowed: add the origin to AGENTPLANE_CORS_ORIGINS`,
+      );
+      return true;
+    }
+    res.setHeader("access-control-allow-origin", origin);
+    if (!preflight) {
+      res.setHeader("access-control-expose-headers", exposedHeaders);
+      return false;
+    }
+    res.writeHead(204, {
+      "access-control-allow-methods": allowedMethods,
+      "access-control-allow-headers": allowedHeaders,
+      "access-control-max-age": preflightMaxAgeSeconds,
+    });
+    res.end();
+    return true;
+  };
+}
+
+/**
+ * Whether the page was loaded from this server (browsers send `Origin` on same-origin POSTs too):
+ * the origin's host and port are the request's `Host`. With `loopbackOnly`, only when that host is a
+ * loopback name, so a rebound DNS name does not pass as this server.
+ */
+function isSameOrigin(req: NodeServerRequest, origin: string, loopbackOnly: boolean): boolean {
+  const host = req.headers.host ?? (req.headers[":authority"] as string | undefined);
+  if (host === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
     return false;
   }
-  res.writeHead(204, {
-    "access-control-allow-methods": allowedMethods,
-    "access-control-allow-headers": allowedHeaders,
-    "access-control-max-age": preflightMaxAgeSeconds,
-  });
-  res.end();
-  return true;
+  if (url.host !== host.toLowerCase()) return false;
+  return !loopbackOnly || isLoopbackName(url.hostname);
+}
+
+function isLoopbackName(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }

@@ -106,7 +106,8 @@ export function parsePathTemplate(text: string): PathTemplate {
 
   const tokens: Token[] = [];
   const variables: TemplateVariable[] = [];
-  for (const part of splitTopLevel(path.slice(1), fail)) {
+  // The root path "/" has no segments at all.
+  for (const part of path === "/" ? [] : splitTopLevel(path.slice(1), fail)) {
     if (!part.startsWith("{")) {
       tokens.push(parseSegment(part, fail));
       continue;

@@ -9,7 +9,9 @@ import {
   type Registry,
   toJson,
 } from "@bufbuild/protobuf";
+import { requestScopeKey } from "../../request-scope.js";
 import { restSuccessStatusKey } from "../../services/response-status.js";
+import { scopeOf } from "../access-log.js";
 import {
   type BoundMethod,
   type BoundService,
@@ -21,7 +23,7 @@ import { writeConnectError, writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { createRequestDecoder, type RequestDecoder } from "./request-decoder.js";
 import { createRestCallContext } from "./rest-call-context.js";
-import { createRouteTable, type Route } from "./route-table.js";
+import { createRouteTable, type Route, withHead } from "./route-table.js";
 import { createSseFramer, defaultHeartbeatMs, type SseFramer, writeSse } from "./sse-writer.js";
 
 /** Options of {@link createRestHandler}. */
@@ -47,6 +49,14 @@ export interface RestHandlerOptions {
  */
 export type RestHandler = (req: NodeServerRequest, res: NodeServerResponse) => Promise<boolean>;
 
+/**
+ * Packages whose REST JSON leaves out fields at their default value (`""`, `0`, `false`, `[]`), as
+ * Connect JSON does, so that REST and Connect answer the same shape: agentplane's own APIs, which no
+ * other system's wire contract shapes. The LangGraph- and LangSmith-compatible APIs (agents, tracing,
+ * export) keep every field, defaults included, as their clients read them.
+ */
+const CONNECT_SHAPED_PACKAGES: readonly string[] = ["agentplane.iam.", "agentplane.system."];
+
 /** Everything one route needs per request, computed at start-up. */
 interface Endpoint {
   readonly route: Route;
@@ -62,7 +72,9 @@ interface Endpoint {
  * options and calls the bound implementations directly (no serialisation round trip), so the
  * guard and the error policy of {@link BoundService} apply exactly as on Connect and gRPC.
  *
- * JSON uses proto field names and emits every field, defaults included. Unary RPCs answer 200;
+ * JSON uses proto field names and emits every field, defaults included, except for agentplane's own
+ * APIs (see {@link CONNECT_SHAPED_PACKAGES}), whose fields at their default are left out exactly as
+ * Connect JSON leaves them out. Unary RPCs answer 200;
  * server-streaming RPCs answer Server-Sent Events. Errors answer `{"detail": ...}` with the status
  * from http-status.ts; a path that matches with another HTTP method answers 405 with `Allow`.
  * Throws at start-up when a google.api.http option is invalid (see {@link createRouteTable}).
@@ -78,6 +90,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     useProtoFieldName: true,
     alwaysEmitImplicit: true,
   };
+  const connectShapedOptions: Partial<JsonWriteOptions> = { ...writeOptions, alwaysEmitImplicit: false };
 
   const endpoints = new Map<Route, Endpoint>();
   for (const route of table.routes) {
@@ -85,8 +98,11 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const call = impls.get(route.service.typeName)?.[method.localName];
     if (!call) throw new Error(`${route.service.typeName} has no bound implementation of ${method.name}`);
     const narrow = route.responseBody?.name;
+    const options = CONNECT_SHAPED_PACKAGES.some((prefix) => route.service.typeName.startsWith(prefix))
+      ? connectShapedOptions
+      : writeOptions;
     const encode = (message: unknown): JsonValue => {
-      const json = toJson(method.output, normalize(method.output, message), writeOptions) as JsonObject;
+      const json = toJson(method.output, normalize(method.output, message), options) as JsonObject;
       return narrow === undefined ? json : (json[narrow] ?? null);
     };
     const frame = createSseFramer(method.output, encode);
@@ -119,6 +135,11 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       shutdownSignal,
     });
     const { ctx } = call;
+    const scope = scopeOf(req);
+    if (scope) {
+      scope.route = route.template.text;
+      ctx.values.set(requestScopeKey, scope);
+    }
     try {
       const request = await endpoint.decode(req, captures, query);
       if (route.method.methodKind === "server_streaming") {
@@ -149,10 +170,12 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
-    const found = table.lookup(req.method ?? "GET", path);
+    // HEAD is answered wherever GET is: the same handler, and Node leaves out the body.
+    const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
+    const found = table.lookup(method, path);
     if (found === undefined) return false;
     if (found.kind === "method-not-allowed") {
-      const allow = found.allowed.join(", ");
+      const allow = withHead(found.allowed).join(", ");
       writeRestError(res, 405, `method not allowed; this path accepts ${allow}`, { allow });
       return true;
     }

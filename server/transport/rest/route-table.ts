@@ -110,6 +110,11 @@ export function createRouteTable(services: readonly DescService[]): RouteTable {
   };
 }
 
+/** The methods a path allows, with HEAD beside GET (answered by the GET route). */
+export function withHead(methods: readonly string[]): string[] {
+  return methods.includes("GET") && !methods.includes("HEAD") ? [...methods, "HEAD"] : [...methods];
+}
+
 function compileRule(method: DescMethod, rule: HttpRule): Route {
   const { httpMethod, path } = patternOf(method, rule);
   const where = `${method.parent.typeName}.${method.name} (${httpMethod} ${path})`;

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { pgErrorCode } from "../store/db.js";
+import { pgErrorCode } from "./db.js";
 
 /**
  * What Postgres refuses to store, by SQLSTATE, and what the caller should change: only codes that a

@@ -1,0 +1,56 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "../logger.js";
+import type { RequestScope } from "../request-scope.js";
+import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
+
+/**
+ * Request ids a client may choose: up to 128 characters of letters, digits and `._:-` (UUIDs,
+ * ULIDs, trace ids, load balancers' ids all fit); anything else is replaced by a generated UUID so
+ * that no header value can break a log line or a downstream system.
+ */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The header that carries a request's id in and out. */
+export const REQUEST_ID_HEADER = "x-request-id";
+
+const scopes = new WeakMap<NodeServerRequest, RequestScope>();
+
+/**
+ * The scope of a request that {@link createAccessLog}'s `begin` saw, for the layers that fill it in
+ * (the route matched, the workspace selected); undefined for a request it did not see.
+ */
+export function scopeOf(req: NodeServerRequest): RequestScope | undefined {
+  return scopes.get(req);
+}
+
+/**
+ * Starts a request's access record: takes its `x-request-id` (or makes one) and echoes it on the
+ * response, then, when `log` is given, writes one info line once the response is closed:
+ * method, route template, status, duration, workspace and request id. Never the path's values, the
+ * query, headers or bodies, so keys and payloads stay out of the logs.
+ */
+export function createAccessLog(
+  log: Logger | undefined,
+): (req: NodeServerRequest, res: NodeServerResponse) => void {
+  return (req, res) => {
+    const given = req.headers[REQUEST_ID_HEADER];
+    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+    const scope: RequestScope = { route: undefined, workspaceId: undefined };
+    scopes.set(req, scope);
+    if (!log) return;
+    const started = performance.now();
+    res.once("close", () => {
+      log.info("request", {
+        method: req.method,
+        route: scope.route ?? null,
+        status: res.statusCode,
+        durationMs: Math.round((performance.now() - started) * 100) / 100,
+        workspaceId: scope.workspaceId ?? null,
+        requestId,
+        // A response cut off before its end: the client went away, or the server gave up on it.
+        ...(res.writableFinished ? {} : { incomplete: true }),
+      });
+    });
+  };
+}
