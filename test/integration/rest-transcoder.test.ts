@@ -315,8 +315,8 @@ describe("errors", () => {
   it("answers 405 with Allow when the path exists under other methods", async () => {
     const res = await call("/v1/items/a", { method: "PUT" });
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH, REPORT");
-    expect(res.body).toEqual({ detail: "method not allowed; this path accepts DELETE, GET, PATCH, REPORT" });
+    expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH, REPORT, HEAD");
+    expect(res.body).toEqual({ detail: "method not allowed; this path accepts DELETE, GET, PATCH, REPORT, HEAD" });
   });
 
   it("answers 404 JSON when no route matches", async () => {
