@@ -236,6 +236,8 @@ function agentProtocolDeps(deps: ServiceDeps) {
     runJob: () => deps.jobs.agentRun,
     bus: deps.runBus,
     settings: deps.runSettings,
+    webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+    webhookJob: () => deps.jobs.webhookDelivery,
     ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
   });
   return { systemAssistants, launcher, inputSchemas: createAssistantInputSchemas(graphs) };

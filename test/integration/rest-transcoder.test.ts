@@ -316,7 +316,9 @@ describe("errors", () => {
     const res = await call("/v1/items/a", { method: "PUT" });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH, REPORT, HEAD");
-    expect(res.body).toEqual({ detail: "method not allowed; this path accepts DELETE, GET, PATCH, REPORT, HEAD" });
+    expect(res.body).toEqual({
+      detail: "method not allowed; this path accepts DELETE, GET, PATCH, REPORT, HEAD",
+    });
   });
 
   it("answers 404 JSON when no route matches", async () => {

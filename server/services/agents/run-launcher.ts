@@ -4,10 +4,10 @@ import { CreateRunRequestSchema } from "../../../gen/agentplane/agents/v1/run_se
 import type { AgentRunRecord } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import { invalid } from "../request-validation.js";
-import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
-import { createRun, type RunCreationDeps, type RunTarget, resolveAssistant } from "./run-creation.js";
+import { cancelRunsInTx } from "./run-cancel.js";
+import { createRun, type RunTarget, resolveAssistant } from "./run-creation.js";
 import { parseRunRequest } from "./run-requests.js";
-import type { RunServiceDeps } from "./run-service.js";
+import { type RunServiceDeps, runCreationDepsOf } from "./run-service.js";
 import { readRunStream, waitForRunEnd } from "./run-streams.js";
 
 /** One event of a run's stream, as plain JSON. */
@@ -36,21 +36,9 @@ export interface RunLauncher {
 
 /** Creates a {@link RunLauncher} on the run service's dependencies. */
 export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
-  const { sql, bus, settings } = deps;
-  const cancelDeps: RunCancelDeps = {
-    bus,
-    dispatch: { queue: deps.queue, runJob: deps.runJob },
-    streamTtlSeconds: settings.streamTtlSeconds,
-  };
-  const creationDeps: RunCreationDeps = {
-    sql,
-    systemAssistants: deps.systemAssistants,
-    graphIds: () => deps.graphs.ids(),
-    cancel: cancelDeps,
-    settings,
-    configurableHeaders: deps.graphs.settings.http.configurableHeaders,
-    localRuns: deps.localRuns,
-  };
+  const { sql, bus } = deps;
+  const creationDeps = runCreationDepsOf(deps);
+  const cancelDeps = creationDeps.cancel;
   const readers = { sql, bus };
 
   return {

@@ -156,27 +156,36 @@ async function conflictsAs409<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** RunService: creating, streaming, waiting for, listing and cancelling runs. */
-export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunService> {
-  const { sql, bus, settings } = deps;
-  const cancelDeps: RunCancelDeps = {
-    bus,
+/**
+ * What creating and cancelling runs needs, from the run service's dependencies: shared by the run
+ * service and the launcher of the A2A and MCP adapters, so both create, cancel and owe webhooks alike.
+ */
+export function runCreationDepsOf(deps: RunServiceDeps): RunCreationDeps {
+  const cancel: RunCancelDeps = {
+    bus: deps.bus,
     dispatch: { queue: deps.queue, runJob: deps.runJob },
-    streamTtlSeconds: settings.streamTtlSeconds,
+    streamTtlSeconds: deps.settings.streamTtlSeconds,
     ...(deps.webhooks && deps.webhookJob
       ? { webhooks: { settings: deps.webhooks, job: deps.webhookJob } }
       : {}),
   };
-  const creationDeps: RunCreationDeps = {
-    sql,
+  return {
+    sql: deps.sql,
     systemAssistants: deps.systemAssistants,
     graphIds: () => deps.graphs.ids(),
-    cancel: cancelDeps,
-    settings,
+    cancel,
+    settings: deps.settings,
     configurableHeaders: deps.graphs.settings.http.configurableHeaders,
     localRuns: deps.localRuns,
     ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
   };
+}
+
+/** RunService: creating, streaming, waiting for, listing and cancelling runs. */
+export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunService> {
+  const { sql, bus } = deps;
+  const creationDeps = runCreationDepsOf(deps);
+  const cancelDeps = creationDeps.cancel;
   const readers = { sql, bus };
 
   const start = async (
