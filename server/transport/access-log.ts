@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../logger.js";
 import type { RequestScope } from "../request-scope.js";
+import { routeOf } from "./request-sample.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 
 /**
@@ -17,7 +18,7 @@ const scopes = new WeakMap<NodeServerRequest, RequestScope>();
 
 /**
  * The scope of a request that {@link createAccessLog}'s `begin` saw, for the layers that fill it in
- * (the route matched, the workspace selected); undefined for a request it did not see.
+ * (the workspace selected); undefined for a request it did not see.
  */
 export function scopeOf(req: NodeServerRequest): RequestScope | undefined {
   return scopes.get(req);
@@ -36,14 +37,14 @@ export function createAccessLog(
     const given = req.headers[REQUEST_ID_HEADER];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader(REQUEST_ID_HEADER, requestId);
-    const scope: RequestScope = { route: undefined, workspaceId: undefined };
+    const scope: RequestScope = { workspaceId: undefined };
     scopes.set(req, scope);
     if (!log) return;
     const started = performance.now();
     res.once("close", () => {
       log.info("request", {
         method: req.method,
-        route: scope.route ?? null,
+        route: routeOf(req) ?? null,
         status: res.statusCode,
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         workspaceId: scope.workspaceId ?? null,

@@ -1,5 +1,4 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { scopeOf } from "./access-log.js";
 import type { AdapterEndpoint, HttpAdapter } from "./http-adapter.js";
 import { textProblem } from "./input/input-problem.js";
 import { labelRoute } from "./request-sample.js";
@@ -50,8 +49,6 @@ export function createAdapterRouter(
     res: NodeServerResponse,
   ): Promise<void> => {
     labelRoute(req, endpoint.path);
-    const scope = scopeOf(req);
-    if (scope) scope.route = endpoint.path;
     try {
       const vars: Record<string, string> = {};
       template.variables.forEach((variable, i) => {

@@ -66,10 +66,7 @@ export function createConnectAdapter(
     }
     const rpc = `${handler.service.typeName}/${handler.method.name}`;
     const scope = scopeOf(req);
-    if (scope) {
-      scope.route = handler.requestPath;
-      request.contextValues = createContextValues().set(requestScopeKey, scope);
-    }
+    if (scope) request.contextValues = createContextValues().set(requestScopeKey, scope);
     handler({ ...request, body: screenedRpcBody(req, handler.method, options.bodyMaxBytes) })
       .then((response) => universalResponseToNodeResponse(response, res))
       .catch((reason: unknown) => {

@@ -37,6 +37,11 @@ export function labelRoute(req: NodeServerRequest, route: string): void {
   routes.set(req, route);
 }
 
+/** The route a layer labelled `req` with; undefined when none matched it. */
+export function routeOf(req: NodeServerRequest): string | undefined {
+  return routes.get(req);
+}
+
 /**
  * Calls `observe` once when the response to `req` finishes or its connection closes first, with the
  * route a layer labelled it with ({@link labelRoute}) or {@link UNMATCHED_ROUTE}.
@@ -52,7 +57,7 @@ export function observeRequest(
     if (done) return;
     done = true;
     observe({
-      route: routes.get(req) ?? UNMATCHED_ROUTE,
+      route: routeOf(req) ?? UNMATCHED_ROUTE,
       method: req.method ?? "GET",
       status: res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS,
       durationMs: performance.now() - started,

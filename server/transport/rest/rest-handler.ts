@@ -136,10 +136,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     });
     const { ctx } = call;
     const scope = scopeOf(req);
-    if (scope) {
-      scope.route = route.template.text;
-      ctx.values.set(requestScopeKey, scope);
-    }
+    if (scope) ctx.values.set(requestScopeKey, scope);
     try {
       const request = await endpoint.decode(req, captures, query);
       if (route.method.methodKind === "server_streaming") {
