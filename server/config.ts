@@ -1,3 +1,8 @@
+/**
+ * The environment contract of one process: every setting, its default and its validation. Kept in
+ * one file past the usual size on purpose: it is read beside the README's configuration table, and
+ * `loadConfig` reports every problem at once, which splitting it would scatter.
+ */
 import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { parseWebhookHeaders } from "./net/webhook-headers.js";
