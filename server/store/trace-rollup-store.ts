@@ -30,6 +30,22 @@ export async function lockTraces(
 }
 
 /**
+ * The traces of stored runs by id (runs not stored are left out), so that a batch can lock the
+ * traces of runs it updates without their trace id before it writes anything.
+ */
+export async function storedTraceIds(
+  q: WorkspaceBound,
+  workspaceId: string,
+  runIds: readonly string[],
+): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  const rows = await q<{ trace_id: string }[]>`
+    select distinct trace_id::text from runs
+    where workspace_id = ${workspaceId} and id = any(${[...runIds]}::uuid[])`;
+  return rows.map((row) => row.trace_id);
+}
+
+/**
  * Recomputes the totals of each trace onto its root run; rows whose totals did not change are not
  * written. A trace whose root is not stored yet gets its totals when the root arrives.
  *

@@ -22,7 +22,7 @@ import {
   upsertPostedRuns,
   type WrittenRun,
 } from "../store/run-store.js";
-import { lockTraces, rollUpTraces } from "../store/trace-rollup-store.js";
+import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
 import type { NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
@@ -91,12 +91,23 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       try {
         return await sql.begin(async (transaction) => {
           const tx = await enterWorkspaceScope(transaction, [actor.workspaceId]);
+          // Every trace the batch writes is locked before anything is written (projects
+          // included), in one ordered statement: batches of one trace then queue on its lock
+          // instead of each holding a row the other needs while waiting for the lock it holds.
+          const positioned = [...posts, ...patches.filter((p) => p.positioned)];
+          const updateOnly = patches.filter((p) => !p.positioned);
+          const locked = new Set([
+            ...positioned.map((run) => run.traceId),
+            ...(await storedTraceIds(
+              tx,
+              actor.workspaceId,
+              updateOnly.map((p) => p.id),
+            )),
+          ]);
+          await lockTraces(tx, actor.workspaceId, [...locked]);
           const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
-          const positioned = [...posts, ...patches.filter((p) => p.positioned)];
-          const locked = new Set(positioned.map((run) => run.traceId));
-          await lockTraces(tx, actor.workspaceId, [...locked]);
           const written: WrittenRun[] = [
             ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
             ...(await upsertPatchedRuns(
@@ -106,7 +117,6 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               rows(patches.filter((p) => p.positioned)),
             )),
           ];
-          const updateOnly = patches.filter((p) => !p.positioned);
           const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly));
           const updated = new Set(updatedRuns.map((r) => r.id));
           const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
@@ -116,8 +126,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               Code.NotFound,
             );
           }
-          // Patches without dotted_order name their trace only once stored: locked now (rarely
-          // anything new, as the SDKs send dotted_order with every patch).
+          // A run stored by a concurrent batch after the lookup above names its trace only now:
+          // locked here (rarely anything, as the SDKs send dotted_order with every patch).
           const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
           await lockTraces(
             tx,
