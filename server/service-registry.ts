@@ -224,8 +224,21 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
   },
 ];
 
+/** What the A2A and MCP adapters start runs with, built once per server so they share its caches. */
+const agentProtocols = new WeakMap<ServiceDeps, ReturnType<typeof buildAgentProtocolDeps>>();
+
 /** What the A2A and MCP adapters start runs with: the run service's machinery, for their workspace. */
-function agentProtocolDeps(deps: ServiceDeps) {
+function agentProtocolDeps(deps: ServiceDeps): ReturnType<typeof buildAgentProtocolDeps> {
+  let built = agentProtocols.get(deps);
+  if (!built) {
+    built = buildAgentProtocolDeps(deps);
+    agentProtocols.set(deps, built);
+  }
+  return built;
+}
+
+/** The system assistants, run launcher and input-schema cache of {@link agentProtocolDeps}. */
+function buildAgentProtocolDeps(deps: ServiceDeps) {
   const { sql, graphs } = deps;
   const systemAssistants = createSystemAssistants({ sql, graphs });
   const launcher = createRunLauncher({
