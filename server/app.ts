@@ -336,7 +336,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
           ...(config.role === "worker"
             ? []
             : [
-                await createDocsAdapter({
+                createDocsAdapter({
                   services: services.map((bound) => bound.service),
                   publicServices: new Set([SystemService.typeName]),
                   adapterRoutes: [

@@ -55,25 +55,38 @@ export const DOCS_ROUTES: readonly AdapterRoute[] = [OPENAPI_PATH, ...FILES.keys
 }));
 
 /**
- * Serves `/openapi.json` (built once, here, from `sources` and the comments of proto/agentplane)
+ * Serves `/openapi.json` (built once, on its first request, from `sources` and the comments of proto/agentplane)
  * and the `/docs` page that renders it with Swagger UI. Both are public: they describe the API and
  * hold no data.
  */
-export async function createDocsAdapter(sources: Omit<OpenApiSources, "comments">): Promise<HttpAdapter> {
-  const document = buildOpenApiDocument({
-    ...sources,
-    adapterRoutes: [...sources.adapterRoutes, ...DOCS_ROUTES],
-    comments: await readProtoComments(PROTO_DIR),
-  });
-  const documentBody = Buffer.from(JSON.stringify(document));
-  const cache = new Map<string, Buffer>([[OPENAPI_PATH, documentBody]]);
+export function createDocsAdapter(sources: Omit<OpenApiSources, "comments">): HttpAdapter {
+  // Built on the first request rather than at start: every process starts without reading proto/.
+  let documentBody: Promise<Buffer> | undefined;
+  const openApiBody = (): Promise<Buffer> => {
+    documentBody ??= readProtoComments(PROTO_DIR).then((comments) =>
+      Buffer.from(
+        JSON.stringify(
+          buildOpenApiDocument({
+            ...sources,
+            adapterRoutes: [...sources.adapterRoutes, ...DOCS_ROUTES],
+            comments,
+          }),
+        ),
+      ),
+    );
+    documentBody.catch(() => {
+      documentBody = undefined;
+    });
+    return documentBody;
+  };
+  const cache = new Map<string, Buffer>();
   const types = new Map([[OPENAPI_PATH, "application/json"]]);
   for (const [url, file] of FILES) types.set(url, file.type);
 
   const serve =
     (url: string): AdapterServe =>
     async (req, res) => {
-      let body = cache.get(url);
+      let body = url === OPENAPI_PATH ? await openApiBody() : cache.get(url);
       if (!body) {
         body = await readFile(FILES.get(url)!.path);
         cache.set(url, body);
