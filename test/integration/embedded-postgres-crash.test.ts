@@ -74,6 +74,12 @@ afterAll(async () => {
     server.child.kill("SIGKILL");
     await server.exited;
   }
+  // The killed server's postmaster shuts down on its own (parent-death signal) and writes its
+  // statistics as it goes: wait for it, or the directory changes under the removal.
+  const postmaster = await postmasterPidOf(dataDir).catch(() => undefined);
+  const deadline = Date.now() + 20_000;
+  while (postmaster !== undefined && (await isAlive(postmaster)) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   await rm(dataDir, { recursive: true, force: true });
 });
 
