@@ -92,7 +92,9 @@ describe("embedded Postgres under a running server", () => {
     const pid = await postmasterPidOf(dataDir);
 
     process.kill(pid, "SIGKILL");
-    const { answers, recoveredMs } = await callUntilRecovered();
+    const { answers, recoveredMs } = await callUntilRecovered().catch((error: unknown) => {
+      throw new Error(`${String(error)}; the server's log ends with:\n${server.stderr().slice(-4000)}`);
+    });
     console.log(`postmaster SIGKILL: /ok?check_db=1 answered 200 again after ${Math.round(recoveredMs)} ms`);
 
     for (const answer of answers) {
