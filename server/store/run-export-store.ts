@@ -1,7 +1,7 @@
-import type { RunCondition, SqlFragment } from "../tracing/filter/index.js";
-import { runFilterSql } from "../tracing/filter/index.js";
 import type { RunCursor } from "./bulk-export-run-store.js";
 import type { Queryable } from "./db.js";
+import type { RunCondition } from "./run-condition.js";
+import { runFilterSql, type SqlFragment } from "./run-filter-sql.js";
 import { inWorkspace } from "./sql-conditions.js";
 
 /**

@@ -1,6 +1,6 @@
-import type { RunCondition, SqlFragment } from "../tracing/filter/index.js";
-import { runFilterSql } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
+import type { RunCondition } from "./run-condition.js";
+import { runFilterSql, type SqlFragment } from "./run-filter-sql.js";
 import { inWorkspace } from "./sql-conditions.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 

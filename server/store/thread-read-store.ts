@@ -1,5 +1,6 @@
-import { type RunCondition, runFilterSql, type SqlFragment } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
+import type { RunCondition } from "./run-condition.js";
+import { runFilterSql, type SqlFragment } from "./run-filter-sql.js";
 import { inWorkspace } from "./sql-conditions.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 

@@ -1,5 +1,5 @@
-import type { SqlFragment } from "../tracing/filter/index.js";
 import type { Queryable } from "./db.js";
+import type { SqlFragment } from "./run-filter-sql.js";
 import { inWorkspace } from "./sql-conditions.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 

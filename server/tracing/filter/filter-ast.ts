@@ -1,10 +1,12 @@
+import type { ComparisonOperator } from "../../store/run-condition.js";
+
 /**
  * The syntax tree of a filter expression, as {@link parseFilter} builds it: typed by function, with
  * the position of every node. Field names are not checked here; {@link checkFilter} does that.
  */
 
-/** Comparison functions: `fn(field, value)`. */
-export type ComparisonOperator = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
+/** Comparison functions: `fn(field, value)`; declared with the checked condition the store compiles. */
+export type { ComparisonOperator };
 
 /** A literal value, at its position. */
 export type FilterLiteral =

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { FILTER_FIELDS } from "../../store/filter-fields.js";
 import { validateFilter } from "./filter-checker.js";
 import { FilterError } from "./filter-error.js";
-import { FILTER_FIELDS } from "./filter-fields.js";
 import { normalizeTimestamp } from "./timestamp-literal.js";
 
 function errorOf(text: string): FilterError {

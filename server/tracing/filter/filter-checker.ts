@@ -1,6 +1,4 @@
 import { isUuid } from "../../ids.js";
-import type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
-import { FilterError } from "./filter-error.js";
 import {
   type ColumnField,
   type EntryField,
@@ -8,10 +6,12 @@ import {
   type FilterField,
   SEARCH_FIELDS,
   type SearchField,
-} from "./filter-fields.js";
+} from "../../store/filter-fields.js";
+import type { ConditionValue, EntryCondition, RunCondition } from "../../store/run-condition.js";
+import type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
+import { FilterError } from "./filter-error.js";
 import { DURATION_UNITS } from "./filter-lexer.js";
 import { parseFilter } from "./filter-parser.js";
-import type { ConditionValue, EntryCondition, RunCondition } from "./run-condition.js";
 import { normalizeTimestamp } from "./timestamp-literal.js";
 
 const FIELD_LIST = [...FILTER_FIELDS.keys()].join(", ");

@@ -11,11 +11,12 @@
  * (`inWorkspace` in store/sql-conditions.ts, `inWorkspaceScope` in store/workspace-scope.ts: the
  * workspace condition, and the row-level security beneath it.)
  */
+
+export { FILTER_FIELDS, SEARCH_FIELDS } from "../../store/filter-fields.js";
+export type { ConditionValue, EntryCondition, RunCondition } from "../../store/run-condition.js";
+export { runFilterSql, type SqlFragment } from "../../store/run-filter-sql.js";
 export type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
 export { checkFilter, validateFilter } from "./filter-checker.js";
 export { describeFilterError, FilterError } from "./filter-error.js";
-export { FILTER_FIELDS, SEARCH_FIELDS } from "./filter-fields.js";
 export { type Token, tokenize } from "./filter-lexer.js";
 export { FILTER_FUNCTIONS, parseFilter } from "./filter-parser.js";
-export type { ConditionValue, EntryCondition, RunCondition } from "./run-condition.js";
-export { runFilterSql, type SqlFragment } from "./run-filter-sql.js";

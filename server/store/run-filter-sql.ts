@@ -1,8 +1,7 @@
 import type postgres from "postgres";
-import type { Queryable } from "../../store/db.js";
-import type { ComparisonOperator } from "./filter-ast.js";
+import type { Queryable } from "./db.js";
 import type { ColumnField, EntryFamily, SearchField } from "./filter-fields.js";
-import type { ConditionValue, EntryCondition, RunCondition } from "./run-condition.js";
+import type { ComparisonOperator, ConditionValue, EntryCondition, RunCondition } from "./run-condition.js";
 
 /** A piece of SQL with its parameters, to nest in a porsager query (`sql\`... where ${fragment}\``). */
 export type SqlFragment = postgres.Fragment;

@@ -1,5 +1,7 @@
-import type { ComparisonOperator } from "./filter-ast.js";
 import type { ColumnField, EntryFamily, EntryPart, SearchField } from "./filter-fields.js";
+
+/** Comparison functions: `fn(field, value)`. */
+export type ComparisonOperator = "eq" | "neq" | "gt" | "gte" | "lt" | "lte";
 
 /** A value a checked condition compares with. Timestamps are normalised ISO strings. */
 export type ConditionValue = string | number | boolean;
