@@ -69,6 +69,17 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // A promise nobody awaited that rejects (a query failing while Postgres restarts, say) leaves no
+  // state half-changed: its error is logged and the server goes on serving everyone else. An
+  // exception thrown out of a callback may have, so it is logged as a JSON line and ends the
+  // process, as Node would (the embedded Postgres is stopped on exit).
+  process.on("unhandledRejection", (reason: unknown) => {
+    log.error("a promise rejected with nobody to handle it; serving on", { error: reason });
+  });
+  process.on("uncaughtException", (error: Error) => {
+    log.error("uncaught exception; exiting", { error });
+    process.exit(1);
+  });
   app = await startApp(config, log);
   if (stopRequested) {
     stop();
