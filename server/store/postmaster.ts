@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { constants } from "node:fs";
-import { access, chmod, readdir, readFile } from "node:fs/promises";
+import { constants, readdirSync, readFileSync } from "node:fs";
+import { access, chmod, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { arch, platform } from "node:os";
 import { basename } from "node:path";
@@ -116,7 +116,7 @@ async function stopChild(child: ChildProcess, exited: Promise<PostmasterExit>): 
     ["SIGQUIT", IMMEDIATE_SHUTDOWN_MS],
   ] as const) {
     child.kill(signal);
-    await continueProcessTree(child.pid);
+    continueProcessTree(child.pid);
     if (await Promise.race([gone, delay(waitMs).then(() => false)])) return;
   }
   child.kill("SIGKILL");
@@ -133,7 +133,7 @@ export async function stopForeignPostmaster(pid: number, fastMs: number): Promis
     ["SIGQUIT", IMMEDIATE_SHUTDOWN_MS],
   ] as const) {
     signalIfAlive(pid, signal);
-    await continueProcessTree(pid);
+    continueProcessTree(pid);
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (!(await isProcessAlive(pid))) return;
@@ -144,21 +144,23 @@ export async function stopForeignPostmaster(pid: number, fastMs: number): Promis
 }
 
 /**
- * Sends SIGCONT to a process and its children (a postmaster's backends and helpers): a stopped
- * process holds signals pending, and a postmaster waits for its backends to exit.
+ * Sends SIGCONT to a process and its stopped children (a postmaster's backends and helpers): a
+ * stopped process holds signals pending, and a postmaster waits for its backends to exit.
+ * Synchronous (a scan of /proc takes milliseconds), so it completes even when called as the process
+ * exits, or from a shutdown step that overruns its grace and is abandoned.
  */
-async function continueProcessTree(pid: number | undefined): Promise<void> {
+export function continueProcessTree(pid: number | undefined): void {
   if (!pid) return;
   signalIfAlive(pid, "SIGCONT");
   let entries: string[];
   try {
-    entries = await readdir("/proc");
+    entries = readdirSync("/proc");
   } catch {
     return;
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
-    const stat = await procStat(Number(entry));
+    const stat = procStatSync(Number(entry));
     if (stat?.ppid === pid && stat.state === "T") signalIfAlive(Number(entry), "SIGCONT");
   }
 }
@@ -184,14 +186,22 @@ export async function isProcessAlive(pid: number): Promise<boolean> {
 
 /** State and parent pid from /proc/<pid>/stat; undefined where /proc cannot tell (not Linux, gone). */
 export async function procStat(pid: number): Promise<{ state: string; ppid: number } | undefined> {
+  return readFile(`/proc/${pid}/stat`, "utf8").then(parseProcStat, () => undefined);
+}
+
+/** {@link procStat}, blocking: for the few callers that must not yield. */
+function procStatSync(pid: number): { state: string; ppid: number } | undefined {
   try {
-    // /proc/<pid>/stat reads "<pid> (<command>) <state> <ppid> ..."; the command may itself contain ")".
-    const line = await readFile(`/proc/${pid}/stat`, "utf8");
-    const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
-    return { state: fields[0] ?? "", ppid: Number(fields[1]) };
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return undefined;
   }
+}
+
+/** /proc/<pid>/stat reads "<pid> (<command>) <state> <ppid> ..."; the command may itself contain ")". */
+function parseProcStat(line: string): { state: string; ppid: number } {
+  const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
+  return { state: fields[0] ?? "", ppid: Number(fields[1]) };
 }
 
 /** True when the process runs the Postgres server binary (not a pid reused by something else). */
