@@ -104,6 +104,8 @@ async function bundleOne(spec: UiBundleSpec, shared: readonly string[]): Promise
     const result = await build({
       entryPoints: [{ in: "lgui-entry", out: "entrypoint" }],
       outdir: `/lgui/${spec.name}`,
+      // esbuild's messages then name files relative to the module's folder.
+      absWorkingDir: dirname(spec.file),
       write: false,
       bundle: true,
       platform: "browser",

@@ -10,6 +10,8 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemAssistantId } from "../../server/runtime/system-assistant-id.js";
+import { UiBundleError } from "../../server/runtime/ui-bundler.js";
+import { writeGraphFixture } from "../support/graph-fixture.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const CONFIG = fileURLToPath(new URL("./fixtures/generative-ui/langgraph.json", import.meta.url));
@@ -227,5 +229,29 @@ describe("UI messages of a run", () => {
 
     const state = await sdk.threads.getState<{ ui: Record<string, unknown>[] }>(thread.thread_id);
     expect(state.values.ui).toEqual([weather]);
+  });
+});
+
+describe("start-up", () => {
+  it("stops with esbuild's message and the file when a ui module does not bundle", async () => {
+    const project = await writeGraphFixture(
+      {
+        "graph.ts": `export { plain as graph } from "${CONFIG.replace("langgraph.json", "weather-graph.ts")}";`,
+        "ui.tsx": "export default { card: () => <div>unclosed };",
+      },
+      { graphs: { agent: "./graph.ts:graph" }, ui: { agent: "./ui.tsx" } },
+    );
+    try {
+      const starting = startTestApp({ graphConfigPath: project.configFile, databaseUrl: t.databaseUrl });
+      await expect(starting).rejects.toBeInstanceOf(UiBundleError);
+      await expect(starting).rejects.toThrow(
+        `generative UI "ui.agent" (${project.dir}/ui.tsx) does not bundle`,
+      );
+      await expect(starting).rejects.toThrow(
+        /ERROR\] Unexpected end of file before a closing "div" tag\s+ui\.tsx:1:45/,
+      );
+    } finally {
+      await project.remove();
+    }
   });
 });
