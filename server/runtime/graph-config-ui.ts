@@ -37,13 +37,13 @@ export function uiGlobalName(name: string): string {
 /**
  * Validates `ui` (name → module path, relative to the graphs file `file`) and `ui_config`
  * (`{shared: [module, …]}`); every problem is recorded with its key path. Undefined when the file
- * has no `ui`. `graphIds` only feeds `warnings`: a key that names no graph is reachable through
+ * has no `ui`. `graphs` only feeds `warnings`: a key that names no graph is reachable through
  * `LoadExternalComponent`'s `namespace` only.
  */
 export function parseUiConfig(
   raw: Record<string, unknown>,
   file: string,
-  graphIds: readonly string[],
+  graphs: readonly { readonly graphId: string }[],
   problems: string[],
   warnings: string[],
 ): UiConfig | undefined {
@@ -78,7 +78,7 @@ export function parseUiConfig(
       continue;
     }
     globals.set(global, name);
-    if (!graphIds.includes(name))
+    if (!graphs.some((graph) => graph.graphId === name))
       warnings.push(
         `ui.${name} names no graph: assistants use the ui of their graph id, so only LoadExternalComponent's namespace "${name}" reaches it`,
       );

@@ -267,14 +267,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
 
-  const ui = parseUiConfig(
-    raw,
-    file,
-    Object.keys(isRecord(raw.graphs) ? raw.graphs : {}),
-    problems,
-    warnings,
-  );
-
+  const ui = parseUiConfig(raw, file, graphs, problems, warnings);
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
     file,
