@@ -232,6 +232,30 @@ describe("UI messages of a run", () => {
   });
 });
 
+describe("a second server on the same database", () => {
+  it("serves the same UI for an assistant the first one created", async () => {
+    const second = await startTestApp({ graphConfigPath: CONFIG, databaseUrl: t.databaseUrl });
+    try {
+      const assistant = await sdk.assistants.create({ graphId: "weather", name: "made on the first" });
+      const response = await fetch(`${second.baseUrl}/ui/${assistant.assistant_id}`, {
+        method: "POST",
+        headers: { "x-api-key": t.adminKey, "content-type": "application/json" },
+        body: JSON.stringify({ name: "weather" }),
+      });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain(`src="${second.baseUrl}/ui/weather/entrypoint.js"`);
+      const [first, other] = await Promise.all(
+        [t.baseUrl, second.baseUrl].map(
+          async (base) => (await fetch(`${base}/ui/weather/entrypoint.js`)).headers,
+        ),
+      );
+      expect(other!.get("etag")).toBe(first!.get("etag"));
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
 describe("start-up", () => {
   it("stops with esbuild's message and the file when a ui module does not bundle", async () => {
     const project = await writeGraphFixture(
