@@ -26,6 +26,7 @@ import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
+import { buildUiBundles } from "./runtime/ui-bundler.js";
 import { createApiServices, createRestAdapters, REST_ADAPTERS } from "./service-registry.js";
 import { createCronFiring } from "./services/agents/cron-firing.js";
 import { explainDatabaseOutage } from "./services/database-outage.js";
@@ -132,6 +133,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       assistantDefaults: config.assistantDefaults,
     });
     onStop("graphs", () => graphs.close());
+    // Bundled once, before anything starts: a broken component stops start-up like a broken graph.
+    const uiBundles = await buildUiBundles(config.role === "worker" ? undefined : graphs.settings.ui, log);
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });
@@ -295,6 +298,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       runBus,
       runSettings,
       clock: hooks.clock ?? systemClock,
+      uiBundles,
     };
     const services: BoundService[] = [
       bindService(

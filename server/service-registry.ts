@@ -30,11 +30,13 @@ import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
 import type { GraphRegistry } from "./runtime/graph-registry.js";
 import type { RunEventBus } from "./runtime/run-event-bus.js";
+import type { UiBundles } from "./runtime/ui-bundler.js";
 import { createA2aService } from "./services/agents/a2a-service.js";
 import { createAssistantInputSchemas } from "./services/agents/assistant-input-schemas.js";
 import { createAssistantService } from "./services/agents/assistant-service.js";
 import { createAssistantTools } from "./services/agents/assistant-tools.js";
 import { createCronService } from "./services/agents/cron-service.js";
+import { createGenerativeUi } from "./services/agents/generative-ui.js";
 import { createRunLauncher } from "./services/agents/run-launcher.js";
 import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
@@ -66,6 +68,7 @@ import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
 import { createMcpAdapter, MCP_ROUTES } from "./transport/mcp/mcp-adapter.js";
 import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
+import { createUiAdapter, UI_ROUTES } from "./transport/ui-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
 import { createUsagePageAdapter, USAGE_PAGE_ROUTES } from "./transport/usage-page-adapter.js";
 
@@ -94,6 +97,8 @@ export interface ServiceDeps {
   readonly localRuns?: Pick<AgentRunWorker, "reserve">;
   /** Where calendar-driven work (cron schedules) reads the time. */
   readonly clock: Clock;
+  /** The graphs file's generative-UI bundles, built at start. */
+  readonly uiBundles: UiBundles;
 }
 
 /**
@@ -220,6 +225,16 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
       if (deps.graphs.settings.http.disableMcp) return [];
       const tools = createAssistantTools({ sql: deps.sql, graphs: deps.graphs, ...agentProtocolDeps(deps) });
       return createMcpAdapter({ auth, tools, version: deps.version, log: deps.log });
+    },
+  },
+  {
+    routes: UI_ROUTES,
+    create: (deps, auth) => {
+      const { sql, graphs } = deps;
+      const systemAssistants = createSystemAssistants({ sql, graphs });
+      const graphIds = () => graphs.ids();
+      const ui = createGenerativeUi({ sql, systemAssistants, graphIds, bundles: deps.uiBundles });
+      return createUiAdapter({ ui, auth });
     },
   },
 ];

@@ -1,6 +1,7 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
   LANGGRAPH_CONFIG,
@@ -73,6 +74,8 @@ export interface GraphConfig {
   readonly checkpointer: { readonly ttl?: CheckpointerTtlConfig };
   /** `http` settings. */
   readonly http: HttpConfig;
+  /** `ui` and `ui_config`: generative-UI components (graph-config-ui.ts); undefined without `ui`. */
+  readonly ui?: UiConfig;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -264,6 +267,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
 
+  const ui = parseUiConfig(raw, file, graphs, problems, warnings);
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
     file,
@@ -273,6 +277,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     store,
     checkpointer,
     http,
+    ...optional("ui", ui),
     warnings,
   };
 }

@@ -65,8 +65,8 @@ export interface GraphRegistry {
   get(graphId: string): RegisteredGraph | undefined;
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
-  /** The config file's `store`, `checkpointer` and `http` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http">;
+  /** The config file's `store`, `checkpointer`, `http` and `ui` settings. */
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui">;
   /** Stops work in progress (a schema extraction); call it when the process stops. */
   close(): Promise<void>;
 }
@@ -135,7 +135,12 @@ export async function createGraphRegistry(
     ids: () => [...graphs.keys()],
     get: (graphId) => graphs.get(graphId),
     configFile: config.file,
-    settings: { store: config.store, checkpointer: config.checkpointer, http: config.http },
+    settings: {
+      store: config.store,
+      checkpointer: config.checkpointer,
+      http: config.http,
+      ...(config.ui ? { ui: config.ui } : {}),
+    },
     close: () => extractor.close(),
   };
 }

@@ -29,6 +29,7 @@ const INGEST_TAG = "Trace ingest (LangSmith-compatible)";
 const PAGES_TAG = "Web pages";
 const SYSTEM_TAG = "Operations";
 const AGENT_PROTOCOLS_TAG = "A2A and MCP";
+const UI_TAG = "Generative UI";
 
 /** A run as the LangSmith SDK sends it; the server validates it field by field. */
 const RUN_BODY: JsonSchema = {
@@ -177,6 +178,33 @@ export const ADAPTER_OPERATIONS: ReadonlyMap<string, AdapterOperation> = new Map
       authenticated: true,
       requestBody: { "application/json": { type: "object" } },
       success: { status: "200", content: { "application/json": { type: "object" } } },
+    },
+  ],
+  [
+    "POST /ui/{assistant_id}",
+    {
+      summary: "The HTML that loads a generative-UI component (what `LoadExternalComponent` inserts)",
+      description:
+        "`assistant_id` is an assistant's UUID (its graph's `ui` entry applies), a graph id or a `ui` key; " +
+        'the body names the component: `{"name": "weather"}`.',
+      tag: UI_TAG,
+      authenticated: true,
+      requestBody: {
+        "application/json": { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+      },
+      success: STATIC("text/html"),
+    },
+  ],
+  [
+    "GET /ui/{name}/{file}",
+    {
+      summary: "A file of a generative-UI bundle (`entrypoint.js`, `entrypoint.css`)",
+      tag: UI_TAG,
+      authenticated: false,
+      success: {
+        status: "200",
+        content: { "text/javascript": { type: "string" }, "text/css": { type: "string" } },
+      },
     },
   ],
   [
