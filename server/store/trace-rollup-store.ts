@@ -49,11 +49,13 @@ export async function storedTraceIds(
  * Recomputes the totals of each trace onto its root run; rows whose totals did not change are not
  * written. A trace whose root is not stored yet gets its totals when the root arrives.
  *
- * The totals are materialized and the roots found by id, so the statement sums each trace once and
- * reads its roots by primary key whatever the planner's statistics say: right after a bulk load,
- * before autovacuum analyzes `runs`, it otherwise walks every root of the workspace and sums the
- * batch's traces again for each (measured: 420 ms per batch of ten traces at 10,000 runs, against
- * under a millisecond; auto_explain, bench:ingest's shape).
+ * The totals are materialized, so the statement sums each trace once, and the roots are looked up
+ * by their trace as well as their id (a root's trace_id is its id): whichever index on `runs` the
+ * planner picks, it then reads only the batch's traces. Right after a bulk load, before autovacuum
+ * analyzes `runs`, its statistics show a near-empty table; with row-level security's workspace
+ * condition on every index it otherwise chose the trace index with the workspace alone and filtered
+ * every run of the workspace for the roots (measured with auto_explain, bench:ingest's shape: 12–18 ms
+ * per batch of ten traces at 5,000 runs and growing with the table, against 0.6 ms).
  */
 export async function rollUpTraces(
   q: WorkspaceBound,
@@ -84,8 +86,8 @@ export async function rollUpTraces(
       completion_cost = totals.completion_cost,
       first_token_time = totals.first_token_time
     from totals
-    where runs.workspace_id = ${workspaceId} and runs.id = any(${[...traceIds]}::uuid[])
-      and runs.id = totals.trace_id and runs.is_root
+    where runs.workspace_id = ${workspaceId} and runs.trace_id = any(${[...traceIds]}::uuid[])
+      and runs.id = any(${[...traceIds]}::uuid[]) and runs.id = totals.trace_id and runs.is_root
       and (runs.total_tokens, runs.prompt_tokens, runs.completion_tokens, runs.total_cost,
            runs.prompt_cost, runs.completion_cost, runs.first_token_time)
         is distinct from

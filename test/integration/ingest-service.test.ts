@@ -101,4 +101,20 @@ describe("ingestRuns", () => {
       note: { n: 1, avg: null, values: {} },
     });
   });
+
+  it("deletes the runs of a purged workspace, through its projects", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const organizationId = uuidv7();
+    const workspaceId = uuidv7();
+    await db()
+      .sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
+    await db().sql`
+      insert into workspaces (id, organization_id, display_name, tenant_handle)
+      values (${workspaceId}, ${organizationId}, 'gone', ${`g-${workspaceId.slice(-6)}`})`;
+    const run = rootRun(`purged-${randomUUID()}`);
+    await ingest.ingestRuns({ workspaceId, userId: null, apiKeyId: null }, { post: [run] });
+    expect(await db().sql`select id from runs where workspace_id = ${workspaceId}`).toHaveLength(1);
+    await db().sql`delete from workspaces where id = ${workspaceId}`;
+    expect(await db().sql`select id from runs where workspace_id = ${workspaceId}`).toHaveLength(0);
+  });
 });
