@@ -17,8 +17,8 @@ export interface LineSink {
 
 /**
  * Above this many queued characters a batch is written at once rather than at the end of the turn,
- * so a burst (a loop logging thousands of lines) holds bounded memory: 64 KiB is one Linux pipe
- * buffer, so one write still moves the batch whole.
+ * so a burst (a loop logging thousands of lines) holds bounded memory: 64 Ki characters of JSON lines
+ * are about one Linux pipe buffer, so one write still moves the batch whole.
  */
 const MAX_BATCH_CHARS = 64 * 1024;
 
