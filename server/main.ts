@@ -1,6 +1,7 @@
 import { startApp } from "./app.js";
 import { ConfigError, loadConfig, shutdownBudgetMs } from "./config.js";
 import { createLogger } from "./logger.js";
+import { stderrLines } from "./stderr-lines.js";
 
 /**
  * Beyond the grace, how long shutdown may take before the process exits regardless: a backstop
@@ -95,6 +96,8 @@ function formatHost(host: string): string {
 }
 
 main().catch((error: unknown) => {
+  // Log lines of the failed start first, in the order they happened.
+  stderrLines().flush();
   process.stderr.write(
     `agentplane failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
   );

@@ -1,0 +1,82 @@
+import { describe, expect, it } from "vitest";
+import { createLogger } from "./logger.js";
+
+function capture(level: "debug" | "info" = "debug") {
+  const lines: string[] = [];
+  return { lines, log: createLogger(level, (line) => lines.push(line)) };
+}
+
+describe("createLogger", () => {
+  it("writes one JSON line: time, level, message, then the fields in their order", () => {
+    const { lines, log } = capture();
+    const before = Date.now();
+    log.info("request", {
+      method: "GET",
+      status: 200,
+      durationMs: 1.5,
+      workspaceId: null,
+      absent: undefined,
+    });
+    const after = Date.now();
+    expect(lines).toHaveLength(1);
+    const line = lines[0] ?? "";
+    expect(line.endsWith("}\n")).toBe(true);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual([
+      "time",
+      "level",
+      "message",
+      "method",
+      "status",
+      "durationMs",
+      "workspaceId",
+    ]);
+    expect(parsed).toMatchObject({
+      level: "info",
+      message: "request",
+      method: "GET",
+      status: 200,
+      durationMs: 1.5,
+    });
+    const time = String(parsed.time);
+    expect(new Date(time).toISOString()).toBe(time);
+    expect(Date.parse(time)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(time)).toBeLessThanOrEqual(after);
+  });
+
+  it("writes lines without fields, and drops those below its level", () => {
+    const { lines, log } = capture("info");
+    log.debug("hidden");
+    log.warn("bare");
+    log.error("empty", {});
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      { time: expect.any(String), level: "warn", message: "bare" },
+      { time: expect.any(String), level: "error", message: "empty" },
+    ]);
+  });
+
+  it("writes errors as objects with their causes, and lets a field replace the line's own key", () => {
+    const { lines, log } = capture();
+    const error = new Error("outer", { cause: Object.assign(new Error("inner"), { code: "57P01" }) });
+    log.error("failed", { error, message: "from the field" });
+    const parsed = JSON.parse(lines[0] ?? "") as { message: string; error: Record<string, unknown> };
+    expect(parsed.message).toBe("from the field");
+    expect(parsed.error).toMatchObject({
+      name: "Error",
+      message: "outer",
+      cause: { message: "inner", code: "57P01" },
+    });
+  });
+
+  it("still writes a line when a field cannot be JSON, saying why", () => {
+    const { lines, log } = capture();
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    log.warn("odd", { cycle, big: 1n });
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({
+      level: "warn",
+      message: "odd",
+      unloggable: expect.any(String),
+    });
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * Log lines on their way to stderr, written in batches: the lines of one turn of the event loop go
+ * out in one write once it ends (setImmediate) instead of one write system call each, which is most
+ * of what a line costs on a busy server. Nothing is lost on the way out: the batch is written
+ * synchronously when the process exits (`process.exit`, a signal handler's exit, the loop running
+ * dry) and when it dies of an uncaught exception or rejection, before Node prints it. Only SIGKILL
+ * or a crash of the runtime itself can lose the lines of the current turn.
+ */
+
+/** Where batched lines go. */
+export interface LineSink {
+  /** Queues one line (with its newline); it is written by the end of this turn of the event loop. */
+  write(line: string): void;
+  /** Writes what is queued now. */
+  flush(): void;
+}
+
+/**
+ * Above this many queued characters a batch is written at once rather than at the end of the turn,
+ * so a burst (a loop logging thousands of lines) holds bounded memory: 64 Ki characters of JSON lines
+ * are about one Linux pipe buffer, so one write still moves the batch whole.
+ */
+const MAX_BATCH_CHARS = 64 * 1024;
+
+/**
+ * A {@link LineSink} over `write`, which must be synchronous for files and pipes as
+ * `process.stderr.write` is on Linux, so that a flush at exit completes before the process ends.
+ */
+export function createLineSink(write: (text: string) => void): LineSink {
+  let pending = "";
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    if (pending === "") return;
+    const text = pending;
+    pending = "";
+    write(text);
+  };
+  return {
+    write(line) {
+      pending += line;
+      if (pending.length >= MAX_BATCH_CHARS) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}
+
+let stderrSink: LineSink | undefined;
+
+/**
+ * The process's one batched sink to stderr, made on first use together with the hooks that flush
+ * it when the process exits or crashes (registered once, however many loggers share it).
+ */
+export function stderrLines(): LineSink {
+  if (stderrSink) return stderrSink;
+  const sink = createLineSink((text) => process.stderr.write(text));
+  process.on("exit", sink.flush);
+  // Runs before Node prints an uncaught exception (or rejection) and exits without an "exit" event.
+  process.on("uncaughtExceptionMonitor", sink.flush);
+  stderrSink = sink;
+  return sink;
+}
