@@ -16,7 +16,7 @@ import {
 } from "@connectrpc/connect-node";
 import { requestScopeKey } from "../request-scope.js";
 import { scopeOf } from "./access-log.js";
-import { createGrpcUnaryPaths, type ServedService } from "./grpc/grpc-unary.js";
+import { createGrpcUnaryPaths, type GrpcUnaryPath, type ServedService } from "./grpc/grpc-unary.js";
 import { screenedRpcBody } from "./input/rpc-body.js";
 import { labelRoute } from "./request-sample.js";
 import { writeRestError } from "./rest/http-status.js";
@@ -26,6 +26,11 @@ import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
   /** The services, served on every protocol; their unary methods take the gRPC fast path too. */
   services: readonly ServedService[];
+  /**
+   * Serve unary gRPC calls on the fast path (grpc/grpc-unary.ts); default true. Off, connect-es
+   * serves them: the reference the fast path's tests compare its answers with.
+   */
+  grpcUnaryFastPath?: boolean;
   /** Registers what else the router serves (gRPC reflection). */
   routes(router: ConnectRouter): void;
   /** Serves requests whose path is no RPC's. */
@@ -54,7 +59,10 @@ export function createConnectAdapter(
   for (const { service, impl } of options.services)
     router.service(service, impl as unknown as ServiceImpl<DescService>);
   options.routes(router);
-  const fastPaths = createGrpcUnaryPaths({ ...options, router: routerOptions });
+  const fastPaths =
+    options.grpcUnaryFastPath === false
+      ? new Map<string, GrpcUnaryPath>()
+      : createGrpcUnaryPaths({ ...options, router: routerOptions });
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
   return (req, res) => {
     const url = req.url ?? "/";

@@ -52,8 +52,9 @@ export function createGrpcCallContext(init: GrpcCallInit): GrpcCallContext {
   let responseTrailer: Headers | undefined;
   let finished = false;
   const onClose = () => {
-    // A response that finished closes too; only a close before the end means the client went away.
-    if (!res.writableFinished) controller?.abort(clientGoneError(req));
+    // A close before the answer was ended means the client went away. (Not writableFinished: on an
+    // HTTP/2 stream the client reset, Node's compatibility layer reports that as finished.)
+    if (!res.writableEnded) controller?.abort(clientGoneError(req));
   };
   const onShutdown = () => controller?.abort(shutdownSignal?.reason);
   const onDeadline = () =>
@@ -64,7 +65,7 @@ export function createGrpcCallContext(init: GrpcCallInit): GrpcCallContext {
     controller = new AbortController();
     if (finished) controller.abort(callCompleted);
     else if (shutdownSignal?.aborted) controller.abort(shutdownSignal.reason);
-    else if (res.destroyed && !res.writableFinished) onClose();
+    else if (res.destroyed && !res.writableEnded) onClose();
     else if (deadline !== undefined && deadline <= Date.now()) onDeadline();
     else {
       res.once("close", onClose);

@@ -17,8 +17,6 @@ import {
 import {
   contentTypeProto,
   headerAcceptEncoding,
-  headerEncoding,
-  headerTimeout,
   parseContentType,
   parseTimeout,
   setTrailerStatus,
@@ -101,11 +99,11 @@ function unaryPath(
     if (!("stream" in req) || req.method !== "POST") return false;
     const type = parseContentType(req.headers["content-type"] ?? null);
     if (!type?.binary) return false;
-    const timeout = parseTimeout(header(req, headerTimeout), opt.maxTimeoutMs);
+    const timeout = parseTimeout(header(req, "grpc-timeout"), opt.maxTimeoutMs);
     const compression = compressionNegotiate(
       opt.acceptCompression,
-      header(req, headerEncoding),
-      header(req, headerAcceptEncoding),
+      header(req, "grpc-encoding"),
+      header(req, "grpc-accept-encoding"),
       headerAcceptEncoding,
     );
     const scope = scopeOf(req);
@@ -146,6 +144,7 @@ function unaryPath(
   };
 }
 
+/** A request header as connect-es reads one (repeated fields joined); `name` in lower case, as Node keeps them. */
 function header(req: NodeServerRequest, name: string): string | null {
   const value = req.headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
@@ -181,7 +180,7 @@ function respond(
   call.finish();
   if (res.destroyed) return;
   const headers: OutgoingHttpHeaders = { "content-type": contentTypeProto };
-  if (compression) headers[headerEncoding] = compression.name;
+  if (compression) headers["grpc-encoding"] = compression.name;
   copyInto(headers, call.setHeaders());
   let trailer = OK_TRAILER;
   const set = call.setTrailers();
