@@ -21,6 +21,7 @@ export function readRequestBody(req: NodeServerRequest, maxBytes: number): Promi
       req.off("end", onEnd);
       req.off("error", onBroken);
       req.off("aborted", onBroken);
+      req.off("close", onBroken);
       if (error) reject(error);
       else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
@@ -37,6 +38,8 @@ export function readRequestBody(req: NodeServerRequest, maxBytes: number): Promi
     req.once("end", onEnd);
     req.once("error", onBroken);
     req.once("aborted", onBroken);
+    // A stream closed before its end (a reset) must not leave the call waiting for ever.
+    req.once("close", onBroken);
   });
 }
 
