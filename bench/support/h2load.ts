@@ -67,8 +67,9 @@ export async function runH2load(h2load: string, cell: H2loadCell): Promise<H2loa
       ...(cell.h1 ? ["--h1"] : []),
       `--clients=${cell.clients}`,
       `--max-concurrent-streams=${cell.streams}`,
-      `--warm-up-time=${cell.warmupMs / 1000}`,
-      `--duration=${cell.durationMs / 1000}`,
+      // h2load takes whole numbers with a unit: milliseconds keep fractions of a second.
+      ...(cell.warmupMs > 0 ? [`--warm-up-time=${Math.round(cell.warmupMs)}ms`] : []),
+      `--duration=${Math.round(cell.durationMs)}ms`,
       ...(cell.body ? [`--data=${bodyFile}`] : []),
       `--log-file=${logFile}`,
       ...Object.entries(cell.headers).map(([name, value]) => `--header=${name}: ${value}`),
