@@ -1,3 +1,4 @@
+import type { DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -5,6 +6,7 @@ import {
   type ConnectRouterOptions,
   createConnectRouter,
   createContextValues,
+  type ServiceImpl,
 } from "@connectrpc/connect";
 import {
   compressionBrotli,
@@ -14,6 +16,7 @@ import {
 } from "@connectrpc/connect-node";
 import { requestScopeKey } from "../request-scope.js";
 import { scopeOf } from "./access-log.js";
+import { createGrpcUnaryPaths, type GrpcUnaryPath, type ServedService } from "./grpc/grpc-unary.js";
 import { screenedRpcBody } from "./input/rpc-body.js";
 import { labelRoute } from "./request-sample.js";
 import { writeRestError } from "./rest/http-status.js";
@@ -21,7 +24,14 @@ import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js
 
 /** Options of {@link createConnectAdapter}. */
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
-  /** Registers the services. */
+  /** The services, served on every protocol; their unary methods take the gRPC fast path too. */
+  services: readonly ServedService[];
+  /**
+   * Serve unary gRPC calls on the fast path (grpc/grpc-unary.ts); default true. Off, connect-es
+   * serves them: the reference the fast path's tests compare its answers with.
+   */
+  grpcUnaryFastPath?: boolean;
+  /** Registers what else the router serves (gRPC reflection). */
   routes(router: ConnectRouter): void;
   /** Serves requests whose path is no RPC's. */
   fallback(req: NodeServerRequest, res: NodeServerResponse): void;
@@ -38,13 +48,21 @@ export interface ConnectAdapterOptions extends ConnectRouterOptions {
  * limit (the client sees a reset instead of RESOURCE_EXHAUSTED), and prints failures with
  * `console.error`. Here the body is read through {@link screenedRpcBody}: it refuses an oversized
  * body without destroying anything (what is left of it is settled after the answer, unread-body.ts)
- * and screens the request message before protobuf-es decodes it.
+ * and screens the request message before protobuf-es decodes it. Unary gRPC calls take a fast path
+ * (grpc/grpc-unary.ts) that serves the same implementations with the same answers.
  */
 export function createConnectAdapter(
   options: ConnectAdapterOptions,
 ): (req: NodeServerRequest, res: NodeServerResponse) => void {
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  const routerOptions = { acceptCompression: [compressionGzip, compressionBrotli], ...options };
+  const router = createConnectRouter(routerOptions);
+  for (const { service, impl } of options.services)
+    router.service(service, impl as unknown as ServiceImpl<DescService>);
   options.routes(router);
+  const fastPaths =
+    options.grpcUnaryFastPath === false
+      ? new Map<string, GrpcUnaryPath>()
+      : createGrpcUnaryPaths({ ...options, router: routerOptions });
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
   return (req, res) => {
     const url = req.url ?? "/";
@@ -55,6 +73,7 @@ export function createConnectAdapter(
       return;
     }
     labelRoute(req, handler.requestPath);
+    if (fastPaths.get(handler.requestPath)?.(req, res)) return;
     let request: ReturnType<typeof universalRequestFromNodeRequest>;
     try {
       request = universalRequestFromNodeRequest(req, res, undefined, undefined);

@@ -1,5 +1,4 @@
 import { createRegistry, type DescService, type Registry } from "@bufbuild/protobuf";
-import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { DEFAULT_CORS_ORIGINS } from "../config.js";
 import type { Logger } from "../logger.js";
@@ -122,7 +121,10 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   };
 
   const connect = createConnectAdapter({
-    routes: (router) => registerRoutes(router, options),
+    // A BoundService's impl is keyed by method localName like a ServiceImpl.
+    services: [...services, { service: Health, impl: createHealthService(options.health) }],
+    routes: (router) =>
+      registerReflection(router, [...(options.publicServices ?? services.map((b) => b.service)), Health]),
     fallback,
     shutdownSignal,
     readMaxBytes: maxRequestBodyBytes,
@@ -148,17 +150,6 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
     if (applyCors(req, res)) return;
     connect(req, res);
   };
-}
-
-function registerRoutes(router: ConnectRouter, options: HttpHandlerOptions): void {
-  for (const bound of options.services) {
-    // A BoundService's impl is keyed by method localName like a ServiceImpl; its wrapped methods are
-    // typed loosely because one wrapper serves every service.
-    router.service(bound.service, bound.impl as unknown as ServiceImpl<DescService>);
-  }
-  router.service(Health, createHealthService(options.health));
-  const reflected = options.publicServices ?? options.services.map((bound) => bound.service);
-  registerReflection(router, [...reflected, Health]);
 }
 
 /**

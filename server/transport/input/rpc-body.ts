@@ -58,10 +58,10 @@ const NOT_A_MESSAGE = 0x02 | 0x80;
 
 /**
  * The first problem of the request messages in `body`, or undefined. Framing this cannot read (an
- * unknown content type, a truncated envelope, an unsupported compression) is left to connect-es,
- * which answers those as the protocol prescribes.
+ * unknown content type, a truncated envelope, an unsupported compression) is left to connect-es (or
+ * the gRPC unary path), which answers those as the protocol prescribes.
  */
-async function findRpcBodyProblem(
+export async function findRpcBodyProblem(
   schema: DescMessage,
   headers: Headers,
   body: Buffer,
