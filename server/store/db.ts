@@ -38,7 +38,7 @@ function encryptingJsonType(cipher: StoredDataCipher) {
   return {
     to: 3802,
     from: [114, 3802],
-    serialize: (value: unknown) => JSON.stringify(cipher.encryptJson(value)),
+    serialize: (value: unknown) => cipher.stringifyEncrypted(value),
     parse: (text: string) => {
       const value: unknown = JSON.parse(text);
       return text.includes(ENCRYPTED_PREFIX) ? cipher.decryptJson(value) : value;

@@ -21,8 +21,10 @@ export interface StoredDataCipher {
   encryptJson(value: unknown): unknown;
   /** A copy of `value` with every sealed value opened; `value` itself when nothing in it is sealed. */
   decryptJson(value: unknown): unknown;
-  /** {@link encryptJson} on JSON text; the text itself when no key is allowlisted. */
+  /** {@link encryptJson} on JSON text; the text itself when it names no allowlisted key. */
   encryptJsonText(text: string): string;
+  /** `JSON.stringify(encryptJson(value))`, with one serialization when `value` names no allowlisted key. */
+  stringifyEncrypted(value: unknown): string;
   /** {@link decryptJson} on JSON text; the text itself when nothing in it is sealed. */
   decryptJsonText(text: string): string;
   /**
@@ -162,12 +164,20 @@ export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
   const encryptJson = (value: unknown): unknown =>
     jsonKeys.size === 0 ? value : Array.isArray(value) ? value.map(encryptBelow) : encrypt(value);
   const decryptJson = (value: unknown): unknown => decrypt(value);
+  // A key as it appears in JSON text: text without any of these has nothing to encrypt, which a
+  // substring scan tells far cheaper than a walk (most documents, e.g. most stream events).
+  const quotedKeys = [...jsonKeys].map((key) => JSON.stringify(key));
+  const mentionsKey = (text: string): boolean => quotedKeys.some((quoted) => text.includes(quoted));
 
   return {
     jsonKeys,
     encryptJson,
     decryptJson,
-    encryptJsonText: (text) => (jsonKeys.size === 0 ? text : JSON.stringify(encryptJson(JSON.parse(text)))),
+    encryptJsonText: (text) => (mentionsKey(text) ? JSON.stringify(encryptJson(JSON.parse(text))) : text),
+    stringifyEncrypted(value) {
+      const text = JSON.stringify(value);
+      return text !== undefined && mentionsKey(text) ? JSON.stringify(encryptJson(value)) : text;
+    },
     decryptJsonText: (text) =>
       text.includes(ENCRYPTED_PREFIX) ? JSON.stringify(decrypt(JSON.parse(text))) : text,
     encryptEmbeddedJson(text) {
