@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "../config.js";
 import { createAesDataCipher, ENCRYPTED_PREFIX, parseAesSettings } from "./stored-data-cipher.js";
 
 const key1 = randomBytes(32);
@@ -35,13 +36,18 @@ describe("parseAesSettings", () => {
 
 describe("createAesDataCipher", () => {
   it("seals allowlisted keys at any depth, keeps the shape, and opens them again", () => {
-    const doc = { a: 1, ssn: "123-45", nested: [{ ssn: { deep: true } }], messages: [{ content: "hi" }] };
+    const doc = {
+      a: 1,
+      ssn: "123-45",
+      nested: [{ ssn: { deep: true } }],
+      messages: [{ content: "hello-there" }],
+    };
     const sealed = cipher.encryptJson(doc) as Record<string, unknown>;
     expect(Object.keys(sealed)).toEqual(Object.keys(doc));
     expect(sealed.a).toBe(1);
     expect(String(sealed.ssn)).toMatch(new RegExp(`^\\${ENCRYPTED_PREFIX}`));
     expect(JSON.stringify(sealed)).not.toContain("123-45");
-    expect(JSON.stringify(sealed)).not.toContain("hi");
+    expect(JSON.stringify(sealed)).not.toContain("hello-there");
     expect(cipher.decryptJson(sealed)).toEqual(doc);
     // A random IV: the same value seals differently each time.
     expect((cipher.encryptJson(doc) as Record<string, unknown>).ssn).not.toBe(sealed.ssn);
@@ -89,5 +95,19 @@ describe("createAesDataCipher", () => {
     expect(JSON.parse(cipher.decryptJsonText(text))).toEqual({ ssn: "t", n: 1 });
     expect(cipher.decryptJsonText('{"n":1}')).toBe('{"n":1}');
     expect(cipher.encryptEmbeddedJson('GraphInterrupt: [{"value":{"ssn":"q"}}]')).not.toContain('"q"');
+  });
+});
+
+describe("configuration", () => {
+  it("loadConfig reads the keys and the allowlist, and stops start-up naming a bad key", () => {
+    const config = loadConfig({
+      AGENTPLANE_AES_KEY: key1.toString("base64"),
+      AGENTPLANE_AES_JSON_KEYS: "ssn",
+    });
+    expect(config.aes?.jsonKeys).toEqual(["ssn"]);
+    expect(loadConfig({}).aes).toBeUndefined();
+    expect(() => loadConfig({ AGENTPLANE_AES_KEY: `${key1.toString("hex")},nope` })).toThrow(
+      /AGENTPLANE_AES_KEY entry 2 must be 64 hex digits/,
+    );
   });
 });
