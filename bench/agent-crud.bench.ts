@@ -22,6 +22,10 @@
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY,
  * BENCH_OPS and BENCH_TARGETS. `--profile-server` writes agentplane's V8 CPU profile into `<dir>`.
+ *
+ * `--encryption` adds agentplane with built-in encryption at rest (AGENTPLANE_AES_KEY, the seeded
+ * metadata's `n`, the created threads' `seq` and the store values' `text` allowlisted) on a database
+ * of its own, reported as `agentplane+aes` with the ratio agentplane+aes / agentplane (aim ≥ 0.8).
  */
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -42,7 +46,7 @@ import {
   type Seeded,
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
-import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
+import { BENCH_DB_POOL_MAX, benchEncryption, createBenchApiKey } from "./support/bench-app.js";
 import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
@@ -56,6 +60,12 @@ import { tableRow } from "./support/table-row.js";
 
 /** The aim: agentplane keeps at least the JS server's throughput. */
 const AIM_RATIO = 1.0;
+/** The label of the encrypted variant (`--encryption`). */
+const ENCRYPTED = "agentplane+aes";
+/** Keys of the bench data that the encrypted variant encrypts: carried by writes and reads, never filtered on. */
+const ENCRYPTED_KEYS = ["n", "seq", "text"];
+/** The issue's aim for encryption on ÷ off. */
+const ENCRYPTION_AIM = 0.8;
 /** Requests in flight while seeding: enough to keep either server busy. */
 const SEED_CONCURRENCY = 32;
 
@@ -67,6 +77,8 @@ interface Settings extends LoopSettings {
   targets: Target[];
   /** Other checkouts of agentplane measured beside this one. */
   baselines: Checkout[];
+  /** Whether agentplane with encryption at rest is measured beside it. */
+  encryption: boolean;
 }
 
 function readSettings(): Settings {
@@ -79,6 +91,7 @@ function readSettings(): Settings {
       ops: { type: "string", default: env.BENCH_OPS ?? OPERATIONS.join(",") },
       targets: { type: "string", default: env.BENCH_TARGETS ?? TARGETS.join(",") },
       ...BASELINE_OPTION,
+      encryption: { type: "boolean", default: env.BENCH_ENCRYPTION === "1" },
     },
   });
   const ops = listValue("ops", values.ops, OPERATIONS);
@@ -88,6 +101,7 @@ function readSettings(): Settings {
     ops: OPERATIONS.filter((op) => ops.includes(op)),
     targets: listValue("targets", values.targets, TARGETS),
     baselines: baselineCheckouts(values.baseline),
+    encryption: values.encryption === true,
   };
 }
 
@@ -102,7 +116,11 @@ type Results = Map<string, MeteredResult[]>;
 
 /** What the report names each server: the targets, and every baseline by its folder's name. */
 function labelsOf(settings: Settings): string[] {
-  return [...settings.targets, ...settings.baselines.map((b) => b.label)];
+  return [
+    ...settings.targets,
+    ...(settings.encryption ? [ENCRYPTED] : []),
+    ...settings.baselines.map((b) => b.label),
+  ];
 }
 
 /**
@@ -163,6 +181,10 @@ function printReport(settings: Settings, results: Results): boolean {
   const widths = [32, 3, ...labels.flatMap((l) => [Math.max(10, l.length), 7, 7])];
   if (peer) headers.push("÷ JS", `aim ≥ ${AIM_RATIO.toFixed(1)}`);
   if (peer) widths.push(5, 9);
+  if (settings.encryption) {
+    headers.push(`÷ plain (aim ≥ ${ENCRYPTION_AIM})`);
+    widths.push(34);
+  }
   for (const b of baselines) {
     headers.push(`÷ ${b}`);
     widths.push(Math.max(34, b.length + 2));
@@ -198,6 +220,7 @@ function printReport(settings: Settings, results: Results): boolean {
         row.push(ratio.toFixed(2), ratio >= AIM_RATIO ? "PASS" : "FAIL");
       }
       const rps = (label: string) => cellsOf(label).map((c) => c.rps);
+      if (settings.encryption) row.push(roundRatios(rps(ENCRYPTED), rps("agentplane")));
       for (const b of baselines) row.push(roundRatios(rps("agentplane"), rps(b)));
       console.log(tableRow(row, widths));
     }
@@ -257,6 +280,22 @@ async function main(settings: Settings): Promise<void> {
       children.push(child);
       ports.set("agentplane", child.port);
       meters.set("agentplane", cpuMeter(admin, new URL(pg.url).pathname.slice(1), child.pid));
+    }
+    if (settings.encryption) {
+      const database = "bench_encrypted";
+      const child = await spawnAgentplane(
+        {
+          databaseUrl: await createBenchDatabase(pg, database),
+          apiKey,
+          dataDir: join(pg.dir, "data-encrypted"),
+          encryption: benchEncryption(ENCRYPTED_KEYS),
+        },
+        undefined,
+        THIS_CHECKOUT.root,
+      );
+      children.push(child);
+      ports.set(ENCRYPTED, child.port);
+      meters.set(ENCRYPTED, cpuMeter(admin, database, child.pid));
     }
     for (const [index, baseline] of settings.baselines.entries()) {
       const database = `bench_baseline_${index}`;

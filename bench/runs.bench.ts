@@ -25,7 +25,10 @@
  *
  * Each round measures every target (in reverse order on odd rounds); the report keeps each cell's
  * best round. The same settings are read from BENCH_SAMPLES, BENCH_DURATION_S, BENCH_WARMUP_S,
- * BENCH_CONCURRENCY, BENCH_ROUNDS and BENCH_TARGETS. `--profile-server` writes the one-process
+ * BENCH_CONCURRENCY, BENCH_ROUNDS and BENCH_TARGETS. The target `agentplane-aes` (not run by default)
+ * is the one-process agentplane with built-in encryption at rest (the graph's `reply` allowlisted),
+ * reported with the ratio agentplane-aes ÷ agentplane per measure (aim ≥ 0.8).
+ * `--profile-server` writes the one-process
  * agentplane's V8 CPU profile into `<dir>`.
  */
 import { availableParallelism } from "node:os";
@@ -43,7 +46,7 @@ import {
 } from "./agent-crud/langgraph-js-peer.js";
 import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
 import { createStreamClient } from "./runs/stream-call.js";
-import { createBenchApiKey } from "./support/bench-app.js";
+import { benchEncryption, createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { listValue, numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
@@ -61,7 +64,11 @@ const AIM_FIRST_VALUES_P50_MS = 10;
 /** Calls before each latency series that are not counted: connections open, code paths warm. */
 const WARMUP_CALLS = 5;
 
-const TARGETS = ["agentplane", "agentplane-split", "langgraph-js"] as const;
+const TARGETS = ["agentplane", "agentplane-split", "langgraph-js", "agentplane-aes"] as const;
+/** What runs without --targets: the encrypted variant is asked for by name. */
+const DEFAULT_TARGETS = ["agentplane", "agentplane-split", "langgraph-js"];
+/** The issue's aim for encryption on ÷ off. */
+const AIM_ENCRYPTION_RATIO = 0.8;
 type Target = (typeof TARGETS)[number];
 
 interface Settings {
@@ -91,7 +98,7 @@ function readSettings(): Settings {
       // The issue's concurrency for throughput.
       concurrency: { type: "string", default: env.BENCH_CONCURRENCY ?? "50" },
       rounds: { type: "string", default: env.BENCH_ROUNDS ?? "1" },
-      targets: { type: "string", default: env.BENCH_TARGETS ?? TARGETS.join(",") },
+      targets: { type: "string", default: env.BENCH_TARGETS ?? DEFAULT_TARGETS.join(",") },
       "profile-server": { type: "string" },
     },
   });
@@ -225,8 +232,12 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
   const cells = new Map(labels.map((l) => [l, best(results.get(l) ?? [])]));
   const ours = cells.get("agentplane");
   const js = cells.get("langgraph-js");
-  const widths = [44, ...labels.map((l) => Math.max(12, l.length)), 14, 22];
-  console.log(`\n${tableRow(["measure", ...labels, "JS vs agentplane", "aim (agentplane)"], widths)}`);
+  const aes = cells.get("agentplane-aes");
+  const widths = [44, ...labels.map((l) => Math.max(12, l.length)), 14, 22, ...(aes ? [22] : [])];
+  const aesHeader = aes ? [`aes ÷ plain (≥ ${AIM_ENCRYPTION_RATIO})`] : [];
+  console.log(
+    `\n${tableRow(["measure", ...labels, "JS vs agentplane", "aim (agentplane)", ...aesHeader], widths)}`,
+  );
   let ok = true;
   const fmt = (n: number | undefined, digits = 1) =>
     n === undefined || Number.isNaN(n) ? "-" : n.toFixed(digits);
@@ -250,7 +261,10 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
       if (met === false) ok = false;
       aimText = `${aim.text} ${met === undefined ? "n/a" : met ? "PASS" : "FAIL"}`;
     }
-    console.log(tableRow([name, ...values.map((v) => fmt(v)), ratioText, aimText], widths));
+    // Encrypted ÷ plain, as speed: above 1 means encryption made it faster, the aim is ≥ 0.8.
+    const aesRatio = aes ? (ratio === "more" ? pick(aes) / a : a / pick(aes)) : undefined;
+    const aesText = aesRatio === undefined ? [] : [fmt(aesRatio, 2)];
+    console.log(tableRow([name, ...values.map((v) => fmt(v)), ratioText, aimText, ...aesText], widths));
   };
   row("POST /runs/wait, 1 at a time: p50 ms", (c) => c.waitP50, "faster", {
     text: `≤ ${AIM_WAIT_P50_MS} ms`,
@@ -305,6 +319,16 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(worker);
     ports.set("agentplane-split", api.port);
     meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
+  }
+  if (settings.targets.includes("agentplane-aes")) {
+    const url = await createBenchDatabase(pg, "bench_aes");
+    const child = await spawnAgentplane(
+      { ...setup(url, "data-aes"), encryption: benchEncryption(["reply"]) },
+      undefined,
+    );
+    children.push(child);
+    ports.set("agentplane-aes", child.port);
+    meters.set("agentplane-aes", processesMeter(admin, "bench_aes", [child.pid]));
   }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);

@@ -12,7 +12,6 @@ import {
   DEFAULT_RUN_SETTINGS,
   DEFAULT_WEBHOOK_SETTINGS,
 } from "./config.js";
-import { createSecretBox, loadSecretKey } from "./export/secret-box.js";
 import { scheduleCronTick } from "./jobs/agent-cron-tick.js";
 import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
@@ -38,10 +37,12 @@ import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createSystemService } from "./services/system/system-service.js";
-import { checkConnectable, createSql } from "./store/db.js";
+import { checkConnectable, createSql, storedCipherOf } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
+import { createSecretBox, loadSecretKey } from "./store/secret-box.js";
+import { createAesDataCipher } from "./store/stored-data-cipher.js";
 import { explainUnstorableInput } from "./store/unstorable-input.js";
 import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
@@ -155,6 +156,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       max: config.dbPoolMax,
       statementTimeoutMs: config.statementTimeoutMs,
       applicationName,
+      cipher: config.aes && createAesDataCipher(config.aes),
     });
     const gate = createDatabaseGate();
     // Queries still running after the drain get a few seconds; during an outage nothing will finish.
@@ -188,7 +190,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     );
     // Where graphs' loopback clients go: set, or this process's own address once it listens.
     let apiUrl = config.loopbackUrl;
-    const runTracing = config.runTracing === false ? undefined : createIngestRunTracing(ingest, log);
+    const runTracing =
+      config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
     const webhookSettings = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
     const webhookDelivery = createWebhookDeliveryJob({ settings: webhookSettings, log });
     const agentRuns = createAgentRunWorker({

@@ -11,6 +11,7 @@ import {
   parseSystemAssistantDefaults,
   type SystemAssistantDefaults,
 } from "./runtime/system-assistant-defaults.js";
+import { type AesSettings, parseAesSettings } from "./store/stored-data-cipher.js";
 
 /** The parts of the product one process runs. */
 export type ProcessRole = "all" | "api" | "worker";
@@ -164,6 +165,12 @@ export interface Config {
    * 32 bytes); undefined keeps a generated one in `dataDir`.
    */
   readonly secretKey?: string | undefined;
+  /**
+   * Built-in encryption at rest of agent data (`AGENTPLANE_AES_KEY`: comma-separated 32-byte keys,
+   * the first encrypts and all decrypt; `AGENTPLANE_AES_JSON_KEYS`: JSON key names whose values are
+   * encrypted); undefined stores agent data as given.
+   */
+  readonly aes?: AesSettings | undefined;
   /**
    * Origins whose browser pages may call the API (`AGENTPLANE_CORS_ORIGINS`, comma-separated; `*`
    * for any, `none` for no other origin); {@link DEFAULT_CORS_ORIGINS} where unset.
@@ -369,6 +376,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push(
       "AGENTPLANE_SECRET_KEY must be 64 hex digits or the base64 of 32 random bytes (openssl rand -hex 32)",
     );
+  const aes = parseAesSettings(text("AGENTPLANE_AES_KEY"), text("AGENTPLANE_AES_JSON_KEYS"));
+  problems.push(...aes.problems);
   const d = DEFAULT_BULK_EXPORT_SETTINGS;
   const bulkExport: BulkExportSettings = Object.freeze({
     maxRetries: integer("AGENTPLANE_EXPORT_MAX_RETRIES", d.maxRetries, 0, 100),
@@ -495,6 +504,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       MAX_SCHEMA_RESOLVE_TIMEOUT_MS,
     ),
     secretKey,
+    aes: aes.settings,
     corsOrigins,
     bulkExport,
     runs,

@@ -23,7 +23,6 @@ import {
   DEFAULT_WEBHOOK_SETTINGS,
   type RunSettings,
 } from "./config.js";
-import type { SecretBox } from "./export/secret-box.js";
 import type { AgentRunWorker } from "./jobs/agent-run-job.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
@@ -60,6 +59,7 @@ import { createV2RunService } from "./services/tracing/v2-run-service.js";
 import { createV2ThreadService } from "./services/tracing/v2-thread-service.js";
 import { createV2TraceService } from "./services/tracing/v2-trace-service.js";
 import type { Sql } from "./store/db.js";
+import type { SecretBox } from "./store/secret-box.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";

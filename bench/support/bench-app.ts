@@ -8,6 +8,8 @@ import type { Config } from "../../server/config.js";
 export const BENCH_DB_POOL_MAX = 10;
 /** Random bytes in the bench's admin key: far above the 24-character minimum the server accepts. */
 const API_KEY_BYTES = 24;
+/** AES-256. */
+const AES_KEY_BYTES = 32;
 /** Time the server gets to drain at the end; the bench has nothing in flight by then. */
 const SHUTDOWN_GRACE_MS = 1_000;
 /** Reading a graph's types: the server's default (30 s), which the JS server shares. */
@@ -36,6 +38,22 @@ export interface BenchAppSetup {
    * access log, which is what an operator runs with.
    */
   logLevel?: Config["logLevel"];
+  /** Built-in encryption at rest, as {@link benchEncryption} makes it; off when absent. */
+  encryption?: BenchEncryption;
+}
+
+/** Encryption at rest of a bench server: hex keys (the setup travels as JSON) and the allowlist. */
+export interface BenchEncryption {
+  keysHex: string[];
+  jsonKeys: string[];
+}
+
+/**
+ * A fresh key and the allowlist `jsonKeys`: the benches name keys their data carries but never
+ * filters on, so the variant does the encryption work of every write and read and answers the same.
+ */
+export function benchEncryption(jsonKeys: string[]): BenchEncryption {
+  return { keysHex: [randomBytes(AES_KEY_BYTES).toString("hex")], jsonKeys };
 }
 
 /** A fresh admin key in the format the server issues. */
@@ -63,6 +81,12 @@ function benchConfig(setup: BenchAppSetup): Config {
     usageReporting: true,
     assistantDefaults: undefined,
     schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
+    ...(setup.encryption && {
+      aes: {
+        keys: setup.encryption.keysHex.map((hex) => Buffer.from(hex, "hex")),
+        jsonKeys: setup.encryption.jsonKeys,
+      },
+    }),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { DestinationRecord } from "../store/bulk-export-destination-store.js";
+import type { SecretBox } from "../store/secret-box.js";
 import { DestinationError } from "./destination-error.js";
 import type { S3Credentials } from "./s3-destination.js";
-import type { SecretBox } from "./secret-box.js";
 
 /** What a sealed value is bound to: its workspace and destination, so it cannot be moved to another row. */
 function context(workspaceId: string, destinationId: string): string {

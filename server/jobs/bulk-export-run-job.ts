@@ -4,7 +4,6 @@ import { openCredentials } from "../export/destination-credentials.js";
 import { DestinationError, destinationProblemOf } from "../export/destination-error.js";
 import { exportPartition } from "../export/partition-exporter.js";
 import { destinationPolicy } from "../export/s3-destination.js";
-import type { SecretBox } from "../export/secret-box.js";
 import { loadZstdCompressor } from "../export/zstd-compressor.js";
 import { uuidv7 } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -24,6 +23,7 @@ import {
 } from "../store/bulk-export-store.js";
 import { pgErrorCode, type Sql } from "../store/db.js";
 import { EXPORTABLE_RUN_FIELDS, type ExportableRunField } from "../store/run-export-store.js";
+import type { SecretBox } from "../store/secret-box.js";
 import { validateFilter } from "../tracing/filter/index.js";
 import {
   dispatchInOwnTransaction,

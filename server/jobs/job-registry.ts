@@ -1,9 +1,9 @@
 import type { Clock } from "../clock.js";
 import type { BulkExportSettings } from "../config.js";
-import type { SecretBox } from "../export/secret-box.js";
 import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
+import type { SecretBox } from "../store/secret-box.js";
 import { type CronTickDeps, createCronJobs } from "./agent-cron-tick.js";
 import type { AgentRunWorker } from "./agent-run-job.js";
 import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";

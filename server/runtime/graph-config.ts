@@ -1,6 +1,7 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { checkEncryptionSection } from "./graph-config-encryption.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
@@ -190,6 +191,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (!["graphs", "env", "store", "checkpointer", "http"].includes(key) && !IGNORED_TOP_LEVEL_KEYS.has(key))
       warnings.push(`unknown top-level key "${key}" is ignored`);
   }
+  checkEncryptionSection(raw.encryption, problems);
 
   const graphs: GraphSpec[] = [];
   if (raw.graphs === undefined) problems.push('graphs: required, an object of graph id → "./file.ts:export"');

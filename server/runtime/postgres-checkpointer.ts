@@ -28,7 +28,8 @@ import {
   type SerializedWrite,
 } from "../store/checkpoint-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import type { Queryable } from "../store/db.js";
+import { type Queryable, storedCipherOf } from "../store/db.js";
+import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { checkpointMetadataToStore } from "./checkpoint-metadata.js";
 
 export {
@@ -85,10 +86,16 @@ function requireString(value: unknown, field: string, operation: string): string
  * single statement, so no transaction stays open while JavaScript works.
  *
  * Metadata: see {@link checkpointMetadataToStore} for what is kept.
+ *
+ * Encryption at rest (when the pool has a cipher): checkpoints, channel values and pending writes
+ * are sealed whole, since they are opaque bytes nothing queries, and sealing whole also covers
+ * values under channel names (a `messages` channel is not a JSON key inside its blob). Metadata stays
+ * JSON with its allowlisted keys encrypted, so history can still filter on the other keys.
  */
 export class PostgresCheckpointer extends BaseCheckpointSaver {
   readonly #sql: Queryable;
   readonly #workspaceId: string;
+  readonly #cipher: StoredDataCipher | undefined;
 
   /**
    * @param sql Pool, reserved connection or open transaction to run statements on.
@@ -100,6 +107,19 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
       throw new Error(`PostgresCheckpointer: workspace id ${workspaceId} is not a UUID`);
     this.#sql = sql;
     this.#workspaceId = workspaceId;
+    this.#cipher = storedCipherOf(sql);
+  }
+
+  /** Serializes `value`, sealed when encryption at rest is on. */
+  async #dump(value: unknown): Promise<[string, Uint8Array]> {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    return this.#cipher ? this.#cipher.sealBlob(type, bytes) : [type, bytes];
+  }
+
+  /** Deserializes what {@link #dump} wrote (or what was stored before encryption was on). */
+  async #load(type: string, bytes: Uint8Array): Promise<unknown> {
+    const [plainType, plain] = this.#cipher ? this.#cipher.openBlob(type, bytes) : [type, bytes];
+    return this.serde.loadsTyped(plainType, plain);
   }
 
   /** The checkpoint named by `config` (its id, or the newest of the thread and namespace). */
@@ -171,12 +191,12 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
       Object.entries(newVersions).map(async ([channel, version]): Promise<SerializedBlob> => {
         if (!Object.hasOwn(values, channel))
           return { channel, version: String(version), type: "empty", value: null };
-        const [type, value] = await this.serde.dumpsTyped(values[channel]);
+        const [type, value] = await this.#dump(values[channel]);
         return { channel, version: String(version), type, value };
       }),
     );
     const [[type, serialized], [, metadataBytes]] = await Promise.all([
-      this.serde.dumpsTyped(withoutValues),
+      this.#dump(withoutValues),
       this.serde.dumpsTyped(checkpointMetadataToStore(metadata, config.metadata)),
     ]);
     await insertCheckpoint(
@@ -190,7 +210,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
         type,
         checkpoint: serialized,
         channelVersionsJson: JSON.stringify(checkpoint.channel_versions ?? {}),
-        metadataJson: textDecoder.decode(metadataBytes).replace(JSON_NUL_ESCAPE, "$1"),
+        metadataJson: this.#encryptMetadata(textDecoder.decode(metadataBytes).replace(JSON_NUL_ESCAPE, "$1")),
       },
       blobs,
     );
@@ -209,7 +229,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
     const serialized = await Promise.all(
       writes.map(async ([channel, value], position): Promise<SerializedWrite> => {
-        const [type, bytes] = await this.serde.dumpsTyped(value);
+        const [type, bytes] = await this.#dump(value);
         const idx = Object.hasOwn(WRITES_IDX_MAP, channel) ? (WRITES_IDX_MAP[channel] as number) : position;
         return { idx, channel, type, value: bytes };
       }),
@@ -219,6 +239,11 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     await insertWrites(this.#sql, this.#workspaceId, { threadId, checkpointNs, checkpointId }, taskId, [
       ...bySlot.values(),
     ]);
+  }
+
+  /** Checkpoint metadata JSON as stored: its allowlisted keys encrypted when encryption is on. */
+  #encryptMetadata(json: string): string {
+    return this.#cipher ? this.#cipher.encryptJsonText(json) : json;
   }
 
   /** Deletes every checkpoint, channel value and pending write of the thread (all namespaces). */
@@ -232,15 +257,21 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     const [blobs, writes, checkpoints, metadata] = await Promise.all([
       listCheckpointBlobs(this.#sql, this.#workspaceId, records),
       listCheckpointWrites(this.#sql, this.#workspaceId, records),
-      Promise.all(records.map((r) => this.serde.loadsTyped(r.type, r.checkpoint) as Promise<Checkpoint>)),
+      Promise.all(records.map((r) => this.#load(r.type, r.checkpoint) as Promise<Checkpoint>)),
       Promise.all(
-        records.map((r) => this.serde.loadsTyped("json", r.metadataJson) as Promise<CheckpointMetadata>),
+        records.map(
+          (r) =>
+            this.serde.loadsTyped(
+              "json",
+              this.#cipher ? this.#cipher.decryptJsonText(r.metadataJson) : r.metadataJson,
+            ) as Promise<CheckpointMetadata>,
+        ),
       ),
     ]);
     const valuesByKey = new Map<string, [string, unknown][]>();
     await Promise.all(
       blobs.map(async (b) => {
-        const value = await this.serde.loadsTyped(b.type, b.value ?? new Uint8Array());
+        const value = await this.#load(b.type, b.value ?? new Uint8Array());
         const list = valuesByKey.get(keyOf(b)) ?? [];
         list.push([b.channel, value]);
         valuesByKey.set(keyOf(b), list);
@@ -298,7 +329,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   async #groupWrites(
     writes: Awaited<ReturnType<typeof listCheckpointWrites>>,
   ): Promise<Map<string, CheckpointPendingWrite[]>> {
-    const values = await Promise.all(writes.map((w) => this.serde.loadsTyped(w.type, w.value)));
+    const values = await Promise.all(writes.map((w) => this.#load(w.type, w.value)));
     const grouped = new Map<string, CheckpointPendingWrite[]>();
     writes.forEach((w, i) => {
       const list = grouped.get(keyOf(w)) ?? [];

@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { ENCRYPTED_PREFIX, type StoredDataCipher } from "./stored-data-cipher.js";
 
 /** A Postgres connection pool (porsager `postgres`). */
 export type Sql = postgres.Sql;
@@ -17,6 +18,32 @@ export interface SqlOptions {
   statementTimeoutMs: number;
   /** Shown in `pg_stat_activity.application_name`. */
   applicationName: string;
+  /** Encryption at rest of JSON parameters and results; none when undefined (no per-row work). */
+  cipher?: StoredDataCipher | undefined;
+}
+
+/** The cipher each pool was opened with; transactions and reserved connections are not listed. */
+const ciphers = new WeakMap<object, StoredDataCipher>();
+
+/**
+ * The encryption at rest of the pool `q` (undefined when off, or when `q` is a transaction: pass the
+ * pool where a store function encrypts by hand, as the run event and checkpoint stores do).
+ */
+export function storedCipherOf(q: Queryable): StoredDataCipher | undefined {
+  return ciphers.get(q);
+}
+
+/** porsager's type table entry for json/jsonb (OIDs 114, 3802) that encrypts and decrypts with `cipher`. */
+function encryptingJsonType(cipher: StoredDataCipher) {
+  return {
+    to: 3802,
+    from: [114, 3802],
+    serialize: (value: unknown) => cipher.stringifyEncrypted(value),
+    parse: (text: string) => {
+      const value: unknown = JSON.parse(text);
+      return text.includes(ENCRYPTED_PREFIX) ? cipher.decryptJson(value) : value;
+    },
+  };
 }
 
 /** Seconds an idle pooled connection lives; long enough to reuse under load, short enough to shrink. */
@@ -29,7 +56,8 @@ const CONNECT_TIMEOUT_SECONDS = 10;
  * unreachable, and the pool reconnects by itself when it comes back.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
-  return postgres(url, {
+  const sql = postgres(url, {
+    ...(options.cipher ? { types: { json: encryptingJsonType(options.cipher) } } : {}),
     max: options.max,
     idle_timeout: IDLE_TIMEOUT_SECONDS,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
@@ -39,6 +67,8 @@ export function createSql(url: string, options: SqlOptions): Sql {
       statement_timeout: options.statementTimeoutMs,
     },
   });
+  if (options.cipher) ciphers.set(sql, options.cipher);
+  return sql as Sql;
 }
 
 /** Seconds a health check waits for a fresh connection: the caller's own check timeout is shorter. */

@@ -1,4 +1,4 @@
-import type { Queryable } from "./db.js";
+import { type Queryable, storedCipherOf } from "./db.js";
 
 /** The internal event that ends a run's stream; never sent to clients. */
 export const END_EVENT = "__end__";
@@ -47,6 +47,8 @@ function toRecord(row: EventRow): RunEventRecord {
 /**
  * Appends a run's events in one statement and notifies the processes streaming it, in the same
  * transaction when `q` is one. `expiresAt` is set for the end event (the stream's TTL starts).
+ * With encryption at rest on, the data of events written through the pool is encrypted (a
+ * transaction carries no cipher: only the constant end event is written through one).
  */
 export async function appendRunEvents(
   q: Queryable,
@@ -56,12 +58,14 @@ export async function appendRunEvents(
   if (events.length === 0) return;
   const ends = events.some((e) => e.event === END_EVENT);
   const notice = `${run.runId} ${run.threadId}${ends ? " end" : ""}`;
+  const cipher = storedCipherOf(q);
+  const data = cipher ? events.map((e) => cipher.encryptJsonText(e.data)) : events.map((e) => e.data);
   await q`
     with added as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data)
       select ${run.workspaceId}, ${run.runId}, ${run.threadId}, e.ms, e.event, e.data
       from unnest(${events.map((e) => e.ms)}::bigint[], ${events.map((e) => e.event)}::text[],
-                  ${events.map((e) => e.data)}::text[]) as e(ms, event, data)
+                  ${data}::text[]) as e(ms, event, data)
       returning 1
     )
     select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice}) from (select count(*) from added) c`;
@@ -80,6 +84,8 @@ export async function eventsAfter(
     where ${"runId" in of ? q`run_id = ${of.runId}` : q`thread_id = ${of.threadId}`}
       and workspace_id = ${workspaceId} and seq > ${afterSeq}
     order by seq limit ${limit}`;
+  const cipher = storedCipherOf(q);
+  if (cipher) for (const row of rows) row.data = cipher.decryptJsonText(row.data);
   return rows.map(toRecord);
 }
 

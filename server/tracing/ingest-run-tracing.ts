@@ -1,14 +1,29 @@
 import type { Logger } from "../logger.js";
-import { createRunTracing, type RunTracing } from "../runtime/run-tracer.js";
+import { createRunTracing, type RunTracing, type TraceRecord } from "../runtime/run-tracer.js";
+import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import type { IngestService } from "./ingest-service.js";
 
 /**
  * Run tracing that writes through the in-process ingest service, as the runs' own workspace with no
  * key or user: the records are validated, stored, counted in usage and exported as any trace is.
+ * With encryption at rest on (`cipher`), inputs and outputs are JSON and encrypted as they are
+ * stored; an error's text embeds JSON (an interrupt's values), whose allowlisted keys are encrypted here.
  */
-export function createIngestRunTracing(ingest: IngestService, log: Logger): RunTracing {
+export function createIngestRunTracing(
+  ingest: IngestService,
+  log: Logger,
+  cipher?: StoredDataCipher | undefined,
+): RunTracing {
+  const sealErrors = (records: TraceRecord[]): TraceRecord[] =>
+    records.map((r) =>
+      typeof r.error === "string" && cipher ? { ...r, error: cipher.encryptEmbeddedJson(r.error) } : r,
+    );
   return createRunTracing({
     log,
-    sink: (workspaceId, batch) => ingest.ingestRuns({ workspaceId, userId: null, apiKeyId: null }, batch),
+    sink: (workspaceId, batch) =>
+      ingest.ingestRuns(
+        { workspaceId, userId: null, apiKeyId: null },
+        cipher ? { post: sealErrors(batch.post), patch: sealErrors(batch.patch) } : batch,
+      ),
   });
 }

@@ -28,6 +28,7 @@ import { deleteThreads } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { assistantMessage, graphSchemaMessage, parseSelect } from "./assistant-messages.js";
+import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import type { SystemAssistants } from "./system-assistants.js";
 
 /** Dependencies of {@link createAssistantService}. */
@@ -155,7 +156,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
           Code.InvalidArgument,
         );
       }
-      const { assistants, total } = await searchAssistants(sql, workspaceId, filterOf(request), {
+      const { assistants, total } = await searchAssistants(sql, workspaceId, filterOf(sql, request), {
         sortBy: sortBy as AssistantSortColumn,
         descending: sortOrder === "desc",
         limit,
@@ -170,7 +171,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
 
     async countAssistants(request, ctx) {
       const workspaceId = await workspaceOf(ctx, "assistants:read");
-      return { count: await countAssistants(sql, workspaceId, filterOf(request)) };
+      return { count: await countAssistants(sql, workspaceId, filterOf(sql, request)) };
     },
 
     async getAssistant(request, ctx) {
@@ -220,6 +221,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
       const assistantId = resolveId(request.assistantId);
       const limit = checkLimit(request.limit);
       const offset = checkOffset(request.offset);
+      refuseEncryptedFilter(sql, "metadata", request.metadata);
       const versions = await listAssistantVersions(sql, workspaceId, assistantId, {
         ...(request.metadata ? { metadata: request.metadata } : {}),
         limit,
@@ -272,7 +274,11 @@ function notFound(assistantId: string): ConnectError {
   return new ConnectError(`assistant ${assistantId} not found`, Code.NotFound);
 }
 
-function filterOf(request: { metadata?: JsonObject; graphId?: string; name?: string }): AssistantFilter {
+function filterOf(
+  sql: Sql,
+  request: { metadata?: JsonObject; graphId?: string; name?: string },
+): AssistantFilter {
+  refuseEncryptedFilter(sql, "metadata", request.metadata);
   return {
     ...(request.metadata && Object.keys(request.metadata).length > 0 ? { metadata: request.metadata } : {}),
     ...(request.graphId ? { graphId: request.graphId } : {}),

@@ -26,6 +26,7 @@ import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { applyCronUpdate, parseCreateCron } from "./cron-requests.js";
+import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { toValue } from "./json-value.js";
 import { checkWebhook, resolveAssistant } from "./run-creation.js";
 import type { SystemAssistants } from "./system-assistants.js";
@@ -121,6 +122,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
     threadId?: string;
     metadata?: CronFilter["metadata"];
   }): CronFilter => {
+    refuseEncryptedFilter(sql, "metadata", request.metadata);
     const assistantId = assistantFilter(request.assistantId);
     return {
       ...(assistantId !== undefined ? { assistantId } : {}),

@@ -13,6 +13,7 @@ import {
 import type { Sql } from "../../store/db.js";
 import { createStoreItemUpsert } from "../../store/store-item-batches.js";
 import { authorizeWorkspace } from "../iam/principal.js";
+import { refuseEncryptedFilter } from "./encrypted-filter.js";
 
 /** Dependencies of {@link createStoreService}. */
 export interface StoreServiceDeps {
@@ -76,6 +77,7 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
       const [items] = await asInvalidArgument(() => {
         if (request.query !== undefined && request.query !== "")
           throw new StoreInputError(`${NO_SEMANTIC_SEARCH}: send no query, and use filter to match values`);
+        refuseEncryptedFilter(sql, "filter", request.filter);
         const namespacePrefix = validateNamespace(request.namespacePrefix, "namespace_prefix", "pattern");
         const limit = validateInteger(request.limit ?? DEFAULT_SEARCH_LIMIT, "limit", 1, MAX_LIMIT);
         const offset = validateInteger(request.offset, "offset", 0, MAX_OFFSET);

@@ -24,6 +24,7 @@ import {
 } from "../../store/thread-store.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
+import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { loadThread, threadNotFound } from "./thread-access.js";
 import { graphCall, type ThreadGraphs } from "./thread-graph.js";
 import {
@@ -52,7 +53,12 @@ export interface ThreadServiceDeps {
   threadGraphs: ThreadGraphs;
 }
 
-function filterOf(request: { metadata?: JsonObject; values?: JsonObject; status?: string }): ThreadFilter {
+function filterOf(
+  sql: Sql,
+  request: { metadata?: JsonObject; values?: JsonObject; status?: string },
+): ThreadFilter {
+  refuseEncryptedFilter(sql, "metadata", request.metadata);
+  refuseEncryptedFilter(sql, "values", request.values);
   const status = parseStatus(request.status);
   return {
     ...(request.metadata ? { metadata: request.metadata } : {}),
@@ -137,7 +143,7 @@ export function createThreadService({
       const select = parseSelect(request.select);
       const extract = parseExtract(request.extract);
       const ids = request.ids.map((id, i) => requireUuid(id, `ids[${i}]`));
-      const filter: ThreadFilter = { ...filterOf(request), ...(ids.length > 0 ? { ids } : {}) };
+      const filter: ThreadFilter = { ...filterOf(sql, request), ...(ids.length > 0 ? { ids } : {}) };
       const { threads, total } = await searchThreads(sql, workspace.id, filter, { ...sort, limit, offset });
       ctx.responseHeader.set("X-Pagination-Total", String(total));
       if (offset + threads.length < total)
@@ -151,7 +157,7 @@ export function createThreadService({
 
     async countThreads(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "threads:read");
-      return { count: await countThreads(sql, workspace.id, filterOf(request)) };
+      return { count: await countThreads(sql, workspace.id, filterOf(sql, request)) };
     },
 
     async pruneThreads(request, ctx) {
@@ -219,6 +225,6 @@ export function createThreadService({
       return {};
     },
 
-    ...createThreadStateHandlers({ threads, threadGraphs }),
+    ...createThreadStateHandlers({ sql, threads, threadGraphs }),
   };
 }

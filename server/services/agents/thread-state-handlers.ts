@@ -8,8 +8,10 @@ import type {
   ThreadState,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { isObject } from "../../runtime/plain-json.js";
+import type { Queryable } from "../../store/db.js";
 import type { ThreadBatches } from "../../store/thread-batches.js";
 import { invalid } from "../request-validation.js";
+import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { loadThread } from "./thread-access.js";
 import { graphCall, isStored, rootConfig, type ThreadGraphs } from "./thread-graph.js";
 import { DEFAULT_HISTORY_LIMIT, parseLimit } from "./thread-requests.js";
@@ -58,9 +60,11 @@ function beforeId(before: Value | undefined): string | undefined {
 
 /** The state RPCs of ThreadService: read, update and list a thread's checkpoints through its graph. */
 export function createThreadStateHandlers({
+  sql,
   threads,
   threadGraphs,
 }: {
+  sql: Queryable;
   threads: ThreadBatches;
   threadGraphs: ThreadGraphs;
 }): StateHandlers {
@@ -90,6 +94,7 @@ export function createThreadStateHandlers({
     rawThreadId: string,
     options: { limit: number; before?: string; metadata?: JsonObject; ref: CheckpointRef },
   ) => {
+    refuseEncryptedFilter(sql, "metadata", options.metadata);
     const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", rawThreadId);
     const graph = await threadGraphs.forThread(workspaceId, thread);
     if (!graph) return { states: [] };

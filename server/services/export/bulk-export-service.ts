@@ -11,7 +11,6 @@ import {
   type S3Credentials,
   type S3Target,
 } from "../../export/s3-destination.js";
-import type { SecretBox } from "../../export/secret-box.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchExportRuns, type ExportDispatchDeps } from "../../jobs/bulk-export-dispatch.js";
 import {
@@ -26,6 +25,7 @@ import { findExportRun, listExportRuns, listScheduledExportRuns } from "../../st
 import { type ExportRecord, findExport, finishExport, listExports } from "../../store/bulk-export-store.js";
 import type { Sql } from "../../store/db.js";
 import { findProjectIds } from "../../store/run-query-store.js";
+import type { SecretBox } from "../../store/secret-box.js";
 import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";

@@ -2,12 +2,22 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
-/** Seals and opens small secrets (destination credentials) with AES-256-GCM. */
+/**
+ * Seals and opens secrets with AES-256-GCM (random IV, authenticated): destination credentials, and
+ * the stored agent data of encryption at rest. A sealed value starts with a format byte and the
+ * fingerprint of its key ({@link sealedKeyId}), so a key ring can tell which key opens it.
+ */
 export interface SecretBox {
+  /** Fingerprint of this box's key, as every sealed value carries it. */
+  readonly keyId: Buffer;
   /** Encrypts `plaintext`, bound to `context` (it must be given again to open it). */
   seal(plaintext: string, context: string): Uint8Array;
   /** Decrypts what {@link seal} made with the same key and context; throws otherwise. */
   open(sealed: Uint8Array, context: string): string;
+  /** {@link seal} for bytes. */
+  sealBytes(plaintext: Uint8Array, context: string): Buffer;
+  /** {@link open} for what {@link sealBytes} made. */
+  openBytes(sealed: Uint8Array, context: string): Buffer;
 }
 
 /** Format byte of a sealed value, so the format can change without guessing. */
@@ -68,33 +78,43 @@ export async function loadSecretKey(configured: string | undefined, dataDir: str
   }
 }
 
+/** The key fingerprint a sealed value carries; undefined when it is not a sealed value of this format. */
+export function sealedKeyId(sealed: Uint8Array): Buffer | undefined {
+  if (sealed.length < 1 + KEY_ID_BYTES + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) return undefined;
+  return Buffer.from(sealed.subarray(1, 1 + KEY_ID_BYTES));
+}
+
 /** A {@link SecretBox} on a 32-byte key. */
 export function createSecretBox(key: Uint8Array): SecretBox {
   if (key.length !== SECRET_KEY_BYTES) throw new Error(`a secret key has ${SECRET_KEY_BYTES} bytes`);
   const keyId = createHash("sha256").update(key).digest().subarray(0, KEY_ID_BYTES);
+  const sealBytes = (plaintext: Uint8Array, context: string): Buffer => {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv("aes-256-gcm", key, iv);
+    cipher.setAAD(Buffer.from(context));
+    const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    return Buffer.concat([Buffer.from([VERSION]), keyId, iv, cipher.getAuthTag(), body]);
+  };
+  const openBytes = (sealed: Uint8Array, context: string): Buffer => {
+    const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+    const header = 1 + KEY_ID_BYTES + IV_BYTES + TAG_BYTES;
+    if (bytes.length < header || bytes[0] !== VERSION) throw new Error("sealed secret has an unknown format");
+    if (!bytes.subarray(1, 1 + KEY_ID_BYTES).equals(keyId)) {
+      throw new Error(
+        "sealed secret was encrypted with another key: every process must use the same AGENTPLANE_SECRET_KEY",
+      );
+    }
+    const ivAt = 1 + KEY_ID_BYTES;
+    const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(ivAt, ivAt + IV_BYTES));
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(bytes.subarray(ivAt + IV_BYTES, header));
+    return Buffer.concat([decipher.update(bytes.subarray(header)), decipher.final()]);
+  };
   return {
-    seal(plaintext, context) {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv("aes-256-gcm", key, iv);
-      cipher.setAAD(Buffer.from(context));
-      const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-      return Buffer.concat([Buffer.from([VERSION]), keyId, iv, cipher.getAuthTag(), body]);
-    },
-    open(sealed, context) {
-      const bytes = Buffer.from(sealed);
-      const header = 1 + KEY_ID_BYTES + IV_BYTES + TAG_BYTES;
-      if (bytes.length < header || bytes[0] !== VERSION)
-        throw new Error("sealed secret has an unknown format");
-      if (!bytes.subarray(1, 1 + KEY_ID_BYTES).equals(keyId)) {
-        throw new Error(
-          "sealed secret was encrypted with another key: every process must use the same AGENTPLANE_SECRET_KEY",
-        );
-      }
-      const ivAt = 1 + KEY_ID_BYTES;
-      const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(ivAt, ivAt + IV_BYTES));
-      decipher.setAAD(Buffer.from(context));
-      decipher.setAuthTag(bytes.subarray(ivAt + IV_BYTES, header));
-      return Buffer.concat([decipher.update(bytes.subarray(header)), decipher.final()]).toString("utf8");
-    },
+    keyId,
+    seal: (plaintext, context) => sealBytes(Buffer.from(plaintext, "utf8"), context),
+    open: (sealed, context) => openBytes(sealed, context).toString("utf8"),
+    sealBytes,
+    openBytes,
   };
 }
