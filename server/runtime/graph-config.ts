@@ -1,6 +1,7 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
   LANGGRAPH_CONFIG,
@@ -48,8 +49,8 @@ export interface ConfigurableHeadersConfig {
   readonly exclude: readonly string[];
 }
 
-/** The graphs file's `http` section. */
-export interface HttpConfig {
+/** The graphs file's `http` section (the custom-app keys: graph-config-http.ts). */
+export interface HttpConfig extends HttpAppConfig {
   readonly configurableHeaders?: ConfigurableHeadersConfig;
   /** `http.disable_a2a`: no A2A endpoint or agent card (they answer 404). */
   readonly disableA2a?: boolean;
@@ -263,6 +264,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableA2a !== undefined) http.disableA2a = disableA2a;
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
+  Object.assign(http, parseHttpAppConfig(httpSection, dir, problems));
 
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
