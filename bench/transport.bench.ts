@@ -5,6 +5,10 @@
  * (node:http, keep-alive Agent, maxSockets = concurrency), so their ratio compares the server paths.
  * Aim: REST req/s ≥ 0.8 × Connect JSON req/s at every concurrency.
  *
+ * The `rest-app` cells call the same REST route on a second server of this checkout whose graphs file
+ * mounts a custom app (bench/transport/langgraph.json: a Hono app with one pass-through middleware),
+ * and print its req/s as a ratio of plain REST's: what `http.app` costs a built-in route.
+ *
  * The bench starts a throwaway embedded Postgres (fsync off) and runs the server in a child process
  * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop.
  *
@@ -24,6 +28,7 @@
 import { Agent, type RequestOptions, request } from "node:http";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -52,9 +57,16 @@ const CONNECT_JSON_HEADERS = {
   "connect-protocol-version": "1",
 };
 
-const PROTOCOLS = ["rest", "connect", "grpc"] as const;
+const PROTOCOLS = ["rest", "connect", "grpc", "rest-app"] as const;
 type Protocol = (typeof PROTOCOLS)[number];
-const LABELS: Record<Protocol, string> = { rest: "REST", connect: "Connect JSON", grpc: "gRPC (h2c)" };
+const LABELS: Record<Protocol, string> = {
+  rest: "REST",
+  connect: "Connect JSON",
+  grpc: "gRPC (h2c)",
+  "rest-app": "REST + http.app",
+};
+/** The graphs file of the `rest-app` server: a custom app with a pass-through middleware. */
+const CUSTOM_APP_GRAPHS = fileURLToPath(new URL("./transport/langgraph.json", import.meta.url));
 
 /** One protocol's client for one cell: `call` resolves only for a verified answer and throws otherwise. */
 interface BenchClient {
@@ -94,7 +106,7 @@ function expectOrganization(json: unknown, organizationId: string): void {
 
 /** REST or Connect JSON over one keep-alive node:http Agent with `concurrency` sockets. */
 function createHttp1Client(
-  protocol: "rest" | "connect",
+  protocol: "rest" | "connect" | "rest-app",
   port: number,
   apiKey: string,
   organizationId: string,
@@ -158,7 +170,7 @@ type Results = Map<string, MeteredResult[]>;
 async function runRounds(
   settings: Settings,
   open: (checkout: Checkout, protocol: Protocol, concurrency: number) => BenchClient,
-  pidOf: (checkout: Checkout) => number,
+  pidOf: (checkout: Checkout, protocol: Protocol) => number,
 ): Promise<Results> {
   const results: Results = new Map();
   for (let round = 0; round < settings.rounds; round++) {
@@ -166,8 +178,10 @@ async function runRounds(
     for (const concurrency of settings.concurrencies) {
       for (const protocol of flip(settings.protocols)) {
         for (const checkout of flip(settings.checkouts)) {
+          // The custom-app server runs this checkout only.
+          if (protocol === "rest-app" && checkout !== settings.checkouts[0]) continue;
           const client = open(checkout, protocol, concurrency);
-          const meter = processCpuMeter(pidOf(checkout));
+          const meter = processCpuMeter(pidOf(checkout, protocol));
           const result = await runMeteredLoop(meter, () => client.call(), concurrency, settings).finally(() =>
             client.close(),
           );
@@ -227,7 +241,7 @@ function printReport(settings: Settings, results: Results): boolean {
   console.log("");
   for (const checkout of settings.checkouts) {
     for (const concurrency of settings.concurrencies) {
-      const [rest, connect, grpc] = PROTOCOLS.map((p) => best(checkout, p, concurrency));
+      const [rest, connect, grpc, restApp] = PROTOCOLS.map((p) => best(checkout, p, concurrency));
       if (rest && connect) {
         const ratio = rest.rps / connect.rps;
         const verdict = ratio >= AIM_RATIO ? "PASS" : "FAIL";
@@ -239,6 +253,12 @@ function printReport(settings: Settings, results: Results): boolean {
       if (grpc && connect)
         console.log(
           `${checkout.label} c=${concurrency}: gRPC / Connect JSON req/s = ${(grpc.rps / connect.rps).toFixed(2)} (reference)`,
+        );
+      if (restApp && rest)
+        console.log(
+          `${checkout.label} c=${concurrency}: REST with http.app (pass-through middleware) / REST without req/s = ` +
+            `${(restApp.rps / rest.rps).toFixed(2)}, by server CPU per call = ` +
+            `${(leastCpu(checkout, "rest", concurrency) / leastCpu(checkout, "rest-app", concurrency)).toFixed(2)} (reference)`,
         );
     }
   }
@@ -287,6 +307,19 @@ async function main(settings: Settings): Promise<void> {
       );
       servers.set(checkout.label, server);
     }
+    const appServer = settings.protocols.includes("rest-app")
+      ? await spawnAgentplane(
+          {
+            databaseUrl: pg.url,
+            apiKey,
+            dataDir: join(pg.dir, "data-custom-app"),
+            logLevel: settings.logLevel,
+            graphConfigPath: CUSTOM_APP_GRAPHS,
+          },
+          undefined,
+        )
+      : undefined;
+    if (appServer) servers.set("custom-app", appServer);
     const portOf = (checkout: Checkout) => servers.get(checkout.label)?.port ?? 0;
     const open = (
       checkout: Checkout,
@@ -296,7 +329,13 @@ async function main(settings: Settings): Promise<void> {
     ): BenchClient =>
       protocol === "grpc"
         ? createGrpcClient(`http://127.0.0.1:${portOf(checkout)}`, apiKey, organizationId)
-        : createHttp1Client(protocol, portOf(checkout), apiKey, organizationId, concurrency);
+        : createHttp1Client(
+            protocol,
+            protocol === "rest-app" ? (appServer?.port ?? 0) : portOf(checkout),
+            apiKey,
+            organizationId,
+            concurrency,
+          );
 
     // Learn the organization id once, then check that every server and protocol answers with it.
     const first = settings.checkouts[0] ?? THIS_CHECKOUT;
@@ -305,7 +344,8 @@ async function main(settings: Settings): Promise<void> {
     });
     const organizationId = ((await me.json()) as { organization?: { id?: string } }).organization?.id ?? "";
     for (const checkout of settings.checkouts) {
-      for (const protocol of PROTOCOLS) {
+      for (const protocol of settings.protocols) {
+        if (protocol === "rest-app" && checkout !== first) continue;
         const client = open(checkout, protocol, 1, organizationId);
         await client.call().finally(() => client.close());
       }
@@ -320,7 +360,8 @@ async function main(settings: Settings): Promise<void> {
     const results = await runRounds(
       settings,
       (checkout, protocol, concurrency) => open(checkout, protocol, concurrency, organizationId),
-      (checkout) => servers.get(checkout.label)?.pid ?? 0,
+      (checkout, protocol) =>
+        (protocol === "rest-app" ? appServer?.pid : servers.get(checkout.label)?.pid) ?? 0,
     );
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {

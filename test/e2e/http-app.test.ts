@@ -61,6 +61,15 @@ describe("a Hono app, middleware first (the default)", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-app-seen")).toBe("yes");
     expect(res.headers.get("content-type")).toBe("application/json");
+
+    // The middleware may read and replace the built-in answer.
+    const wrapped = await fetch(`${t.baseUrl}/threads/${thread.thread_id}`, {
+      headers: { "x-api-key": t.adminKey, "x-wrap": "1" },
+    });
+    expect(wrapped.status).toBe(200);
+    expect(await wrapped.json()).toEqual({
+      wrapped: expect.objectContaining({ thread_id: thread.thread_id }),
+    });
   });
 
   it("streams built-in SSE through the middleware", async () => {

@@ -101,11 +101,7 @@ export async function createCustomAppMount(options: CustomAppOptions): Promise<C
       const needsAuth = custom
         ? options.enableCustomRouteAuth
         : options.order === "auth_first" && !isPublicBuiltInPath(path);
-      const aborted = new AbortController();
-      res.once("close", () => {
-        if (!res.writableFinished) aborted.abort();
-      });
-      const request = toFetchRequest(req, aborted.signal);
+      const request = toFetchRequest(req);
       const serve = async () => {
         const user = needsAuth ? await options.authenticate(request) : undefined;
         const response = await serveUser(request, { req, res, builtIn, user });

@@ -22,18 +22,71 @@ interface Origin {
 
 const origins = new WeakMap<Request, Origin>();
 
-/** Bodies of responses the built-in routes answered in one piece, written without a stream. */
-const wholeBodies = new WeakMap<Response, Buffer>();
+/**
+ * A response the built-in routes answered in one piece. Its body is made into a stream only when
+ * the user's code touches it: a `Response` with a body costs tens of microseconds to build (the
+ * stream behind it), a body-less one a few, and a pass-through middleware never reads it; the
+ * buffer is then written to the socket as it is.
+ */
+class BufferedResponse extends Response {
+  readonly #buffer: Buffer;
+  #real: Response | undefined;
+
+  constructor(buffer: Buffer, init: ResponseInit) {
+    super(null, init);
+    this.#buffer = buffer;
+  }
+
+  /** The buffer, while nobody has read the body as a stream. */
+  untouched(): Buffer | undefined {
+    return this.#real === undefined ? this.#buffer : undefined;
+  }
+
+  #materialize(): Response {
+    this.#real ??= new Response(this.#buffer as unknown as BodyInit, {
+      status: this.status,
+      statusText: this.statusText,
+      headers: this.headers,
+    });
+    return this.#real;
+  }
+
+  override get body(): Response["body"] {
+    return this.#materialize().body;
+  }
+  override get bodyUsed(): boolean {
+    return this.#real?.bodyUsed ?? false;
+  }
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    return this.#materialize().arrayBuffer();
+  }
+  override blob(): Promise<Blob> {
+    return this.#materialize().blob();
+  }
+  override formData(): Promise<FormData> {
+    return this.#materialize().formData();
+  }
+  override json(): Promise<unknown> {
+    return this.#materialize().json();
+  }
+  override text(): Promise<string> {
+    return this.#materialize().text();
+  }
+  override clone(): Response {
+    return this.#materialize().clone();
+  }
+}
 
 /** Statuses whose responses carry no body (RFC 9110 §6.4.1). */
 const NO_BODY_STATUSES = new Set([204, 205, 304]);
 
 /**
  * The Fetch `Request` of a Node request. The body is read from the Node request only when the user's
- * code reads it, so a request the middleware passes on untouched keeps its Node body. `signal` aborts
- * when the client goes away.
+ * code reads it, so a request the middleware passes on untouched keeps its Node body. It carries no
+ * abort signal (one makes building a `Request` several times dearer); a client that goes away
+ * cancels the response's body instead.
  */
-export function toFetchRequest(req: NodeServerRequest, signal: AbortSignal): Request {
+export function toFetchRequest(req: NodeServerRequest): Request {
   const headers = new Headers();
   let headerCount = 0;
   for (const [name, value] of Object.entries(req.headers)) {
@@ -72,7 +125,6 @@ export function toFetchRequest(req: NodeServerRequest, signal: AbortSignal): Req
     method,
     headers,
     body,
-    signal,
     ...(body ? { duplex: "half" } : {}),
   } as RequestInit);
   origin = { req, body: request.body, pulled: false, headerCount };
@@ -228,9 +280,7 @@ export class BridgeResponse extends Writable {
     if (!this.#settled) {
       this.#settled = true;
       const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
-      const response = new Response(this.#bodyless() ? null : (body as unknown as BodyInit), this.#init());
-      if (!this.#bodyless()) wholeBodies.set(response, body);
-      this.#settle(response);
+      this.#settle(this.#bodyless() ? new Response(null, this.#init()) : new BufferedResponse(body, this.#init()));
     } else {
       this.#controller?.close();
     }
@@ -306,6 +356,9 @@ export class BridgeResponse extends Writable {
   #init(): ResponseInit {
     const headers = new Headers();
     for (const [name, value] of this.#headers) {
+      // Framing, not meaning: a middleware that replaces the body would otherwise send a stale
+      // length. The writer frames the body it finally gets (writeFetchResponse).
+      if (name === "content-length" || name === "transfer-encoding") continue;
       if (Array.isArray(value)) for (const item of value) headers.append(name, String(item));
       else headers.set(name, String(value));
     }
@@ -324,8 +377,9 @@ export async function writeFetchResponse(response: Response, res: NodeServerResp
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers["set-cookie"] = cookies;
-  const whole = response.bodyUsed ? undefined : wholeBodies.get(response);
+  const whole = response instanceof BufferedResponse ? response.untouched() : undefined;
   if (whole !== undefined || response.body === null) {
+    if (whole !== undefined) headers["content-length"] = String(whole.length);
     res.writeHead(response.status, headers);
     if (whole === undefined) res.end();
     else res.end(whole);
