@@ -280,7 +280,9 @@ export class BridgeResponse extends Writable {
     if (!this.#settled) {
       this.#settled = true;
       const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
-      this.#settle(this.#bodyless() ? new Response(null, this.#init()) : new BufferedResponse(body, this.#init()));
+      this.#settle(
+        this.#bodyless() ? new Response(null, this.#init()) : new BufferedResponse(body, this.#init()),
+      );
     } else {
       this.#controller?.close();
     }
