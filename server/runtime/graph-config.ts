@@ -265,6 +265,10 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
   Object.assign(http, parseHttpAppConfig(httpSection, dir, problems));
+  if (raw.webhooks !== undefined)
+    warnings.push(
+      "webhooks: not read from the graphs file (its header templates read the process environment, which only the server's own settings do); set AGENTPLANE_WEBHOOK_HEADERS, AGENTPLANE_WEBHOOK_ENV_PREFIX and AGENTPLANE_WEBHOOK_ALLOWED_HOSTS instead",
+    );
 
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
