@@ -292,3 +292,11 @@ describe("disabled route groups", () => {
     }
   });
 });
+
+describe("a graphs file whose http.app is not an app", () => {
+  it("stops start-up naming http.app and what to export", async () => {
+    await expect(startTestApp({ graphConfigPath: fixture("missing-export.json") })).rejects.toThrow(
+      /http\.app "\.\/fetch-app\.ts:api": .*fetch-app\.ts exports no "api"; export a Hono app or a \(request\) => Response function/,
+    );
+  });
+});
