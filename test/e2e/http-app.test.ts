@@ -62,6 +62,16 @@ describe("a Hono app, middleware first (the default)", () => {
     expect(res.headers.get("x-app-seen")).toBe("yes");
     expect(res.headers.get("content-type")).toBe("application/json");
 
+    // Headers edited in place reach the built-in route too: a key set, a key removed.
+    const inplace = await fetch(`${t.baseUrl}/threads/${thread.thread_id}`, {
+      headers: { "x-inplace-key": t.adminKey },
+    });
+    expect(inplace.status).toBe(200);
+    const dropped = await fetch(`${t.baseUrl}/threads/${thread.thread_id}`, {
+      headers: { "x-api-key": t.adminKey, "x-drop-key": "1" },
+    });
+    expect(dropped.status).toBe(401);
+
     // The middleware may read and replace the built-in answer.
     const wrapped = await fetch(`${t.baseUrl}/threads/${thread.thread_id}`, {
       headers: { "x-api-key": t.adminKey, "x-wrap": "1" },

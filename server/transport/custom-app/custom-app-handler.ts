@@ -93,14 +93,11 @@ export async function createCustomAppMount(options: CustomAppOptions): Promise<C
     };
   }
 
+  const checksAuth = options.enableCustomRouteAuth || options.order === "auth_first";
   return {
     bind: (builtIn, isBuiltIn) => (req, res) => {
-      const method = req.method ?? "GET";
-      const path = pathOf(req.url);
-      const custom = !isBuiltIn(method, path);
-      const needsAuth = custom
-        ? options.enableCustomRouteAuth
-        : options.order === "auth_first" && !isPublicBuiltInPath(path);
+      // Without custom-route auth or auth_first nothing is authenticated here: no route lookup needed.
+      const needsAuth = checksAuth && needsAuthentication(req, isBuiltIn, options);
       const request = toFetchRequest(req);
       const serve = async () => {
         const user = needsAuth ? await options.authenticate(request) : undefined;
@@ -133,6 +130,20 @@ function fallThrough(request: Request, passage: Passage): Promise<Response> {
     if (passage.res.destroyed) return new Response(null, { status: 499 });
     throw error instanceof Error ? error : new ConnectError(String(error), Code.Internal);
   });
+}
+
+/**
+ * Whether a request is authenticated before the user's app runs: a custom route (no built-in route
+ * has its path) with `enableCustomRouteAuth`, a built-in route that is not public with `auth_first`.
+ */
+function needsAuthentication(
+  req: NodeServerRequest,
+  isBuiltIn: BuiltInPathMatcher,
+  options: Pick<CustomAppOptions, "enableCustomRouteAuth" | "order">,
+): boolean {
+  const path = pathOf(req.url);
+  if (!isBuiltIn(req.method ?? "GET", path)) return options.enableCustomRouteAuth;
+  return options.order === "auth_first" && !isPublicBuiltInPath(path);
 }
 
 function pathOf(url: string | undefined): string {

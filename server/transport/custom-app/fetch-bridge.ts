@@ -16,9 +16,14 @@ interface Origin {
   readonly body: ReadableStream<Uint8Array> | null;
   /** Set once the user's code started reading the body: the Node request is then consumed. */
   pulled: boolean;
-  /** The header list the request was built with, to notice edits made in place. */
-  readonly headerCount: number;
+  /** Set when the user's code edits the request's headers in place. */
+  headersEdited: boolean;
+  /** The request's URL as built, to notice a replaced request target cheaply. */
+  readonly href: string;
 }
+
+/** The `Headers` methods that edit a header list. */
+const HEADER_EDITS = ["set", "append", "delete"] as const;
 
 const origins = new WeakMap<Request, Origin>();
 
@@ -88,12 +93,10 @@ const NO_BODY_STATUSES = new Set([204, 205, 304]);
  */
 export function toFetchRequest(req: NodeServerRequest): Request {
   const headers = new Headers();
-  let headerCount = 0;
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || name.startsWith(":")) continue;
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
     else headers.append(name, value);
-    headerCount += 1;
   }
   const host = req.headers.host ?? (req.headers[":authority"] as string | undefined) ?? "localhost";
   const method = req.method ?? "GET";
@@ -121,14 +124,28 @@ export function toFetchRequest(req: NodeServerRequest): Request {
         { highWaterMark: 0 },
       )
     : null;
-  const request = new Request(`http://${host}${req.url ?? "/"}`, {
+  const href = `http://${host}${req.url ?? "/"}`;
+  const request = new Request(href, {
     method,
     headers,
     body,
     ...(body ? { duplex: "half" } : {}),
   } as RequestInit);
-  origin = { req, body: request.body, pulled: false, headerCount };
-  origins.set(request, origin);
+  const state: Origin = { req, body: request.body, pulled: false, headersEdited: false, href: request.url };
+  origin = state;
+  origins.set(request, state);
+  // Edits in place (`c.req.raw.headers.set(…)`) are noticed as they happen, so that an untouched
+  // request is recognised without comparing every header.
+  const list = request.headers;
+  for (const edit of HEADER_EDITS) {
+    const original = list[edit] as (...args: unknown[]) => unknown;
+    Object.defineProperty(list, edit, {
+      value: (...args: unknown[]) => {
+        state.headersEdited = true;
+        return original.apply(list, args);
+      },
+    });
+  }
   return request;
 }
 
@@ -138,18 +155,18 @@ export function toFetchRequest(req: NodeServerRequest): Request {
  */
 export function toNodeRequest(request: Request, original: NodeServerRequest): NodeServerRequest {
   const origin = origins.get(request);
-  const url = new URL(request.url);
-  const target = url.pathname + url.search;
   const sameBody = origin !== undefined && request.body === origin.body && !origin.pulled;
   if (
     origin !== undefined &&
     origin.req === original &&
     sameBody &&
+    !origin.headersEdited &&
     request.method === (original.method ?? "GET") &&
-    target === original.url &&
-    sameHeaders(request.headers, original, origin.headerCount)
+    request.url === origin.href
   )
     return original;
+  const url = new URL(request.url);
+  const target = url.pathname + url.search;
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => {
     headers[name] = value;
@@ -171,19 +188,6 @@ export function toNodeRequest(request: Request, original: NodeServerRequest): No
     complete: false,
     socket: original.socket,
   }) as unknown as NodeServerRequest;
-}
-
-function sameHeaders(headers: Headers, req: NodeServerRequest, count: number): boolean {
-  let seen = 0;
-  let same = true;
-  headers.forEach((value, name) => {
-    seen += 1;
-    if (!same) return;
-    const original = req.headers[name];
-    same = Array.isArray(original) ? original.join(", ") === value : original === value;
-  });
-  // Headers folds repeated names into one entry, so a repeated header counts once on both sides.
-  return same && seen <= count;
 }
 
 /**
