@@ -11,6 +11,10 @@
  * (or with `--client node`) Node clients run in this process: node:http with a keep-alive Agent for
  * HTTP/1.1, connect-node's gRPC and Connect transports on one HTTP/2 session.
  *
+ * The `rest-app` cells call the same REST route on a second server of this checkout whose graphs file
+ * mounts a custom app (bench/transport/langgraph.json: a Hono app with one pass-through middleware),
+ * and print its req/s as a ratio of plain REST's: what `http.app` costs a built-in route.
+ *
  * The bench starts a throwaway embedded Postgres (fsync off) and runs the server in a child process
  * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop.
  *
@@ -34,6 +38,7 @@
 import { Agent, type RequestOptions, request } from "node:http";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -65,28 +70,33 @@ const CONNECT_JSON_HEADERS = {
   "connect-protocol-version": "1",
 };
 
-const PROTOCOLS = ["rest", "connect", "connect-h2", "grpc"] as const;
+const PROTOCOLS = ["rest", "connect", "connect-h2", "grpc", "rest-app"] as const;
 type Protocol = (typeof PROTOCOLS)[number];
 const LABELS: Record<Protocol, string> = {
   rest: "REST",
   connect: "Connect JSON",
   "connect-h2": "Connect h2c",
   grpc: "gRPC (h2c)",
+  "rest-app": "REST + http.app",
 };
 const CLIENTS = ["h2load", "node"] as const;
 /**
  * The ratios reported, as [protocol, over protocol, is an aim]: REST and gRPC against Connect JSON
- * (the aims), and gRPC against Connect JSON on the same HTTP/2 connection kind.
+ * (the aims), gRPC against Connect JSON on the same HTTP/2 connection kind, and REST with a custom
+ * app (a pass-through middleware) against REST without one.
  */
 const RATIOS: readonly (readonly [Protocol, Protocol, boolean])[] = [
   ["rest", "connect", true],
   ["grpc", "connect", true],
   ["grpc", "connect-h2", false],
+  ["rest-app", "rest", false],
 ];
 /** A gRPC envelope's prefix: a flags byte and the message length. */
 const ENVELOPE_PREFIX_BYTES = 5;
 /** What the gRPC bench client sends: an empty message (no bytes) in its envelope. */
 const GRPC_EMPTY_REQUEST = new Uint8Array(ENVELOPE_PREFIX_BYTES);
+/** The graphs file of the `rest-app` server: a custom app with a pass-through middleware. */
+const CUSTOM_APP_GRAPHS = fileURLToPath(new URL("./transport/langgraph.json", import.meta.url));
 
 /** One protocol's client for one cell: `call` resolves only for a verified answer and throws otherwise. */
 interface BenchClient {
@@ -143,7 +153,7 @@ function expectOrganization(json: unknown, organizationId: string): void {
 
 /** REST or Connect JSON over one keep-alive node:http Agent with `concurrency` sockets. */
 function createHttp1Client(
-  protocol: "rest" | "connect",
+  protocol: "rest" | "connect" | "rest-app",
   port: number,
   apiKey: string,
   organizationId: string,
@@ -211,7 +221,9 @@ function createH2Client(
  * connections (as the Node client's Agent), gRPC and Connect h2c on one connection with
  * `concurrency` streams (as connect-node multiplexes on one session).
  */
-function h2loadCell(protocol: Protocol, baseUrl: string, apiKey: string, concurrency: number) {
+function h2loadCell(cellProtocol: Protocol, baseUrl: string, apiKey: string, concurrency: number) {
+  // The custom-app server answers the same REST route.
+  const protocol = cellProtocol === "rest-app" ? "rest" : cellProtocol;
   const h2 = protocol === "grpc" || protocol === "connect-h2";
   const headers: Record<string, string> =
     protocol === "rest"
@@ -254,10 +266,12 @@ async function learnAnswerBytes(baseUrl: string, apiKey: string): Promise<Record
     .whoami({}, { headers: { "x-api-key": apiKey } })
     .finally(() => sessionManager.abort());
   const connectBytes = (await connect.arrayBuffer()).byteLength;
+  const restBytes = (await rest.arrayBuffer()).byteLength;
   return {
-    rest: (await rest.arrayBuffer()).byteLength,
+    rest: restBytes,
     connect: connectBytes,
     "connect-h2": connectBytes,
+    "rest-app": restBytes,
     grpc: toBinary(WhoamiResponseSchema, answer).byteLength + ENVELOPE_PREFIX_BYTES,
   };
 }
@@ -279,6 +293,8 @@ async function runRounds(
     for (const concurrency of settings.concurrencies) {
       for (const protocol of flip(settings.protocols)) {
         for (const checkout of flip(settings.checkouts)) {
+          // The custom-app server runs this checkout only.
+          if (protocol === "rest-app" && checkout !== settings.checkouts[0]) continue;
           const result = await measure(checkout, protocol, concurrency);
           const key = `${checkout.label}/${protocol}/${concurrency}`;
           results.set(key, [...(results.get(key) ?? []), result]);
@@ -409,7 +425,24 @@ async function main(settings: Settings): Promise<void> {
       );
       servers.set(checkout.label, server);
     }
-    const portOf = (checkout: Checkout) => servers.get(checkout.label)?.port ?? 0;
+    const appServer = settings.protocols.includes("rest-app")
+      ? await spawnAgentplane(
+          {
+            databaseUrl: pg.url,
+            apiKey,
+            dataDir: join(pg.dir, "data-custom-app"),
+            logLevel: settings.logLevel,
+            graphConfigPath: CUSTOM_APP_GRAPHS,
+          },
+          undefined,
+        )
+      : undefined;
+    if (appServer) servers.set("custom-app", appServer);
+    /** The server a cell calls: the custom-app server for `rest-app`, else the checkout's. */
+    const serverOf = (checkout: Checkout, protocol: Protocol) =>
+      protocol === "rest-app" ? appServer : servers.get(checkout.label);
+    const portOf = (checkout: Checkout, protocol: Protocol = "rest") =>
+      serverOf(checkout, protocol)?.port ?? 0;
     const open = (
       checkout: Checkout,
       protocol: Protocol,
@@ -417,8 +450,8 @@ async function main(settings: Settings): Promise<void> {
       organizationId: string,
     ): BenchClient =>
       protocol === "grpc" || protocol === "connect-h2"
-        ? createH2Client(protocol, `http://127.0.0.1:${portOf(checkout)}`, apiKey, organizationId)
-        : createHttp1Client(protocol, portOf(checkout), apiKey, organizationId, concurrency);
+        ? createH2Client(protocol, `http://127.0.0.1:${portOf(checkout, protocol)}`, apiKey, organizationId)
+        : createHttp1Client(protocol, portOf(checkout, protocol), apiKey, organizationId, concurrency);
 
     // Learn the organization id once, then check that every server and protocol answers with it.
     const first = settings.checkouts[0] ?? THIS_CHECKOUT;
@@ -427,19 +460,25 @@ async function main(settings: Settings): Promise<void> {
     });
     const organizationId = ((await me.json()) as { organization?: { id?: string } }).organization?.id ?? "";
     for (const checkout of settings.checkouts) {
-      for (const protocol of PROTOCOLS) {
+      for (const protocol of settings.protocols) {
+        if (protocol === "rest-app" && checkout !== first) continue;
         const client = open(checkout, protocol, 1, organizationId);
         await client.call().finally(() => client.close());
       }
     }
     const answerBytes = await learnAnswerBytes(`http://127.0.0.1:${portOf(first)}`, apiKey);
 
-    const pidOf = (checkout: Checkout) => servers.get(checkout.label)?.pid ?? 0;
+    const pidOf = (checkout: Checkout, protocol: Protocol) => serverOf(checkout, protocol)?.pid ?? 0;
     const measure = async (checkout: Checkout, protocol: Protocol, concurrency: number) => {
-      const meter = processCpuMeter(pidOf(checkout));
+      const meter = processCpuMeter(pidOf(checkout, protocol));
       if (settings.h2load) {
         const before = await meter?.read();
-        const cell = h2loadCell(protocol, `http://127.0.0.1:${portOf(checkout)}`, apiKey, concurrency);
+        const cell = h2loadCell(
+          protocol,
+          `http://127.0.0.1:${portOf(checkout, protocol)}`,
+          apiKey,
+          concurrency,
+        );
         const result = await runH2load(settings.h2load, {
           ...cell,
           ...settings,

@@ -23,6 +23,7 @@ import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import type { Logger } from "./logger.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
+import { loadHttpApp } from "./runtime/http-app-loader.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { buildUiBundles } from "./runtime/ui-bundler.js";
@@ -47,8 +48,11 @@ import { explainUnstorableInput } from "./store/unstorable-input.js";
 import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
 import { type BoundService, bindService } from "./transport/bound-service.js";
+import { createCustomAppMount } from "./transport/custom-app/custom-app-handler.js";
+import { createCustomRouteAuth } from "./transport/custom-app/custom-route-auth.js";
 import { createDocsAdapter } from "./transport/docs/docs-adapter.js";
 import { gateAdapter } from "./transport/gated-adapter.js";
+import { corsPolicyFor, servedAdapters, servedServices } from "./transport/graphs-file-http.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
@@ -134,6 +138,10 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       assistantDefaults: config.assistantDefaults,
     });
     onStop("graphs", () => graphs.close());
+    const http = graphs.settings.http;
+    // The custom app loads with the graphs: a broken one stops start-up just as early.
+    const userApp = http.app && config.role !== "worker" ? await loadHttpApp(http.app) : undefined;
+    const cors = corsPolicyFor(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, config.auth, http);
     // Bundled once, before anything starts: a broken component stops start-up like a broken graph.
     const uiBundles = await buildUiBundles(config.role === "worker" ? undefined : graphs.settings.ui, log);
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
@@ -192,7 +200,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     let apiUrl = config.loopbackUrl;
     const runTracing =
       config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
-    const webhookSettings = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+    const configuredWebhooks = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+    // `http.disable_webhooks` in the graphs file stops webhook calls as AGENTPLANE_DISABLE_WEBHOOKS does.
+    const webhookSettings = http.disabledGroups?.includes("webhooks")
+      ? { ...configuredWebhooks, enabled: false }
+      : configuredWebhooks;
     const webhookDelivery = createWebhookDeliveryJob({ settings: webhookSettings, log });
     const agentRuns = createAgentRunWorker({
       sql,
@@ -288,7 +300,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
     const { guard } = auth;
     const deps = {
-      config,
+      config: { ...config, webhooks: webhookSettings },
       sql,
       queue,
       jobs,
@@ -331,41 +343,56 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const shutdown = new AbortController();
     const server = createOnePortServer(
       createHttpHandler({
-        services,
+        services: servedServices(services, http),
         health,
         shutdownSignal: shutdown.signal,
-        adapters: [
-          createMetricsAdapter(metrics),
-          ...[
-            createHeapDumpAdapter({ heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }), auth }),
-            ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
-          ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
-          ...(config.role === "worker"
-            ? []
-            : [
-                createDocsAdapter({
-                  services: services.map((bound) => bound.service),
-                  publicServices: new Set([SystemService.typeName]),
-                  adapterRoutes: [
-                    ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
-                    ...METRICS_ROUTES,
-                    ...HEAP_DUMP_ROUTES,
-                  ],
-                  version,
-                }),
-              ]),
-        ],
+        adapters: servedAdapters(
+          [
+            createMetricsAdapter(metrics),
+            ...[
+              createHeapDumpAdapter({ heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }), auth }),
+              ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
+            ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
+            ...(config.role === "worker"
+              ? []
+              : [
+                  createDocsAdapter({
+                    services: services.map((bound) => bound.service),
+                    publicServices: new Set([SystemService.typeName]),
+                    adapterRoutes: [
+                      ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
+                      ...METRICS_ROUTES,
+                      ...HEAP_DUMP_ROUTES,
+                    ],
+                    version,
+                  }),
+                ]),
+          ],
+          http,
+        ),
         log,
         onRequest: (sample) => metrics.recordHttpRequest(sample),
-        cors: { origins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS, refuseUnlisted: config.auth === "none" },
+        cors,
         accessLog: config.logLevel === "debug" || config.logLevel === "info",
+        ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
+        ...(userApp
+          ? {
+              customApp: await createCustomAppMount({
+                app: userApp,
+                order: http.middlewareOrder ?? "middleware_first",
+                enableCustomRouteAuth: http.enableCustomRouteAuth ?? false,
+                authenticate: createCustomRouteAuth(auth),
+                log,
+              }),
+            }
+          : {}),
       }),
       {
         shutdown,
       },
     );
     const address = await server.listen(config.port, config.host);
-    if (config.role === "all") apiUrl ??= loopbackUrl(address);
+    if (config.role === "all") apiUrl ??= loopbackUrl(address) + (http.mountPrefix ?? "");
     onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 

@@ -2,6 +2,7 @@ import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { checkEncryptionSection } from "./graph-config-encryption.js";
+import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
@@ -50,8 +51,8 @@ export interface ConfigurableHeadersConfig {
   readonly exclude: readonly string[];
 }
 
-/** The graphs file's `http` section. */
-export interface HttpConfig {
+/** The graphs file's `http` section (the custom-app keys: graph-config-http.ts). */
+export interface HttpConfig extends HttpAppConfig {
   readonly configurableHeaders?: ConfigurableHeadersConfig;
   /** `http.disable_a2a`: no A2A endpoint or agent card (they answer 404). */
   readonly disableA2a?: boolean;
@@ -268,6 +269,11 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableA2a !== undefined) http.disableA2a = disableA2a;
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
+  Object.assign(http, parseHttpAppConfig(httpSection, dir, problems));
+  if (raw.webhooks !== undefined)
+    warnings.push(
+      "webhooks: not read from the graphs file (its header templates read the process environment, which only the server's own settings do); set AGENTPLANE_WEBHOOK_HEADERS, AGENTPLANE_WEBHOOK_ENV_PREFIX and AGENTPLANE_WEBHOOK_ALLOWED_HOSTS instead",
+    );
 
   const ui = parseUiConfig(raw, file, graphs, problems, warnings);
   if (problems.length > 0) throw new GraphConfigError(file, problems);

@@ -8,9 +8,12 @@ import { bodyTooLargeError, declaresTooLargeBody, maxRequestBodyBytes } from "./
 import { settleUnreadBody } from "./body/unread-body.js";
 import type { BoundService } from "./bound-service.js";
 import { createConnectAdapter } from "./connect-adapter.js";
+import { createBuiltInPathMatcher } from "./custom-app/built-in-routes.js";
+import type { CustomAppMount } from "./custom-app/custom-app-handler.js";
 import { createHealthService, type HealthRegistry } from "./health.js";
 import type { HttpAdapter } from "./http-adapter.js";
 import { PROTOBUF_BINARY_RECURSION_LIMIT, PROTOBUF_JSON_RECURSION_LIMIT } from "./input/input-limits.js";
+import { createMountPrefix } from "./mount-prefix.js";
 import type { NodeRequestHandler } from "./one-port-server.js";
 import { collectFiles, registerReflection } from "./reflection.js";
 import { observeRequest, type RequestObserver } from "./request-sample.js";
@@ -69,6 +72,13 @@ export interface HttpHandlerOptions {
    * taken or made, and echoed, either way.
    */
   accessLog?: boolean;
+  /**
+   * The user's app (`http.app`), run in front of the REST-only adapters and the REST transcoder;
+   * RPC paths (gRPC, gRPC-Web, Connect) do not pass through it.
+   */
+  customApp?: CustomAppMount;
+  /** `http.mount_prefix`: serve everything under this path (see mount-prefix.ts). */
+  mountPrefix?: string;
 }
 
 /** The CORS policy of a handler built without one: the default origins, refusing only preflights. */
@@ -76,9 +86,10 @@ export const DEFAULT_CORS_POLICY: CorsPolicy = { origins: DEFAULT_CORS_ORIGINS, 
 
 /**
  * The one request handler of the server. Every request's target is checked first (400 for one that
- * is not a path or has a bad escape), then CORS (it answers preflights and adds headers to
+ * is not a path or has a bad escape), and taken off the mount prefix when there is one, then CORS (it answers preflights and adds headers to
  * everything, Connect and gRPC-Web included), then the Connect adapter with every bound service,
  * grpc.health.v1 and gRPC reflection (v1 and v1alpha); requests no RPC path matches go to the
+ * custom app when there is one (custom-app/), which hands what it does not answer on to the
  * REST-only adapters, then the REST transcoder, and what neither routes gets a JSON 404. A body the
  * server answers before reading to the end is drained or its connection closed (unread-body.ts).
  */
@@ -103,7 +114,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
     return true;
   };
 
-  const fallback = (req: NodeServerRequest, res: NodeServerResponse): void => {
+  const builtIn = (req: NodeServerRequest, res: NodeServerResponse): void => {
     if (declaresTooLargeBody(req)) {
       writeConnectError(res, bodyTooLargeError());
       return;
@@ -119,6 +130,16 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
       },
     );
   };
+
+  const fallback = options.customApp
+    ? options.customApp.bind(
+        builtIn,
+        createBuiltInPathMatcher(
+          services.map((bound) => bound.service),
+          options.adapters ?? [],
+        ),
+      )
+    : builtIn;
 
   const connect = createConnectAdapter({
     // A BoundService's impl is keyed by method localName like a ServiceImpl.
@@ -137,7 +158,8 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
     onError: (error, rpc) => log.error("request failed", { error, rpc }),
   });
 
-  const { onRequest } = options;
+  const { onRequest, mountPrefix } = options;
+  const mounted = mountPrefix === undefined ? undefined : createMountPrefix(mountPrefix);
   return (req, res) => {
     if (onRequest) observeRequest(req, res, onRequest);
     beginAccess(req, res);
@@ -145,6 +167,14 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {
       writeRestError(res, 400, badTarget);
+      return;
+    }
+    if (mounted && !mounted(req)) {
+      writeRestError(
+        res,
+        404,
+        `no route for ${req.method} ${pathOf(req)}: this server is served under ${mountPrefix}`,
+      );
       return;
     }
     if (applyCors(req, res)) return;

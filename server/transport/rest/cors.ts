@@ -42,6 +42,16 @@ export interface CorsPolicy {
    * name, which defeats DNS rebinding (a hostile name resolving to 127.0.0.1).
    */
   readonly refuseUnlisted: boolean;
+  /** Methods allowed beyond the built-in ones (the graphs file's `http.cors.allow_methods`). */
+  readonly extraMethods?: readonly string[];
+  /** Request headers allowed beyond the built-in ones (`http.cors.allow_headers`). */
+  readonly extraHeaders?: readonly string[];
+  /** Response headers exposed beyond the built-in ones (`http.cors.expose_headers`). */
+  readonly extraExposedHeaders?: readonly string[];
+  /** Answer `Access-Control-Allow-Credentials: true`, so pages may send cookies (`http.cors.allow_credentials`). */
+  readonly allowCredentials?: boolean;
+  /** Seconds a preflight may be cached (`http.cors.max_age`); 2 hours by default. */
+  readonly maxAgeSeconds?: number;
 }
 
 /**
@@ -52,13 +62,20 @@ export interface CorsPolicy {
  * exposed headers; its preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered here
  * with 204. A preflight from any other origin is answered 403 without CORS headers, so the browser
  * stops there; its other requests get no CORS headers (the page cannot read the answer) or, with
- * `refuseUnlisted`, a 403. Credentials (cookies) are not allowed: callers authenticate with headers.
+ * `refuseUnlisted`, a 403. Credentials (cookies) are not allowed unless the policy says so: callers
+ * authenticate with headers. The policy's extra methods and headers add to the built-in lists.
  *
  * The returned function returns true when it fully answered the request (a preflight, a refusal).
  */
 export function createCors(policy: CorsPolicy): (req: NodeServerRequest, res: NodeServerResponse) => boolean {
   const anyOrigin = policy.origins.includes("*");
   const listed = new Set(policy.origins);
+  const union = (base: string, extra: readonly string[] | undefined) =>
+    extra === undefined ? base : [...new Set([...base.split(", "), ...extra])].join(", ");
+  const methods = union(allowedMethods, policy.extraMethods);
+  const headers = union(allowedHeaders, policy.extraHeaders);
+  const exposed = union(exposedHeaders, policy.extraExposedHeaders);
+  const maxAge = policy.maxAgeSeconds === undefined ? preflightMaxAgeSeconds : String(policy.maxAgeSeconds);
   return (req, res) => {
     const origin = req.headers.origin;
     if (origin === undefined) return false;
@@ -74,14 +91,15 @@ export function createCors(policy: CorsPolicy): (req: NodeServerRequest, res: No
       return true;
     }
     res.setHeader("access-control-allow-origin", origin);
+    if (policy.allowCredentials) res.setHeader("access-control-allow-credentials", "true");
     if (!preflight) {
-      res.setHeader("access-control-expose-headers", exposedHeaders);
+      res.setHeader("access-control-expose-headers", exposed);
       return false;
     }
     res.writeHead(204, {
-      "access-control-allow-methods": allowedMethods,
-      "access-control-allow-headers": allowedHeaders,
-      "access-control-max-age": preflightMaxAgeSeconds,
+      "access-control-allow-methods": methods,
+      "access-control-allow-headers": headers,
+      "access-control-max-age": maxAge,
     });
     res.end();
     return true;
