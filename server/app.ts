@@ -143,7 +143,9 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const userApp = http.app && config.role !== "worker" ? await loadHttpApp(http.app) : undefined;
     const cors = corsPolicyFor(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, config.auth, http);
     // Bundled once, before anything starts: a broken component stops start-up like a broken graph.
-    const uiBundles = await buildUiBundles(config.role === "worker" ? undefined : graphs.settings.ui, log);
+    // `http.disable_ui` serves no /ui routes (transport/graphs-file-http.ts), so nothing is bundled.
+    const servesUi = config.role !== "worker" && !http.disabledGroups?.includes("ui");
+    const uiBundles = await buildUiBundles(servesUi ? graphs.settings.ui : undefined, log);
     // Traversable but not listable by others: embedded Postgres runs as the `postgres` OS user when
     // started as root and must reach the cluster below; the secrets in here are files of mode 0600.
     await mkdir(config.dataDir, { recursive: true, mode: 0o711 });

@@ -40,8 +40,7 @@ describe("createUiAdapter", () => {
   const ui = {} as GenerativeUi;
   const auth = {} as Authenticator;
 
-  it("serves both UI routes, and none when http.disable_ui turns it off", () => {
+  it("serves both UI routes", () => {
     expect(createUiAdapter({ ui, auth }).map((e) => e.path)).toEqual(UI_ROUTES.map((r) => r.path));
-    expect(createUiAdapter({ ui, auth, disabled: true })).toEqual([]);
   });
 });

@@ -24,8 +24,6 @@ export const UI_ROUTES = [
 export interface UiAdapterDeps {
   readonly ui: GenerativeUi;
   readonly auth: Authenticator;
-  /** `http.disable_ui`: no UI routes at all (they answer 404 like any unknown path). */
-  readonly disabled?: boolean;
 }
 
 /** The placeholder the SDK replaces (once) with the id of the element whose shadow root it made. */
@@ -44,9 +42,8 @@ const FILE_HEADERS = {
   "cross-origin-resource-policy": "cross-origin",
 };
 
-/** Serves the UI routes; none when `disabled`. */
-export function createUiAdapter({ ui, auth, disabled }: UiAdapterDeps): HttpAdapter {
-  if (disabled) return [];
+/** Serves the UI routes (`http.disable_ui` leaves the adapter out: transport/graphs-file-http.ts). */
+export function createUiAdapter({ ui, auth }: UiAdapterDeps): HttpAdapter {
   return bindAdapter(UI_ROUTES, {
     "/ui/{assistant_id}": async (req, res, { vars }) => {
       const principal = await auth.authenticate(requestHeaders(req));
