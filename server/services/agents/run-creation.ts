@@ -138,14 +138,31 @@ export async function createRunInTx(
       `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
     );
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
-  if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
+  const newThread = () => insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+  const created = (rows: (ThreadRecord | undefined)[]): ThreadRecord => {
+    const [row] = rows;
+    if (!row) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+    return row;
+  };
+  // A stateless run's thread is new: nobody else can know it, so it has no queue to order, and its
+  // insert goes out pipelined with the statements after it (the connection runs them in order).
   let thread: ThreadRecord | undefined;
-  if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
-  if (!thread) {
-    if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
-    [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
-    if (!thread) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+  let insertingThread: Promise<(ThreadRecord | undefined)[]> | undefined;
+  if (target.kind === "thread") {
+    // The lock and the read in one round trip: Postgres takes the lock before it reads.
+    [, [thread]] = await Promise.all([
+      lockThreadQueue(tx, workspaceId, threadId),
+      findThreads(tx, [{ workspaceId, threadId }]),
+    ]);
+    if (!thread) {
+      if (request.ifNotExists !== "create") throw threadNotFound(threadId);
+      thread = created(await newThread());
+    }
+  } else {
+    const inserting = newThread();
+    // Awaited below; a statement failing before then must not leave its rejection unhandled.
+    inserting.catch(() => {});
+    insertingThread = inserting;
   }
   if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
     throw new ConnectError(
@@ -173,7 +190,7 @@ export async function createRunInTx(
     waiting = await activeRunsOfThread(tx, workspaceId, threadId);
   }
   const runId = uuidv7();
-  const threadConfig = objectOf(thread.config);
+  const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;
   const config = {
     ...assistant.config,
@@ -239,6 +256,7 @@ export async function createRunInTx(
         : {}),
     },
   );
+  if (insertingThread) created(await insertingThread);
   // The caller sees the run as created (pending), as when a worker claims it a moment later.
   const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
   if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
