@@ -11,7 +11,9 @@ import {
   type AgentRunRecord,
   activeRunsOfThread,
   insertRun,
+  insertRunOnNewThread,
   lockThreadQueue,
+  type NewRun,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
@@ -115,6 +117,67 @@ export async function checkWebhook(webhook: string | null, settings: WebhookSett
   if (problem) throw invalid(problem.message);
 }
 
+/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
+function newRunOf(
+  deps: Pick<RunInTxDeps, "configurableHeaders">,
+  workspaceId: string,
+  target: RunTarget,
+  threadId: string,
+  thread: ThreadRecord | undefined,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+): NewRun {
+  const threadConfig = objectOf(thread?.config);
+  const requestConfig = request.config;
+  const config = {
+    ...assistant.config,
+    ...threadConfig,
+    ...requestConfig,
+    configurable: {
+      ...objectOf(assistant.config.configurable),
+      ...objectOf(threadConfig.configurable),
+      ...objectOf(requestConfig.configurable),
+      ...configurableHeaders(headers, deps.configurableHeaders),
+    },
+  };
+  const kwargs: RunKwargs = {
+    input: request.input,
+    command: request.command,
+    config: config as RunKwargs["config"],
+    context: { ...objectOf(assistant.context), ...request.context },
+    stream_mode: request.streamModes,
+    subgraphs: request.subgraphs,
+    resumable: request.resumable,
+    interrupt_before: request.interruptBefore,
+    interrupt_after: request.interruptAfter,
+    checkpoint: request.checkpoint
+      ? {
+          checkpoint_id: request.checkpoint.checkpoint_id,
+          checkpoint_ns: request.checkpoint.checkpoint_ns,
+        }
+      : null,
+    durability: request.durability,
+    webhook: request.webhook,
+    feedback_keys: request.feedbackKeys,
+    temporary: target.kind === "stateless" && request.onCompletion === "delete",
+    on_disconnect: request.onDisconnect,
+    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+  };
+  return {
+    workspaceId,
+    runId: uuidv7(),
+    threadId,
+    assistantId: assistant.assistantId,
+    graphId: assistant.graphId,
+    metadata: request.metadata,
+    kwargs: kwargs as unknown as JsonObject,
+    multitaskStrategy: request.multitaskStrategy,
+    temporary: kwargs.temporary,
+    afterSeconds: request.afterSeconds,
+  };
+}
+
 /**
  * Creates a run inside `tx`: finds (or creates) the thread, applies the multitask strategy to the
  * thread's active runs, stores the run with its merged config, marks the thread busy and, when the
@@ -189,80 +252,71 @@ export async function createRunInTx(
     );
     waiting = await activeRunsOfThread(tx, workspaceId, threadId);
   }
-  const runId = uuidv7();
-  const threadConfig = objectOf(thread?.config);
-  const requestConfig = request.config;
-  const config = {
-    ...assistant.config,
-    ...threadConfig,
-    ...requestConfig,
-    configurable: {
-      ...objectOf(assistant.config.configurable),
-      ...objectOf(threadConfig.configurable),
-      ...objectOf(requestConfig.configurable),
-      ...configurableHeaders(headers, deps.configurableHeaders),
-    },
-  };
-  const kwargs: RunKwargs = {
-    input: request.input,
-    command: request.command,
-    config: config as RunKwargs["config"],
-    context: { ...objectOf(assistant.context), ...request.context },
-    stream_mode: request.streamModes,
-    subgraphs: request.subgraphs,
-    resumable: request.resumable,
-    interrupt_before: request.interruptBefore,
-    interrupt_after: request.interruptAfter,
-    checkpoint: request.checkpoint
-      ? {
-          checkpoint_id: request.checkpoint.checkpoint_id,
-          checkpoint_ns: request.checkpoint.checkpoint_ns,
-        }
-      : null,
-    durability: request.durability,
-    webhook: request.webhook,
-    feedback_keys: request.feedbackKeys,
-    temporary: target.kind === "stateless" && request.onCompletion === "delete",
-    on_disconnect: request.onDisconnect,
-    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
-  };
+  const newRun = newRunOf(deps, workspaceId, target, threadId, thread, assistant, request, headers);
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip. Runs still active before it dispatch it when they end.
   const slot = waiting.length === 0 && request.afterSeconds === 0 ? reserve() : undefined;
-  const stored = await insertRun(
-    tx,
-    {
-      workspaceId,
-      runId,
-      threadId,
-      assistantId: assistant.assistantId,
-      graphId: assistant.graphId,
-      metadata: request.metadata,
-      kwargs: kwargs as unknown as JsonObject,
-      multitaskStrategy: request.multitaskStrategy,
-      temporary: kwargs.temporary,
-      afterSeconds: request.afterSeconds,
-    },
-    {
-      threadMetadata: deps.settings.richThreads ? graphMetadata : null,
-      ...(slot
-        ? {
-            claim: {
-              owner: slot.owner,
-              leaseToken: slot.leaseToken,
-              leaseSeconds: deps.settings.leaseSeconds,
-            },
-          }
-        : {}),
-    },
-  );
+  const stored = await insertRun(tx, newRun, {
+    threadMetadata: deps.settings.richThreads ? graphMetadata : null,
+    ...(slot
+      ? {
+          claim: {
+            owner: slot.owner,
+            leaseToken: slot.leaseToken,
+            leaseSeconds: deps.settings.leaseSeconds,
+          },
+        }
+      : {}),
+  });
   if (insertingThread) created(await insertingThread);
   // The caller sees the run as created (pending), as when a worker claims it a moment later.
   const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
   if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
   if (waiting.length > 0) return { run, claim: undefined };
-  await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
+  await dispatchRun(
+    tx,
+    deps.cancel.dispatch,
+    { workspaceId, threadId, runId: newRun.runId },
+    request.afterSeconds,
+  );
   return { run, claim: undefined };
+}
+
+/** The fast path of {@link createRun}: a stateless run inserted with its thread and started in `slot`. */
+async function startStatelessHere(
+  deps: RunCreationDeps,
+  workspaceId: string,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+  slot: RunSlot,
+): Promise<AgentRunRecord> {
+  const threadId = uuidv7();
+  const newRun = newRunOf(
+    deps,
+    workspaceId,
+    { kind: "stateless" },
+    threadId,
+    undefined,
+    assistant,
+    request,
+    headers,
+  );
+  let stored: AgentRunRecord;
+  try {
+    stored = await insertRunOnNewThread(
+      deps.sql,
+      newRun,
+      { graph_id: assistant.graphId, assistant_id: assistant.assistantId },
+      { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
+    );
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
+  // The caller sees the run as created (pending), as when a worker claims it a moment later.
+  return { ...stored, status: "pending", attempt: 0 };
 }
 
 /**
@@ -278,6 +332,12 @@ export async function createRun(
 ): Promise<AgentRunRecord> {
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
+  // A stateless run that starts now, in a free slot of this process: its new thread and the run,
+  // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
+  if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {
+    const slot = deps.localRuns?.reserve();
+    if (slot) return startStatelessHere(deps, workspaceId, assistant, request, headers, slot);
+  }
   let reserved: RunSlot | undefined;
   const reserve = () => {
     reserved = deps.localRuns?.reserve();
