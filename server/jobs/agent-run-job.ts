@@ -376,7 +376,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     await flushed;
     await sql.begin(async (tx) => {
       // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
-      const [, times] = await Promise.all([
+      // A temporary thread's deletion goes with them: it only happens when no run is pending or
+      // running on the thread, so when this attempt did not end the run it deletes nothing the
+      // run's actual end would not.
+      const [, times, deleted] = await Promise.all([
         lockThreadQueue(tx, run.workspaceId, run.threadId),
         endRun(tx, run.runId, leaseToken, {
           status: outcome.status,
@@ -385,6 +388,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           endEvent: END_EVENT,
           channel: RUN_EVENTS_CHANNEL,
         }),
+        kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
       ]);
       ended = times;
       if (!times) return;
@@ -396,7 +400,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           values: state?.values ?? (outcome.failure ? null : output),
           error: outcome.failure?.message,
         });
-      if (kwargs.temporary && (await deleteTemporaryThread(tx, run.workspaceId, run.threadId))) return;
+      if (deleted) return;
       const threadStatus =
         outcome.status === "error"
           ? "error"
