@@ -211,11 +211,13 @@ export async function createRunInTx(
   // insert goes out pipelined with the statements after it (the connection runs them in order).
   let thread: ThreadRecord | undefined;
   let insertingThread: Promise<(ThreadRecord | undefined)[]> | undefined;
+  let active: Awaited<ReturnType<typeof activeRunsOfThread>> = [];
   if (target.kind === "thread") {
-    // The lock and the read in one round trip: Postgres takes the lock before it reads.
-    [, [thread]] = await Promise.all([
+    // The lock and the reads in one round trip: Postgres takes the lock before it reads.
+    [, [thread], active] = await Promise.all([
       lockThreadQueue(tx, workspaceId, threadId),
       findThreads(tx, [{ workspaceId, threadId }]),
+      activeRunsOfThread(tx, workspaceId, threadId),
     ]);
     if (!thread) {
       if (request.ifNotExists !== "create") throw threadNotFound(threadId);
@@ -232,7 +234,6 @@ export async function createRunInTx(
       `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
       Code.NotFound,
     );
-  const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
   if (active.length > 0 && request.multitaskStrategy === "reject")
     throw new ConnectError(
       `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
