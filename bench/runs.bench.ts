@@ -21,7 +21,11 @@
  * bench/peers/langgraph-js and started on this bench's graphs file.
  *
  *   npm run bench:runs -- [--samples 50] [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 1]
- *     [--targets agentplane,agentplane-split,langgraph-js] [--profile-server <dir>]
+ *     [--targets agentplane,agentplane-split,langgraph-js] [--profile-server <dir>] [--baseline <dir>]...
+ *
+ * `--baseline <dir>` adds another checkout of agentplane (an older commit: see
+ * bench/support/checkouts.ts), one process on a database of its own, measured in every round beside
+ * the targets and reported in a column of its own: a before/after on one loaded machine.
  *
  * Each round measures every target (in reverse order on odd rounds); the report keeps each cell's
  * best round. The same settings are read from BENCH_SAMPLES, BENCH_DURATION_S, BENCH_WARMUP_S,
@@ -48,6 +52,7 @@ import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
 import { createStreamClient } from "./runs/stream-call.js";
 import { benchEncryption, createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { BASELINE_OPTION, baselineCheckouts, type Checkout } from "./support/checkouts.js";
 import { listValue, numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
 import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
@@ -84,6 +89,13 @@ interface Settings {
   targets: Target[];
   /** Where the one-process agentplane writes its CPU profile, if anywhere. */
   profileDir: string | undefined;
+  /** Other checkouts measured beside the targets, each labelled by its folder's name. */
+  baselines: Checkout[];
+}
+
+/** What the report names each server: the targets, then every baseline. */
+function labelsOf(settings: Settings): string[] {
+  return [...settings.targets, ...settings.baselines.map((b) => b.label)];
 }
 
 function readSettings(): Settings {
@@ -100,6 +112,7 @@ function readSettings(): Settings {
       rounds: { type: "string", default: env.BENCH_ROUNDS ?? "1" },
       targets: { type: "string", default: env.BENCH_TARGETS ?? DEFAULT_TARGETS.join(",") },
       "profile-server": { type: "string" },
+      ...BASELINE_OPTION,
     },
   });
   return {
@@ -110,6 +123,7 @@ function readSettings(): Settings {
     rounds: numberValue("rounds", values.rounds, 1, true),
     targets: listValue("targets", values.targets, TARGETS),
     profileDir: values["profile-server"] && resolve(values["profile-server"]),
+    baselines: baselineCheckouts(values.baseline),
   };
 }
 
@@ -227,8 +241,8 @@ function best(rounds: Cells[]): Cells | undefined {
 }
 
 /** Prints the table with ratios and aims; returns false when an aim is missed or a call failed. */
-function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean {
-  const labels = settings.targets;
+function printReport(settings: Settings, results: Map<string, Cells[]>): boolean {
+  const labels = labelsOf(settings);
   const cells = new Map(labels.map((l) => [l, best(results.get(l) ?? [])]));
   const ours = cells.get("agentplane");
   const js = cells.get("langgraph-js");
@@ -294,8 +308,8 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
 
 /** Starts the servers the targets need and returns their ports (and what to stop). */
 async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string, admin: Sql) {
-  const ports = new Map<Target, number>();
-  const meters = new Map<Target, CpuMeter>();
+  const ports = new Map<string, number>();
+  const meters = new Map<string, CpuMeter>();
   const children: AgentplaneChild[] = [];
   let peer: LangGraphJsServer | undefined;
   const setup = (databaseUrl: string, data: string) => ({
@@ -330,6 +344,14 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     ports.set("agentplane-aes", child.port);
     meters.set("agentplane-aes", processesMeter(admin, "bench_aes", [child.pid]));
   }
+  for (const [index, baseline] of settings.baselines.entries()) {
+    const database = `bench_baseline_${index}`;
+    const url = await createBenchDatabase(pg, database);
+    const child = await spawnAgentplane(setup(url, `data-baseline-${index}`), undefined, baseline.root);
+    children.push(child);
+    ports.set(baseline.label, child.port);
+    meters.set(baseline.label, processesMeter(admin, database, [child.pid]));
+  }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);
     ports.set("langgraph-js", peer.port);
@@ -356,13 +378,17 @@ async function main(settings: Settings): Promise<void> {
         (servers.peer
           ? ` vs langgraph-js (@langchain/langgraph-cli ${servers.peer.version} dev, in-memory)`
           : "") +
+        (settings.baselines.length > 0
+          ? ` beside ${settings.baselines.map((b) => b.label).join(", ")} (one process each, databases of their own)`
+          : "") +
         `, Node ${process.version}, ${availableParallelism()} cores; one-node graph; ` +
         `${settings.samples} calls per latency series, ${settings.durationMs / 1000} s at ` +
         `${settings.concurrency} in flight after ${settings.warmupMs / 1000} s warm-up; best of ${settings.rounds} round(s)`,
     );
-    const results = new Map<Target, Cells[]>();
+    const results = new Map<string, Cells[]>();
     for (let round = 0; round < settings.rounds; round++) {
-      const order = round % 2 === 0 ? settings.targets : [...settings.targets].reverse();
+      const labels = labelsOf(settings);
+      const order = round % 2 === 0 ? labels : [...labels].reverse();
       for (const target of order) {
         const port = servers.ports.get(target);
         if (port === undefined) continue;

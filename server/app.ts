@@ -314,6 +314,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       secrets,
       runBus,
       runSettings,
+      // Runs created here start here at once when a slot is free (roles all and worker).
+      ...(config.role === "api" ? {} : { localRuns: agentRuns }),
       clock: hooks.clock ?? systemClock,
       uiBundles,
     };

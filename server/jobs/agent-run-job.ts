@@ -93,6 +93,13 @@ export interface AgentRunWorker {
    * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
   reserve(): RunSlot | undefined;
+  /**
+   * When `runId` executes in this process now: resolves once its attempt is over, with the run as
+   * this attempt ended it (committed), or undefined when the attempt did not end it (lease lost,
+   * handed back, rolled back, its thread deleted). Undefined when the run does not execute here.
+   * Waiters in this process learn the end from it without a NOTIFY and a read of the run's row.
+   */
+  attemptEnd(runId: string): Promise<AgentRunRecord | undefined> | undefined;
   /** The slots in use now. */
   slots(): RunSlotUsage;
 }
@@ -106,6 +113,16 @@ export interface RunSlot {
   run(claim: RunClaim): void;
   /** Gives the slot back unused (the run was not claimed, or its transaction failed). */
   release(): void;
+}
+
+/** A run executing in this process. */
+interface Attempt {
+  stop: AbortController;
+  /** Settles when the attempt is over and its slot is free. */
+  done: Promise<void>;
+  claimedAt: number;
+  /** The run as this attempt ended it, once its end committed. */
+  ended?: AgentRunRecord;
 }
 
 /** Why an attempt stopped before the graph ended. */
@@ -138,7 +155,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   const heartbeatMs = (settings.leaseSeconds * 1000) / 4;
   const dispatchDeps: RunDispatchDeps = { queue: deps.queue, runJob: () => job };
   let draining = false;
-  const running = new Map<string, { stop: AbortController; done: Promise<void>; claimedAt: number }>();
+  const running = new Map<string, Attempt>();
 
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
@@ -217,8 +234,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       const { workspaceId, threadId, runId } = payload;
       const leaseToken = randomUUID();
       const claim = await sql.begin(async (tx) => {
-        await lockThreadQueue(tx, workspaceId, threadId);
-        return claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds });
+        const [, claimed] = await Promise.all([
+          lockThreadQueue(tx, workspaceId, threadId),
+          claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
+        ]);
+        return claimed;
       });
       if (!claim) return;
       launch(claim);
@@ -321,13 +341,16 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       clearTimeout(timeout);
       unsubscribe();
     }
-    await writer.flush();
-    await end(run, leaseToken, graph, { status, output, failure });
+    // The last events are written while the end reads the thread's state; the end is written
+    // once they are (its end event comes after them).
+    const flushed = writer.flush();
+    flushed.catch(() => {});
+    await end(run, leaseToken, graph, { status, output, failure }, flushed);
   }
 
   /**
    * Ends the run (when this attempt still holds it), owes its webhook, records the thread's state,
-   * starts the next run.
+   * starts the next run. `flushed` settles when the run's events are written; the end waits for it.
    */
   async function end(
     run: AgentRunRecord,
@@ -338,6 +361,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       output: JsonValue;
       failure: { error: string; message: string } | undefined;
     },
+    flushed: Promise<void>,
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     let state: ThreadStateAfterRun | undefined;
@@ -346,17 +370,29 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
     let ended: RunEndTimes | undefined;
+    let kept = false;
+    // Awaited before the transaction opens: a transaction holding a connection while the events
+    // wait for one could starve the pool.
+    await flushed;
     await sql.begin(async (tx) => {
-      await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      const times = await endRun(tx, run.runId, leaseToken, {
-        status: outcome.status,
-        output,
-        eventTtlSeconds: settings.streamTtlSeconds,
-        endEvent: END_EVENT,
-        channel: RUN_EVENTS_CHANNEL,
-      });
+      // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
+      // A temporary thread's deletion goes with them: it only happens when no run is pending or
+      // running on the thread, so when this attempt did not end the run it deletes nothing the
+      // run's actual end would not.
+      const [, times, deleted] = await Promise.all([
+        lockThreadQueue(tx, run.workspaceId, run.threadId),
+        endRun(tx, run.runId, leaseToken, {
+          status: outcome.status,
+          output,
+          eventTtlSeconds: settings.streamTtlSeconds,
+          endEvent: END_EVENT,
+          channel: RUN_EVENTS_CHANNEL,
+        }),
+        kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
+      ]);
       ended = times;
       if (!times) return;
+      kept = true;
       if (deps.webhooks)
         await oweWebhook(tx, { ...deps.webhooks, queue: deps.queue }, run, {
           status: outcome.status,
@@ -364,7 +400,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           values: state?.values ?? (outcome.failure ? null : output),
           error: outcome.failure?.message,
         });
-      if (kwargs.temporary && (await deleteTemporaryThread(tx, run.workspaceId, run.threadId))) return;
+      if (deleted) return;
       const threadStatus =
         outcome.status === "error"
           ? "error"
@@ -378,13 +414,24 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       });
       if (!saved) {
         // The thread was deleted while the run ran: what the run wrote after that goes too.
+        kept = false;
         await deleteRun(tx, run.workspaceId, run.runId);
         await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
         return;
       }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
-    if (ended) reportEnded(run.runId, outcome.status);
+    if (!ended) return;
+    reportEnded(run.runId, outcome.status);
+    const attempt = running.get(run.runId);
+    if (attempt && kept)
+      attempt.ended = {
+        ...run,
+        status: outcome.status,
+        output,
+        cancelAction: null,
+        updatedAt: ended.updatedAt,
+      };
   }
 
   /** Tells the observer that this process ended a run. */
@@ -471,6 +518,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           release();
         },
       };
+    },
+    attemptEnd(runId) {
+      const attempt = running.get(runId);
+      return attempt?.done.then(() => attempt.ended);
     },
     slots: () => ({ total: settings.workers, busy: settings.workers - free }),
     async drain(graceMs) {

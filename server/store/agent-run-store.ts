@@ -136,6 +136,38 @@ export async function insertRun(
   return toRecord(row);
 }
 
+/**
+ * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, running
+ * under `claim` as its first attempt, in one statement (one round trip, atomic without a
+ * transaction): nobody else knows the thread yet, so it has no queue to lock. A thread id already
+ * taken inserts nothing and throws.
+ */
+export async function insertRunOnNewThread(
+  q: Queryable,
+  run: NewRun,
+  threadMetadata: JsonObject,
+  claim: ClaimOnInsert,
+): Promise<AgentRunRecord> {
+  const [row] = await q<RunRow[]>`
+    with thread as (
+      insert into threads (workspace_id, thread_id, metadata, status)
+      values (${run.workspaceId}, ${run.threadId}, ${q.json(threadMetadata)}, 'busy')
+      on conflict (workspace_id, thread_id) do nothing
+      returning workspace_id, thread_id
+    )
+    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                            multitask_strategy, temporary, not_before, status, attempt, lease_owner,
+                            lease_token, lease_expires_at, started_at)
+    select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
+           ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+           now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
+           ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now()
+    from thread
+    returning *`;
+  if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
+  return toRecord(row);
+}
+
 /** The workspace's run `runId`, optionally only on thread `threadId`. */
 export async function findRun(
   q: Queryable,

@@ -1,5 +1,6 @@
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSql } from "../../server/store/db.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /** Generous: a loaded 2-core machine runs several suites at once. */
@@ -60,6 +61,33 @@ describe("agent runs: create, stream, wait", () => {
         input: { messages: [{ role: "human", content: "hi" }] },
       })) as { messages: unknown[] };
       expect(values.messages).toHaveLength(2);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a process that executes runs starts the runs it creates itself: no queue job, one attempt",
+    async () => {
+      const sql = createSql(t.databaseUrl, { max: 1, statementTimeoutMs: 0, applicationName: "test" });
+      try {
+        const jobs = async () =>
+          (
+            await sql<{ n: number }[]>`select count(*)::int as n from pgboss.job where name like 'agent.run%'`
+          )[0]?.n;
+        const before = await jobs();
+        const thread = await client.threads.create();
+        const run = await client.runs.create(thread.thread_id, "agent", {
+          input: { messages: [{ role: "human", content: "hi" }] },
+        });
+        await client.runs.join(thread.thread_id, run.run_id);
+        await client.runs.wait(null, "agent", { input: { messages: [{ role: "human", content: "hi" }] } });
+        const [row] = await sql<{ status: string; attempt: number }[]>`
+          select status, attempt from agent_runs where run_id = ${run.run_id}`;
+        expect(row).toEqual({ status: "success", attempt: 1 });
+        expect(await jobs()).toBe(before);
+      } finally {
+        await sql.end();
+      }
     },
     TIMEOUT,
   );

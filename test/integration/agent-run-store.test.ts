@@ -14,6 +14,7 @@ import {
   finishRun,
   headOfThreadQueue,
   insertRun,
+  insertRunOnNewThread,
   lockThreadQueue,
   releaseLapsedRuns,
   renewRunLease,
@@ -78,6 +79,45 @@ function claim(threadId: string, runId: string, leaseSeconds = 30) {
     return claimRun(tx, { workspaceId, runId, owner: "test", leaseToken: randomUUID(), leaseSeconds });
   });
 }
+
+describe("a stateless run started by its creator", () => {
+  it("is inserted running, on its new busy thread, in one statement; a taken thread id inserts nothing", async () => {
+    const threadId = uuidv7();
+    const leaseToken = randomUUID();
+    const run = {
+      workspaceId,
+      runId: uuidv7(),
+      threadId,
+      assistantId,
+      graphId: "g",
+      metadata: {},
+      kwargs: {},
+      multitaskStrategy: "enqueue" as const,
+      temporary: true,
+      afterSeconds: 0,
+    };
+    const owner = { owner: "test", leaseToken, leaseSeconds: 30 };
+    const stored = await insertRunOnNewThread(db().sql, run, { graph_id: "g" }, owner);
+    expect(stored).toMatchObject({
+      runId: run.runId,
+      threadId,
+      status: "running",
+      attempt: 1,
+      temporary: true,
+    });
+    const [thread] = await db().sql<{ status: string; metadata: unknown }[]>`
+      select status, metadata from threads where workspace_id = ${workspaceId} and thread_id = ${threadId}`;
+    expect(thread).toEqual({ status: "busy", metadata: { graph_id: "g" } });
+    // The claim holds: the creator ends it with its lease token, and nobody else claims it.
+    expect(await claim(threadId, run.runId)).toBeUndefined();
+    expect(await finishRun(db().sql, run.runId, leaseToken, { status: "success", output: {} })).toBe(true);
+    const again = { ...run, runId: uuidv7() };
+    await expect(insertRunOnNewThread(db().sql, again, {}, owner)).rejects.toThrow("already exists");
+    const [count] = await db().sql<{ n: number }[]>`
+      select count(*)::int as n from agent_runs where run_id = ${again.runId}`;
+    expect(count?.n).toBe(0);
+  });
+});
 
 describe("one run per thread, in arrival order", () => {
   it("claims only the head of a thread's queue, and the next one after it ends", async () => {

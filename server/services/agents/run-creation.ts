@@ -11,7 +11,9 @@ import {
   type AgentRunRecord,
   activeRunsOfThread,
   insertRun,
+  insertRunOnNewThread,
   lockThreadQueue,
+  type NewRun,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
@@ -115,65 +117,18 @@ export async function checkWebhook(webhook: string | null, settings: WebhookSett
   if (problem) throw invalid(problem.message);
 }
 
-/**
- * Creates a run inside `tx`: finds (or creates) the thread, applies the multitask strategy to the
- * thread's active runs, stores the run with its merged config, marks the thread busy and, when the
- * run heads its thread's queue, dispatches it (or, when `reserve` hands it a local slot, claims it).
- * The thread's queue is locked until `tx` ends, so concurrent creations on one thread keep arrival
- * order. Crons fire through here, in the transaction that advances their schedule.
- */
-export async function createRunInTx(
-  tx: Transaction,
-  deps: RunInTxDeps,
+/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
+function newRunOf(
+  deps: Pick<RunInTxDeps, "configurableHeaders">,
   workspaceId: string,
   target: RunTarget,
+  threadId: string,
+  thread: ThreadRecord | undefined,
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
-  reserve: () => RunSlot | undefined = () => undefined,
-): Promise<CreatedRun> {
-  const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
-  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
-    throw invalid(
-      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
-    );
-  const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  // A stateless run's thread is new: nobody else can know it, so it has no queue to order.
-  if (target.kind === "thread") await lockThreadQueue(tx, workspaceId, threadId);
-  let thread: ThreadRecord | undefined;
-  if (target.kind === "thread") [thread] = await findThreads(tx, [{ workspaceId, threadId }]);
-  if (!thread) {
-    if (target.kind === "thread" && request.ifNotExists !== "create") throw threadNotFound(threadId);
-    [thread] = await insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
-    if (!thread) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
-  }
-  if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
-    throw new ConnectError(
-      `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
-      Code.NotFound,
-    );
-  const active = target.kind === "thread" ? await activeRunsOfThread(tx, workspaceId, threadId) : [];
-  if (active.length > 0 && request.multitaskStrategy === "reject")
-    throw new ConnectError(
-      `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
-      Code.AlreadyExists,
-    );
-  let waiting = active;
-  if (
-    active.length > 0 &&
-    (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
-  ) {
-    await cancelRunsInTx(
-      tx,
-      deps.cancel,
-      workspaceId,
-      active.map((r) => r.runId),
-      request.multitaskStrategy,
-    );
-    waiting = await activeRunsOfThread(tx, workspaceId, threadId);
-  }
-  const runId = uuidv7();
-  const threadConfig = objectOf(thread.config);
+): NewRun {
+  const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;
   const config = {
     ...assistant.config,
@@ -209,42 +164,160 @@ export async function createRunInTx(
     on_disconnect: request.onDisconnect,
     ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
   };
+  return {
+    workspaceId,
+    runId: uuidv7(),
+    threadId,
+    assistantId: assistant.assistantId,
+    graphId: assistant.graphId,
+    metadata: request.metadata,
+    kwargs: kwargs as unknown as JsonObject,
+    multitaskStrategy: request.multitaskStrategy,
+    temporary: kwargs.temporary,
+    afterSeconds: request.afterSeconds,
+  };
+}
+
+/**
+ * Creates a run inside `tx`: finds (or creates) the thread, applies the multitask strategy to the
+ * thread's active runs, stores the run with its merged config, marks the thread busy and, when the
+ * run heads its thread's queue, dispatches it (or, when `reserve` hands it a local slot, claims it).
+ * The thread's queue is locked until `tx` ends, so concurrent creations on one thread keep arrival
+ * order. Crons fire through here, in the transaction that advances their schedule.
+ */
+export async function createRunInTx(
+  tx: Transaction,
+  deps: RunInTxDeps,
+  workspaceId: string,
+  target: RunTarget,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+  reserve: () => RunSlot | undefined = () => undefined,
+): Promise<CreatedRun> {
+  const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
+  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
+    throw invalid(
+      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
+    );
+  const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
+  const newThread = () => insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+  const created = (rows: (ThreadRecord | undefined)[]): ThreadRecord => {
+    const [row] = rows;
+    if (!row) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
+    return row;
+  };
+  // A stateless run's thread is new: nobody else can know it, so it has no queue to order, and its
+  // insert goes out pipelined with the statements after it (the connection runs them in order).
+  let thread: ThreadRecord | undefined;
+  let insertingThread: Promise<(ThreadRecord | undefined)[]> | undefined;
+  let active: Awaited<ReturnType<typeof activeRunsOfThread>> = [];
+  if (target.kind === "thread") {
+    // The lock and the reads in one round trip: Postgres takes the lock before it reads.
+    [, [thread], active] = await Promise.all([
+      lockThreadQueue(tx, workspaceId, threadId),
+      findThreads(tx, [{ workspaceId, threadId }]),
+      activeRunsOfThread(tx, workspaceId, threadId),
+    ]);
+    if (!thread) {
+      if (request.ifNotExists !== "create") throw threadNotFound(threadId);
+      thread = created(await newThread());
+    }
+  } else {
+    const inserting = newThread();
+    // Awaited below; a statement failing before then must not leave its rejection unhandled.
+    inserting.catch(() => {});
+    insertingThread = inserting;
+  }
+  if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
+    throw new ConnectError(
+      `checkpoint ${request.checkpoint.checkpoint_id} not found on thread ${threadId}`,
+      Code.NotFound,
+    );
+  if (active.length > 0 && request.multitaskStrategy === "reject")
+    throw new ConnectError(
+      `thread ${threadId} is busy with run ${active[0]?.runId}: multitask_strategy "reject" refuses a new run while one is pending or running (use enqueue, interrupt or rollback)`,
+      Code.AlreadyExists,
+    );
+  let waiting = active;
+  if (
+    active.length > 0 &&
+    (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback")
+  ) {
+    await cancelRunsInTx(
+      tx,
+      deps.cancel,
+      workspaceId,
+      active.map((r) => r.runId),
+      request.multitaskStrategy,
+    );
+    waiting = await activeRunsOfThread(tx, workspaceId, threadId);
+  }
+  const newRun = newRunOf(deps, workspaceId, target, threadId, thread, assistant, request, headers);
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip. Runs still active before it dispatch it when they end.
   const slot = waiting.length === 0 && request.afterSeconds === 0 ? reserve() : undefined;
-  const stored = await insertRun(
-    tx,
-    {
-      workspaceId,
-      runId,
-      threadId,
-      assistantId: assistant.assistantId,
-      graphId: assistant.graphId,
-      metadata: request.metadata,
-      kwargs: kwargs as unknown as JsonObject,
-      multitaskStrategy: request.multitaskStrategy,
-      temporary: kwargs.temporary,
-      afterSeconds: request.afterSeconds,
-    },
-    {
-      threadMetadata: deps.settings.richThreads ? graphMetadata : null,
-      ...(slot
-        ? {
-            claim: {
-              owner: slot.owner,
-              leaseToken: slot.leaseToken,
-              leaseSeconds: deps.settings.leaseSeconds,
-            },
-          }
-        : {}),
-    },
-  );
+  const stored = await insertRun(tx, newRun, {
+    threadMetadata: deps.settings.richThreads ? graphMetadata : null,
+    ...(slot
+      ? {
+          claim: {
+            owner: slot.owner,
+            leaseToken: slot.leaseToken,
+            leaseSeconds: deps.settings.leaseSeconds,
+          },
+        }
+      : {}),
+  });
+  if (insertingThread) created(await insertingThread);
   // The caller sees the run as created (pending), as when a worker claims it a moment later.
   const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
   if (slot) return { run, claim: { run: stored, leaseToken: slot.leaseToken, orphaned: false } };
   if (waiting.length > 0) return { run, claim: undefined };
-  await dispatchRun(tx, deps.cancel.dispatch, { workspaceId, threadId, runId }, request.afterSeconds);
+  await dispatchRun(
+    tx,
+    deps.cancel.dispatch,
+    { workspaceId, threadId, runId: newRun.runId },
+    request.afterSeconds,
+  );
   return { run, claim: undefined };
+}
+
+/** The fast path of {@link createRun}: a stateless run inserted with its thread and started in `slot`. */
+async function startStatelessHere(
+  deps: RunCreationDeps,
+  workspaceId: string,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+  slot: RunSlot,
+): Promise<AgentRunRecord> {
+  const threadId = uuidv7();
+  const newRun = newRunOf(
+    deps,
+    workspaceId,
+    { kind: "stateless" },
+    threadId,
+    undefined,
+    assistant,
+    request,
+    headers,
+  );
+  let stored: AgentRunRecord;
+  try {
+    stored = await insertRunOnNewThread(
+      deps.sql,
+      newRun,
+      { graph_id: assistant.graphId, assistant_id: assistant.assistantId },
+      { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
+    );
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
+  // The caller sees the run as created (pending), as when a worker claims it a moment later.
+  return { ...stored, status: "pending", attempt: 0 };
 }
 
 /**
@@ -260,6 +333,12 @@ export async function createRun(
 ): Promise<AgentRunRecord> {
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
+  // A stateless run that starts now, in a free slot of this process: its new thread and the run,
+  // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
+  if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {
+    const slot = deps.localRuns?.reserve();
+    if (slot) return startStatelessHere(deps, workspaceId, assistant, request, headers, slot);
+  }
   let reserved: RunSlot | undefined;
   const reserve = () => {
     reserved = deps.localRuns?.reserve();

@@ -39,7 +39,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus };
+  const readers = { sql, bus, localRuns: deps.localRuns };
 
   return {
     assistant: (workspaceId, raw) => resolveAssistant(creationDeps, workspaceId, raw),

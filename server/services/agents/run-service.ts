@@ -67,7 +67,7 @@ export interface RunServiceDeps {
   /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
   webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "reserve">;
+  localRuns?: Pick<AgentRunWorker, "reserve" | "attemptEnd">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
@@ -186,7 +186,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus };
+  const readers = { sql, bus, localRuns: deps.localRuns };
 
   const start = async (
     ctx: HandlerContext,

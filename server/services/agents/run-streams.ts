@@ -5,6 +5,7 @@ import {
   type ServerSentEvent,
   ServerSentEventSchema,
 } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
+import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
@@ -70,6 +71,8 @@ function toMessage(record: RunEventRecord): ServerSentEvent {
 export interface StreamReaderDeps {
   sql: Sql;
   bus: RunEventBus;
+  /** This process's run worker, when it executes runs: a waiter on a run executing here asks it. */
+  localRuns?: Pick<AgentRunWorker, "attemptEnd"> | undefined;
 }
 
 /**
@@ -153,6 +156,13 @@ export async function waitForRunEnd(
   run: { workspaceId: string; runId: string },
   signal: AbortSignal,
 ): Promise<AgentRunRecord | undefined> {
+  const here = deps.localRuns?.attemptEnd(run.runId);
+  if (here) {
+    // Executing in this process: its end is known here as it commits. When this attempt does not
+    // end it (a takeover, a hand-back), the run is followed through Postgres as any other.
+    const ended = await untilAborted(here, signal);
+    if (ended) return ended;
+  }
   const watch = deps.bus.watch(endKey(run.runId));
   try {
     for (;;) {
@@ -165,6 +175,17 @@ export async function waitForRunEnd(
   } finally {
     watch.close();
   }
+}
+
+/** `promise`, or CANCELED as soon as `signal` aborts (the client went away). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  const gone = () => new ConnectError("the client went away before the run ended", Code.Canceled);
+  if (signal.aborted) return Promise.reject(gone());
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(gone());
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
 }
 
 /** What wait and join answer for an ended run: its output (final values, or the error). */
