@@ -1,6 +1,7 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { type AuthConfig, parseAuthConfig } from "./graph-config-auth.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
   LANGGRAPH_CONFIG,
@@ -73,6 +74,8 @@ export interface GraphConfig {
   readonly checkpointer: { readonly ttl?: CheckpointerTtlConfig };
   /** `http` settings. */
   readonly http: HttpConfig;
+  /** `auth` settings: the custom Auth object (server/runtime/graph-config-auth.ts). */
+  readonly auth?: AuthConfig;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -113,7 +116,6 @@ const IGNORED_TOP_LEVEL_KEYS = new Set([
   "dockerfile_lines",
   "keep_pkg_tools",
   "api_version",
-  "auth",
   "encryption",
   "ui",
   "ui_config",
@@ -184,7 +186,10 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
   const dir = dirname(file);
 
   for (const key of Object.keys(raw)) {
-    if (!["graphs", "env", "store", "checkpointer", "http"].includes(key) && !IGNORED_TOP_LEVEL_KEYS.has(key))
+    if (
+      !["graphs", "env", "store", "checkpointer", "http", "auth"].includes(key) &&
+      !IGNORED_TOP_LEVEL_KEYS.has(key)
+    )
       warnings.push(`unknown top-level key "${key}" is ignored`);
   }
 
@@ -264,6 +269,8 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
 
+  const auth = parseAuthConfig(raw.auth, dir, problems);
+
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
     file,
@@ -273,6 +280,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     store,
     checkpointer,
     http,
+    ...optional("auth", auth),
     warnings,
   };
 }

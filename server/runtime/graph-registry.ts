@@ -66,7 +66,7 @@ export interface GraphRegistry {
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
   /** The config file's `store`, `checkpointer` and `http` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http">;
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "auth">;
   /** Stops work in progress (a schema extraction); call it when the process stops. */
   close(): Promise<void>;
 }
@@ -135,7 +135,12 @@ export async function createGraphRegistry(
     ids: () => [...graphs.keys()],
     get: (graphId) => graphs.get(graphId),
     configFile: config.file,
-    settings: { store: config.store, checkpointer: config.checkpointer, http: config.http },
+    settings: {
+      store: config.store,
+      checkpointer: config.checkpointer,
+      http: config.http,
+      ...(config.auth ? { auth: config.auth } : {}),
+    },
     close: () => extractor.close(),
   };
 }
