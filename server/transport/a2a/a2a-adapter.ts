@@ -207,7 +207,7 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
             `method "${request.method}" not found; this agent answers ${Object.keys(METHOD_PERMISSIONS).join(", ")}`,
           );
         await authorizedWorkspace(principal, permission);
-        const caller: A2aCaller = { workspaceId, headers, signal: clientGone(res) };
+        const caller: A2aCaller = { workspaceId, principal, headers, signal: clientGone(res) };
         switch (request.method) {
           case "message/send":
             sendJson(

@@ -112,6 +112,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
             (request.params.arguments ?? {}) as JsonObject,
             headers,
             AbortSignal.any([gone, extra.signal]),
+            principal,
           );
           if (!outcome.ok) return { content: [{ type: "text", text: outcome.text }], isError: true };
           const structured =
