@@ -66,7 +66,11 @@ export interface CustomAuthentication {
    * The principal of a request; `byApiKey` authenticates it the usual way (for operator keys,
    * run tokens and Studio).
    */
-  authenticate(headers: Headers, target: RequestTarget, byApiKey: () => Promise<Principal>): Promise<Principal>;
+  authenticate(
+    headers: Headers,
+    target: RequestTarget,
+    byApiKey: () => Promise<Principal>,
+  ): Promise<Principal>;
 }
 
 /** The target of a request that did not say (REST-only adapters pass theirs). */
