@@ -307,7 +307,7 @@ async function main(settings: Settings): Promise<void> {
           databaseUrl,
           apiKey,
           dataDir: join(pg.dir, "data-custom-auth"),
-          graphConfigPath: CUSTOM_AUTH_VARIANT.graphConfigPath,
+          graphConfigPath: await CUSTOM_AUTH_VARIANT.graphsFile(undefined, pg.dir),
         },
         undefined,
         THIS_CHECKOUT.root,

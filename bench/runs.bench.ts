@@ -48,6 +48,7 @@ import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./s
 import { listValue, numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
 import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { CUSTOM_AUTH_AIM_RATIO, CUSTOM_AUTH_VARIANT } from "./support/custom-auth-variant.js";
 import { percentile } from "./support/percentile.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
@@ -61,7 +62,7 @@ const AIM_FIRST_VALUES_P50_MS = 10;
 /** Calls before each latency series that are not counted: connections open, code paths warm. */
 const WARMUP_CALLS = 5;
 
-const TARGETS = ["agentplane", "agentplane-split", "langgraph-js"] as const;
+const TARGETS = ["agentplane", "agentplane-split", "langgraph-js", CUSTOM_AUTH_VARIANT.label] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Settings {
@@ -146,11 +147,10 @@ async function series(n: number, call: () => Promise<number | undefined>): Promi
 /** Measures every cell on the server at `port`. */
 async function measure(
   port: number,
-  apiKey: string,
+  headers: Record<string, string>,
   settings: Settings,
   meter: CpuMeter | undefined,
 ): Promise<Cells> {
-  const headers = { "x-api-key": apiKey };
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
   const streams = createStreamClient(port, headers, 1);
@@ -279,6 +279,31 @@ function printReport(settings: Settings, results: Map<Target, Cells[]>): boolean
 }
 
 /** Starts the servers the targets need and returns their ports (and what to stop). */
+/**
+ * The cost of custom auth: the custom-auth variant's best round over plain agentplane's, for
+ * throughput (runs/s) and for latency (plain p50 ÷ variant p50, so below 1 is slower), against its
+ * aim. False when one misses it; true when either was not measured.
+ */
+function printCustomAuthCost(results: Map<Target, Cells[]>): boolean {
+  const plain = best(results.get("agentplane") ?? []);
+  const variant = best(results.get(CUSTOM_AUTH_VARIANT.label) ?? []);
+  if (!plain || !variant) return true;
+  const ratios: [string, number][] = [
+    ["runs/s at concurrency", variant.runsPerSecond / plain.runsPerSecond],
+    ["wait p50 (plain ÷ auth)", plain.waitP50 / variant.waitP50],
+    ["first values p50 (plain ÷ auth)", plain.firstValuesP50 / variant.firstValuesP50],
+  ];
+  console.log(
+    `\ncustom auth cost (${CUSTOM_AUTH_VARIANT.label} vs agentplane, aim ≥ ${CUSTOM_AUTH_AIM_RATIO}):`,
+  );
+  let ok = true;
+  for (const [name, ratio] of ratios) {
+    if (!(ratio >= CUSTOM_AUTH_AIM_RATIO)) ok = false;
+    console.log(`  ${name}: ${ratio.toFixed(2)} ${ratio >= CUSTOM_AUTH_AIM_RATIO ? "PASS" : "FAIL"}`);
+  }
+  return ok;
+}
+
 async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string, admin: Sql) {
   const ports = new Map<Target, number>();
   const meters = new Map<Target, CpuMeter>();
@@ -305,6 +330,14 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(worker);
     ports.set("agentplane-split", api.port);
     meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
+  }
+  if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
+    const url = await createBenchDatabase(pg, "bench_custom_auth");
+    const graphConfigPath = await CUSTOM_AUTH_VARIANT.graphsFile(GRAPHS_FILE, pg.dir);
+    const child = await spawnAgentplane({ ...setup(url, "data-custom-auth"), graphConfigPath }, undefined);
+    children.push(child);
+    ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+    meters.set(CUSTOM_AUTH_VARIANT.label, processesMeter(admin, "bench_custom_auth", [child.pid]));
   }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);
@@ -342,7 +375,9 @@ async function main(settings: Settings): Promise<void> {
       for (const target of order) {
         const port = servers.ports.get(target);
         if (port === undefined) continue;
-        const cells = await measure(port, apiKey, settings, servers.meters.get(target));
+        const headers =
+          target === CUSTOM_AUTH_VARIANT.label ? CUSTOM_AUTH_VARIANT.headers() : { "x-api-key": apiKey };
+        const cells = await measure(port, headers, settings, servers.meters.get(target));
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
@@ -351,6 +386,7 @@ async function main(settings: Settings): Promise<void> {
       }
     }
     if (!printReport(settings, results)) process.exitCode = 1;
+    if (!printCustomAuthCost(results)) process.exitCode = 1;
   } finally {
     await servers?.stop();
     await admin.end();
