@@ -97,17 +97,18 @@ function describe(value: unknown): string {
 
 /**
  * The SQL condition of `filter` on the jsonb column named `metadata` (`metadata`, or `t.metadata`
- * with a table alias), every key and value a parameter. A key holding a different JSON type never
- * matches. The column is a name, not a fragment: a fragment cannot appear twice in one query.
+ * with a table alias), every key and value a parameter. Each condition is a containment
+ * (`metadata @> {"key": value}`; values are scalars, so this is equality, and for `$contains` an
+ * array holding them), which the metadata GIN indexes (jsonb_path_ops) answer. A key holding a
+ * different JSON type never matches. The column is a name, not a fragment: a fragment cannot
+ * appear twice in one query.
  */
 export function authFilterSql(q: Queryable, metadata: string, filter: AuthFilter): SqlCondition {
   switch (filter.kind) {
     case "eq":
-      return filter.value === null
-        ? q`(${q(metadata)} -> ${filter.key}::text) = 'null'::jsonb`
-        : q`(${q(metadata)} -> ${filter.key}::text) = ${q.json(filter.value)}`;
+      return q`${q(metadata)} @> ${q.json({ [filter.key]: filter.value })}`;
     case "contains":
-      return q`(${q(metadata)} -> ${filter.key}::text) @> ${q.json(filter.values as JsonValue[])}`;
+      return q`${q(metadata)} @> ${q.json({ [filter.key]: filter.values as JsonValue[] })}`;
     case "and":
       return allOf(
         q,
