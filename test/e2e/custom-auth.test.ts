@@ -234,3 +234,47 @@ describe("custom auth over gRPC and Connect", () => {
     await expect(anonymous.countThreads({})).rejects.toMatchObject({ code: 16 });
   });
 });
+
+describe("API keys and Studio with AGENTPLANE_CUSTOM_AUTH_API_KEYS=deny (a second server on the same database)", () => {
+  let denying: TestApp;
+  beforeAll(async () => {
+    denying = await startTestApp({
+      graphConfigPath: GRAPHS,
+      databaseUrl: t.databaseUrl,
+      bootstrapApiKey: t.adminKey,
+      customAuth: { apiKeys: "deny", workspaceId: undefined, role: "editor" },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await denying?.stop();
+  });
+
+  it("sends key requests to the handler, lets Studio in with a key, and keeps users apart across servers", async () => {
+    const byKey = await denying.fetch("/threads/search", { method: "POST", body: "{}" });
+    expect(byKey.status).toBe(401);
+    expect(byKey.headers.get("www-authenticate")).toBe('Bearer realm="agentplane-test"');
+    const studio = await denying.fetch("/threads/count", {
+      method: "POST",
+      body: "{}",
+      headers: { "x-auth-scheme": "langsmith" },
+    });
+    expect(studio.status).toBe(200);
+    expect(await studio.json()).toBeGreaterThan(1);
+    // A thread alice made on the first server is hers on the second too, and hidden from bob there.
+    const a = await alice.threads.create();
+    const bobHere = new Client({
+      apiUrl: denying.baseUrl,
+      apiKey: null,
+      defaultHeaders: { Authorization: `Bearer ${token("bob")}` },
+      callerOptions: { maxRetries: 0 },
+    });
+    expect(await statusOf(bobHere.threads.get(a.thread_id))).toBe(404);
+    const aliceHere = new Client({
+      apiUrl: denying.baseUrl,
+      apiKey: null,
+      defaultHeaders: { Authorization: `Bearer ${token("alice")}` },
+      callerOptions: { maxRetries: 0 },
+    });
+    expect((await aliceHere.threads.get(a.thread_id)).metadata).toMatchObject({ owner: "alice" });
+  });
+});
