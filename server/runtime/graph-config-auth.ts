@@ -35,7 +35,9 @@ export function parseAuthConfig(raw: unknown, dir: string, problems: string[]): 
     problems.push(`auth.disable_studio_auth: must be true or false, got ${kind(disable)}`);
   const path = raw.path;
   if (typeof path !== "string" || path.trim() === "") {
-    problems.push(`auth.path: required, a string such as "./auth.ts:auth", got ${kind(path)}`);
+    problems.push(
+      `auth.path: required, a string such as "./auth.ts:auth"${path === undefined ? "" : `, got ${kind(path)}`}`,
+    );
     return undefined;
   }
   // The export follows the last ":" unless that colon belongs to a Windows drive ("C:\...").
