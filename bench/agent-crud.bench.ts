@@ -52,6 +52,7 @@ import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from
 import { listValue } from "./support/cli-values.js";
 import type { CellResult } from "./support/closed-loop.js";
 import { type CpuMeter, cpuMeter } from "./support/cpu-meter.js";
+import { CUSTOM_AUTH_AIM_RATIO, CUSTOM_AUTH_VARIANT } from "./support/custom-auth-variant.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
 import { type MeteredResult, runMeteredLoop } from "./support/metered-loop.js";
 import { median, roundRatios } from "./support/round-ratios.js";
@@ -69,7 +70,7 @@ const ENCRYPTION_AIM = 0.8;
 /** Requests in flight while seeding: enough to keep either server busy. */
 const SEED_CONCURRENCY = 32;
 
-const TARGETS = ["agentplane", "langgraph-js"] as const;
+const TARGETS = ["agentplane", "langgraph-js", CUSTOM_AUTH_VARIANT.label] as const;
 type Target = (typeof TARGETS)[number];
 
 interface Settings extends LoopSettings {
@@ -142,7 +143,7 @@ async function runRounds(
         for (const target of order) {
           const server = servers.get(target);
           if (!server) continue;
-          const client = createJsonClient(server.port, { "x-api-key": apiKey }, concurrency);
+          const client = createJsonClient(server.port, headersOf(target, apiKey), concurrency);
           const call = operationCall(op, server.seeded);
           const result = await runMeteredLoop(
             meters.get(target),
@@ -160,6 +161,34 @@ async function runRounds(
     }
   }
   return results;
+}
+
+/** The headers a target's requests carry: the custom-auth variant's JWT, else the admin key. */
+function headersOf(label: string, apiKey: string): Record<string, string> {
+  return label === CUSTOM_AUTH_VARIANT.label ? CUSTOM_AUTH_VARIANT.headers() : { "x-api-key": apiKey };
+}
+
+/**
+ * The cost of custom auth: per operation × concurrency, the custom-auth variant's best round over
+ * plain agentplane's (with the median and range of same-round ratios), against its aim. False when
+ * a ratio misses it; true when either was not measured.
+ */
+function printCustomAuthCost(settings: Settings, results: Results): boolean {
+  const label = CUSTOM_AUTH_VARIANT.label;
+  if (!settings.targets.includes(label) || !settings.targets.includes("agentplane")) return true;
+  console.log(`\ncustom auth cost (${label} ÷ agentplane, aim ≥ ${CUSTOM_AUTH_AIM_RATIO}):`);
+  let ok = true;
+  for (const op of settings.ops) {
+    for (const concurrency of settings.concurrencies) {
+      const rps = (l: string) => (results.get(`${op}/${concurrency}/${l}`) ?? []).map((c) => c.rps);
+      const ratio = Math.max(...rps(label)) / Math.max(...rps("agentplane"));
+      if (!(ratio >= CUSTOM_AUTH_AIM_RATIO)) ok = false;
+      console.log(
+        `  ${OPERATION_LABELS[op]} c=${concurrency}: ${roundRatios(rps(label), rps("agentplane"))} ${ratio >= CUSTOM_AUTH_AIM_RATIO ? "PASS" : "FAIL"}`,
+      );
+    }
+  }
+  return ok;
 }
 
 /** The best round of a cell: most requests per second. */
@@ -309,6 +338,25 @@ async function main(settings: Settings): Promise<void> {
       ports.set(baseline.label, child.port);
       meters.set(baseline.label, cpuMeter(admin, database, child.pid));
     }
+    if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
+      const database = "bench_custom_auth";
+      const databaseUrl = await createBenchDatabase(pg, database);
+      const child = await spawnAgentplane(
+        {
+          databaseUrl,
+          apiKey,
+          dataDir: join(pg.dir, "data-custom-auth"),
+          graphConfigPath: await CUSTOM_AUTH_VARIANT.graphsFile(undefined, pg.dir),
+          // The issue measures custom auth and encryption on together.
+          encryption: benchEncryption(ENCRYPTED_KEYS),
+        },
+        undefined,
+        THIS_CHECKOUT.root,
+      );
+      children.push(child);
+      ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+      meters.set(CUSTOM_AUTH_VARIANT.label, cpuMeter(admin, database, child.pid));
+    }
     if (settings.targets.includes("langgraph-js")) {
       peer = await startLangGraphJs();
       ports.set("langgraph-js", peer.port);
@@ -316,7 +364,7 @@ async function main(settings: Settings): Promise<void> {
     const servers = new Map<string, Server>();
     for (const [label, port] of ports) {
       const started = performance.now();
-      const client = createJsonClient(port, { "x-api-key": apiKey }, SEED_CONCURRENCY);
+      const client = createJsonClient(port, headersOf(label, apiKey), SEED_CONCURRENCY);
       const seeded = await seedServer(client, SEED_CONCURRENCY).finally(() => client.close());
       servers.set(label, { port, seeded });
       console.log(
@@ -336,6 +384,7 @@ async function main(settings: Settings): Promise<void> {
     );
     const results = await runRounds(settings, servers, apiKey, meters);
     if (!printReport(settings, results)) process.exitCode = 1;
+    if (!printCustomAuthCost(settings, results)) process.exitCode = 1;
   } finally {
     for (const child of children) await child.stop();
     await peer?.stop();

@@ -56,6 +56,7 @@ import { BASELINE_OPTION, baselineCheckouts, type Checkout } from "./support/che
 import { listValue, numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
 import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { CUSTOM_AUTH_AIM_RATIO, CUSTOM_AUTH_VARIANT } from "./support/custom-auth-variant.js";
 import { percentile } from "./support/percentile.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
@@ -69,8 +70,14 @@ const AIM_FIRST_VALUES_P50_MS = 10;
 /** Calls before each latency series that are not counted: connections open, code paths warm. */
 const WARMUP_CALLS = 5;
 
-const TARGETS = ["agentplane", "agentplane-split", "langgraph-js", "agentplane-aes"] as const;
-/** What runs without --targets: the encrypted variant is asked for by name. */
+const TARGETS = [
+  "agentplane",
+  "agentplane-split",
+  "langgraph-js",
+  "agentplane-aes",
+  CUSTOM_AUTH_VARIANT.label,
+] as const;
+/** What runs without --targets: the encrypted and custom-auth variants are asked for by name. */
 const DEFAULT_TARGETS = ["agentplane", "agentplane-split", "langgraph-js"];
 /** The issue's aim for encryption on ÷ off. */
 const AIM_ENCRYPTION_RATIO = 0.8;
@@ -167,11 +174,10 @@ async function series(n: number, call: () => Promise<number | undefined>): Promi
 /** Measures every cell on the server at `port`. */
 async function measure(
   port: number,
-  apiKey: string,
+  headers: Record<string, string>,
   settings: Settings,
   meter: CpuMeter | undefined,
 ): Promise<Cells> {
-  const headers = { "x-api-key": apiKey };
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
   const streams = createStreamClient(port, headers, 1);
@@ -306,6 +312,31 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
   return ok;
 }
 
+/**
+ * The cost of custom auth: the custom-auth variant's best round over plain agentplane's, for
+ * throughput (runs/s) and for latency (plain p50 ÷ variant p50, so below 1 is slower), against its
+ * aim. False when one misses it; true when either was not measured.
+ */
+function printCustomAuthCost(results: Map<string, Cells[]>): boolean {
+  const plain = best(results.get("agentplane") ?? []);
+  const variant = best(results.get(CUSTOM_AUTH_VARIANT.label) ?? []);
+  if (!plain || !variant) return true;
+  const ratios: [string, number][] = [
+    ["runs/s at concurrency", variant.runsPerSecond / plain.runsPerSecond],
+    ["wait p50 (plain ÷ auth)", plain.waitP50 / variant.waitP50],
+    ["first values p50 (plain ÷ auth)", plain.firstValuesP50 / variant.firstValuesP50],
+  ];
+  console.log(
+    `\ncustom auth cost (${CUSTOM_AUTH_VARIANT.label} vs agentplane, aim ≥ ${CUSTOM_AUTH_AIM_RATIO}):`,
+  );
+  let ok = true;
+  for (const [name, ratio] of ratios) {
+    if (!(ratio >= CUSTOM_AUTH_AIM_RATIO)) ok = false;
+    console.log(`  ${name}: ${ratio.toFixed(2)} ${ratio >= CUSTOM_AUTH_AIM_RATIO ? "PASS" : "FAIL"}`);
+  }
+  return ok;
+}
+
 /** Starts the servers the targets need and returns their ports (and what to stop). */
 async function startServers(settings: Settings, pg: BenchPostgres, apiKey: string, admin: Sql) {
   const ports = new Map<string, number>();
@@ -352,6 +383,19 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     ports.set(baseline.label, child.port);
     meters.set(baseline.label, processesMeter(admin, database, [child.pid]));
   }
+  if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
+    const url = await createBenchDatabase(pg, "bench_custom_auth");
+    const graphConfigPath = await CUSTOM_AUTH_VARIANT.graphsFile(GRAPHS_FILE, pg.dir);
+    // The issue measures custom auth and encryption on together.
+    const encryption = benchEncryption(["reply"]);
+    const child = await spawnAgentplane(
+      { ...setup(url, "data-custom-auth"), graphConfigPath, encryption },
+      undefined,
+    );
+    children.push(child);
+    ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+    meters.set(CUSTOM_AUTH_VARIANT.label, processesMeter(admin, "bench_custom_auth", [child.pid]));
+  }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);
     ports.set("langgraph-js", peer.port);
@@ -392,7 +436,9 @@ async function main(settings: Settings): Promise<void> {
       for (const target of order) {
         const port = servers.ports.get(target);
         if (port === undefined) continue;
-        const cells = await measure(port, apiKey, settings, servers.meters.get(target));
+        const headers =
+          target === CUSTOM_AUTH_VARIANT.label ? CUSTOM_AUTH_VARIANT.headers() : { "x-api-key": apiKey };
+        const cells = await measure(port, headers, settings, servers.meters.get(target));
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
@@ -401,6 +447,7 @@ async function main(settings: Settings): Promise<void> {
       }
     }
     if (!printReport(settings, results)) process.exitCode = 1;
+    if (!printCustomAuthCost(results)) process.exitCode = 1;
   } finally {
     await servers?.stop();
     await admin.end();

@@ -205,6 +205,8 @@ function principalFor(fixture: Fixture): Principal {
     apiKey: null,
     organizationRole: "admin",
     grant: { kind: "organization", organizationId: fixture.organizationId, role: "admin" },
+    authUser: null,
+    authRules: null,
     workspace: () => Promise.reject(new Error("the usage query needs no selected workspace")),
   };
 }

@@ -9,6 +9,7 @@ import {
   type Config,
   DEFAULT_BULK_EXPORT_SETTINGS,
   DEFAULT_CORS_ORIGINS,
+  DEFAULT_CUSTOM_AUTH_SETTINGS,
   DEFAULT_RUN_SETTINGS,
   DEFAULT_WEBHOOK_SETTINGS,
 } from "./config.js";
@@ -22,6 +23,8 @@ import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import type { Logger } from "./logger.js";
+import { loadCustomAuth } from "./runtime/custom-auth-module.js";
+import type { AuthConfig } from "./runtime/graph-config-auth.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
@@ -32,13 +35,14 @@ import { createCronFiring } from "./services/agents/cron-firing.js";
 import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
+import { createCustomAuthentication } from "./services/iam/custom-authenticator.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
 import { countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createSystemService } from "./services/system/system-service.js";
-import { checkConnectable, createSql, storedCipherOf } from "./store/db.js";
+import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
@@ -299,7 +303,13 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     const identities = createIdentityCache<Identity>();
     if (config.role !== "worker")
       onStop("identity listener", await listenForIdentityChanges(sql, identities.clear));
-    const auth = createAuthenticator({ sql, mode: config.auth, log, identities });
+    const auth = createAuthenticator({
+      sql,
+      mode: config.auth,
+      log,
+      identities,
+      ...(graphs.settings.auth ? { custom: await customAuthOf(graphs.settings.auth, config, sql, log) } : {}),
+    });
     const { guard } = auth;
     const deps = {
       config: { ...config, webhooks: webhookSettings },
@@ -413,6 +423,17 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/** The graphs file's custom auth (`auth.path`), loaded; a module that cannot be used stops start-up. */
+async function customAuthOf(auth: AuthConfig, config: Config, sql: Sql, log: Logger) {
+  const handlers = await loadCustomAuth(auth);
+  const settings = config.customAuth ?? DEFAULT_CUSTOM_AUTH_SETTINGS;
+  log.info("custom auth is on: requests authenticate with the graphs file's Auth object", {
+    auth: `${auth.file}:${auth.exportName}`,
+    apiKeys: settings.apiKeys,
+  });
+  return createCustomAuthentication({ handlers, config: auth, settings, sql, log });
 }
 
 /** The `ConnectError` for a database error that is not a bug: input it cannot store, or an outage. */

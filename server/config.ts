@@ -5,6 +5,7 @@
  */
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import { isUuid } from "./ids.js";
 import { parseWebhookHeaders } from "./net/webhook-headers.js";
 import {
   LANGGRAPH_CONFIG,
@@ -182,7 +183,32 @@ export interface Config {
   readonly runs?: RunSettings;
   /** Run webhook delivery; {@link DEFAULT_WEBHOOK_SETTINGS} where a hand-built config has none. */
   readonly webhooks?: WebhookSettings;
+  /** How custom auth users map to workspaces; {@link DEFAULT_CUSTOM_AUTH_SETTINGS} where unset. */
+  readonly customAuth?: CustomAuthSettings;
 }
+
+/** How the graphs file's custom auth (`auth.path`) users map onto organizations, workspaces and keys. */
+export interface CustomAuthSettings {
+  /**
+   * `allow`: a request with an agentplane API key is authenticated by the key and skips the handlers
+   * (operator access); `deny`: only run tokens and Studio skip them (`AGENTPLANE_CUSTOM_AUTH_API_KEYS`).
+   */
+  readonly apiKeys: "allow" | "deny";
+  /**
+   * The workspace every custom-auth user acts in (`AGENTPLANE_CUSTOM_AUTH_WORKSPACE`); undefined:
+   * the first organization's oldest workspace (the one bootstrap created).
+   */
+  readonly workspaceId: string | undefined;
+  /** The role they act with there (`AGENTPLANE_CUSTOM_AUTH_ROLE`). */
+  readonly role: "admin" | "editor" | "viewer";
+}
+
+/** Custom auth's defaults: API keys still work, custom users are editors of the default workspace. */
+export const DEFAULT_CUSTOM_AUTH_SETTINGS: CustomAuthSettings = Object.freeze({
+  apiKeys: "allow",
+  workspaceId: undefined,
+  role: "editor",
+});
 
 /**
  * The origins allowed cross-origin by default: LangGraph Studio, which runs on smith.langchain.com
@@ -473,6 +499,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retryDelaySeconds: integer("AGENTPLANE_WEBHOOK_RETRY_DELAY_SECONDS", w.retryDelaySeconds, 1, 600),
   });
 
+  const customAuthWorkspace = text("AGENTPLANE_CUSTOM_AUTH_WORKSPACE");
+  if (customAuthWorkspace !== undefined && !isUuid(customAuthWorkspace))
+    problems.push(`AGENTPLANE_CUSTOM_AUTH_WORKSPACE=${customAuthWorkspace} must be a workspace UUID`);
+  const customAuth: CustomAuthSettings = Object.freeze({
+    apiKeys: oneOf("AGENTPLANE_CUSTOM_AUTH_API_KEYS", ["allow", "deny"] as const, "allow"),
+    workspaceId: customAuthWorkspace?.toLowerCase(),
+    role: oneOf("AGENTPLANE_CUSTOM_AUTH_ROLE", ["admin", "editor", "viewer"] as const, "editor"),
+  });
+
   const config: Config = Object.freeze({
     port: integer("AGENTPLANE_PORT", DEFAULT_PORT, 0, 65535),
     host,
@@ -509,6 +544,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bulkExport,
     runs,
     webhooks,
+    customAuth,
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,6 +1,7 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { type AuthConfig, parseAuthConfig } from "./graph-config-auth.js";
 import { checkEncryptionSection } from "./graph-config-encryption.js";
 import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
@@ -78,6 +79,8 @@ export interface GraphConfig {
   readonly http: HttpConfig;
   /** `ui` and `ui_config`: generative-UI components (graph-config-ui.ts); undefined without `ui`. */
   readonly ui?: UiConfig;
+  /** `auth` settings: the custom Auth object (server/runtime/graph-config-auth.ts). */
+  readonly auth?: AuthConfig;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -118,7 +121,6 @@ const IGNORED_TOP_LEVEL_KEYS = new Set([
   "dockerfile_lines",
   "keep_pkg_tools",
   "api_version",
-  "auth",
   "encryption",
   "ui",
   "ui_config",
@@ -189,7 +191,10 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
   const dir = dirname(file);
 
   for (const key of Object.keys(raw)) {
-    if (!["graphs", "env", "store", "checkpointer", "http"].includes(key) && !IGNORED_TOP_LEVEL_KEYS.has(key))
+    if (
+      !["graphs", "env", "store", "checkpointer", "http", "auth"].includes(key) &&
+      !IGNORED_TOP_LEVEL_KEYS.has(key)
+    )
       warnings.push(`unknown top-level key "${key}" is ignored`);
   }
   checkEncryptionSection(raw.encryption, problems);
@@ -276,6 +281,8 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     );
 
   const ui = parseUiConfig(raw, file, graphs, problems, warnings);
+  const auth = parseAuthConfig(raw.auth, dir, problems);
+
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
     file,
@@ -286,6 +293,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     checkpointer,
     http,
     ...optional("ui", ui),
+    ...optional("auth", auth),
     warnings,
   };
 }

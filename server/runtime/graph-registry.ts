@@ -65,8 +65,8 @@ export interface GraphRegistry {
   get(graphId: string): RegisteredGraph | undefined;
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
-  /** The config file's `store`, `checkpointer`, `http` and `ui` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui">;
+  /** The config file's `store`, `checkpointer`, `http`, `ui` and `auth` settings. */
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth">;
   /** Stops work in progress (a schema extraction); call it when the process stops. */
   close(): Promise<void>;
 }
@@ -140,6 +140,7 @@ export async function createGraphRegistry(
       checkpointer: config.checkpointer,
       http: config.http,
       ...(config.ui ? { ui: config.ui } : {}),
+      ...(config.auth ? { auth: config.auth } : {}),
     },
     close: () => extractor.close(),
   };

@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import type { JsonObject } from "./thread-store.js";
 
@@ -38,6 +39,8 @@ export interface CronFilter {
   threadId?: string;
   enabled?: boolean;
   metadata?: JsonObject;
+  /** Custom auth's filter on the cron's metadata (store/auth-filter-sql.ts). */
+  auth?: AuthFilter;
 }
 
 /** Columns search may sort by. The allowlist identifiers come from: never a client string. */
@@ -110,15 +113,19 @@ export async function insertCron(
   return toRecord(row);
 }
 
-/** The workspace's cron `cronId`; with `forUpdate`, locked until the transaction ends. */
+/**
+ * The workspace's cron `cronId` (when its metadata passes `auth`, custom auth's filter); with
+ * `forUpdate`, locked until the transaction ends.
+ */
 export async function findCron(
   q: Queryable,
   workspaceId: string,
   cronId: string,
-  options: { forUpdate?: boolean } = {},
+  options: { forUpdate?: boolean; auth?: AuthFilter | undefined } = {},
 ): Promise<CronRecord | undefined> {
   const [row] = await q<CronRow[]>`
     select * from agent_crons where workspace_id = ${workspaceId} and cron_id = ${cronId}
+    ${options.auth ? q`and (${authFilterSql(q, "metadata", options.auth)})` : q``}
     ${options.forUpdate ? q`for update` : q``}`;
   return row && toRecord(row);
 }
@@ -141,9 +148,15 @@ export async function updateCron(
   return row && toRecord(row);
 }
 
-/** Deletes a cron; false when the workspace has no such cron. */
-export async function deleteCron(q: Queryable, workspaceId: string, cronId: string): Promise<boolean> {
-  const rows = await q`delete from agent_crons where workspace_id = ${workspaceId} and cron_id = ${cronId}`;
+/** Deletes a cron (when its metadata passes `auth`); false when the workspace has no such cron. */
+export async function deleteCron(
+  q: Queryable,
+  workspaceId: string,
+  cronId: string,
+  auth?: AuthFilter,
+): Promise<boolean> {
+  const rows = await q`delete from agent_crons where workspace_id = ${workspaceId} and cron_id = ${cronId}
+    ${auth ? q`and (${authFilterSql(q, "metadata", auth)})` : q``}`;
   return rows.count > 0;
 }
 
@@ -153,7 +166,8 @@ function where(q: Queryable, workspaceId: string, f: CronFilter) {
     ${f.assistantId !== undefined ? q`and assistant_id = ${f.assistantId}` : q``}
     ${f.threadId !== undefined ? q`and thread_id = ${f.threadId}` : q``}
     ${f.enabled !== undefined ? q`and enabled = ${f.enabled}` : q``}
-    ${f.metadata ? q`and metadata @> ${j(q, f.metadata)}` : q``}`;
+    ${f.metadata ? q`and metadata @> ${j(q, f.metadata)}` : q``}
+    ${f.auth ? q`and (${authFilterSql(q, "metadata", f.auth)})` : q``}`;
 }
 
 /** A page of the workspace's crons matching `filter`, sorted, with the total match count. */

@@ -1,3 +1,4 @@
+import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import type { JsonObject, JsonValue } from "./thread-store.js";
 
@@ -446,17 +447,27 @@ export async function cancelRuns(
   }));
 }
 
-/** Ids of the workspace's runs with one of `statuses`, oldest first, at most `limit`. */
+/**
+ * Ids of the workspace's runs with one of `statuses`, oldest first, at most `limit`; with `auth`
+ * (custom auth's filter), only runs of threads whose metadata passes it.
+ */
 export async function runIdsWithStatus(
   q: Queryable,
   workspaceId: string,
   statuses: readonly RunStatus[],
   limit: number,
+  auth?: AuthFilter,
 ): Promise<string[]> {
   const rows = await q<{ run_id: string }[]>`
-    select run_id from agent_runs
-    where workspace_id = ${workspaceId} and status = any(${statuses as RunStatus[]}::text[])
-    order by run_id limit ${limit}`;
+    select r.run_id from agent_runs r
+    where r.workspace_id = ${workspaceId} and r.status = any(${statuses as RunStatus[]}::text[])
+      ${
+        auth
+          ? q`and exists (select 1 from threads t where t.workspace_id = r.workspace_id
+                and t.thread_id = r.thread_id and (${authFilterSql(q, "t.metadata", auth)}))`
+          : q``
+      }
+    order by r.run_id limit ${limit}`;
   return rows.map((r) => r.run_id);
 }
 

@@ -1,3 +1,4 @@
+import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 
 /** A JSON value as stored in a jsonb column. */
@@ -92,6 +93,8 @@ export interface ThreadFilter {
   /** Latest values contain this object. */
   values?: JsonObject;
   status?: ThreadStatus;
+  /** A custom auth handler's filter on metadata (store/auth-filter-sql.ts). */
+  auth?: AuthFilter;
 }
 
 /** A thread to insert into a workspace. */
@@ -240,14 +243,16 @@ export async function deleteThreads(
   return rows.map((r) => r.thread_id);
 }
 
-/** The ids among `threadIds` that exist in the workspace. */
+/** The ids among `threadIds` that exist in the workspace (and pass `auth`, when given). */
 export async function existingThreadIds(
   q: Queryable,
   workspaceId: string,
   threadIds: string[],
+  auth?: AuthFilter,
 ): Promise<string[]> {
   const rows = await q<{ thread_id: string }[]>`
-    select thread_id from threads where workspace_id = ${workspaceId} and thread_id = any(${threadIds}::uuid[])`;
+    select thread_id from threads where workspace_id = ${workspaceId} and thread_id = any(${threadIds}::uuid[])
+      ${auth ? q`and (${authFilterSql(q, "metadata", auth)})` : q``}`;
   return rows.map((r) => r.thread_id);
 }
 
@@ -257,7 +262,24 @@ function whereFilter(q: Queryable, workspaceId: string, filter: ThreadFilter) {
     ${filter.ids ? q`and thread_id = any(${filter.ids}::uuid[])` : q``}
     ${filter.metadata ? q`and metadata @> ${q.json(filter.metadata)}` : q``}
     ${filter.values ? q`and "values" @> ${q.json(filter.values)}` : q``}
-    ${filter.status ? q`and status = ${filter.status}` : q``}`;
+    ${filter.status ? q`and status = ${filter.status}` : q``}
+    ${filter.auth ? q`and (${authFilterSql(q, "metadata", filter.auth)})` : q``}`;
+}
+
+/**
+ * The thread at `key` when its metadata passes a custom auth handler's `auth` filter; undefined
+ * when it does not exist or does not pass (the caller answers both alike: not found).
+ */
+export async function findVisibleThread(
+  q: Queryable,
+  key: ThreadKey,
+  auth: AuthFilter,
+): Promise<ThreadRecord | undefined> {
+  const [row] = await q<ThreadRow[]>`
+    select * from threads
+    where workspace_id = ${key.workspaceId} and thread_id = ${key.threadId}
+      and (${authFilterSql(q, "metadata", auth)})`;
+  return row && toRecord(row);
 }
 
 /**

@@ -36,3 +36,10 @@ export function clientGone(res: NodeServerResponse): AbortSignal {
   });
   return controller.signal;
 }
+
+/** A Node request's method and full URL, for the custom auth handler's `Request`. */
+export function requestTarget(req: NodeServerRequest): { method: string; url: string } {
+  const raw = req.headers[":authority"] ?? req.headers.host;
+  const host = (Array.isArray(raw) ? raw[0] : raw) ?? "localhost";
+  return { method: req.method ?? "GET", url: `http://${host}${req.url ?? "/"}` };
+}

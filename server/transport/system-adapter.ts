@@ -3,7 +3,7 @@ import { invalid, oneOf } from "../services/request-validation.js";
 import { type AppMetrics, METRICS_FORMATS } from "../services/system/app-metrics.js";
 import type { HeapDumper } from "../services/system/heap-dump.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "./http-adapter.js";
-import { requestHeaders } from "./request-headers.js";
+import { requestHeaders, requestTarget } from "./request-headers.js";
 import { parseQuery } from "./rest/query-string.js";
 
 /** Where Prometheus scrapes; `?format=json` answers the same metrics as JSON. */
@@ -51,7 +51,7 @@ export function createHeapDumpAdapter(deps: { heapDumper: HeapDumper; auth: Auth
   return bindAdapter(HEAP_DUMP_ROUTES, {
     [HEAP_DUMP_PATH]: async (req, res, { query }) => {
       queryParams(query, []);
-      const principal = await deps.auth.authenticate(requestHeaders(req));
+      const principal = await deps.auth.authenticate(requestHeaders(req), requestTarget(req));
       const body = JSON.stringify({ path: await deps.heapDumper.write(principal) });
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);

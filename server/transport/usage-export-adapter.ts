@@ -11,7 +11,7 @@ import {
 } from "../services/tracing/granular-usage.js";
 import type { Sql } from "../store/db.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "./http-adapter.js";
-import { requestHeaders } from "./request-headers.js";
+import { requestHeaders, requestTarget } from "./request-headers.js";
 import { parseQuery } from "./rest/query-string.js";
 
 /** The path of the CSV export; the same query parameters as the JSON API. */
@@ -50,7 +50,7 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 export function createUsageExportAdapter({ sql, auth }: { sql: Sql; auth: Authenticator }): HttpAdapter {
   return bindAdapter(USAGE_EXPORT_ROUTES, {
     [USAGE_EXPORT_PATH]: async (req, res, { query }) => {
-      const principal = await auth.authenticate(requestHeaders(req));
+      const principal = await auth.authenticate(requestHeaders(req), requestTarget(req));
       const params = readParams(parseQuery(query));
       const { usage } = await computeGranularUsage(sql, principal, params);
       const filename = `granular-usage-${compact(params.startTime)}-${compact(params.endTime)}.csv`;

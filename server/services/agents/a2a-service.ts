@@ -5,7 +5,8 @@ import { A2A_TASK_METADATA_KEY, hasLaterRun, latestRunOfTask } from "../../store
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
-import { findThreads } from "../../store/thread-store.js";
+import { findThreads, findVisibleThread } from "../../store/thread-store.js";
+import { authorizeEvent, type Principal } from "../iam/principal.js";
 import {
   A2A_ERRORS,
   A2A_PROTOCOL_VERSION,
@@ -38,6 +39,8 @@ export interface A2aServiceDeps {
 /** Who calls, authorised for the workspace already, and for how long they listen. */
 export interface A2aCaller {
   workspaceId: string;
+  /** Who calls: custom auth's handlers apply to the threads and runs of its tasks. */
+  principal: Principal;
   /** The request's headers (the graphs file may copy some into the run's config). */
   headers: Headers;
   /** Aborts when the client goes away. */
@@ -105,14 +108,19 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
 
   /** A task of this assistant by id, at its newest run. */
   const loadTask = async (
-    workspaceId: string,
+    caller: A2aCaller,
     assistant: AssistantRecord,
     rawId: string,
   ): Promise<TaskContext> => {
+    const { workspaceId } = caller;
     if (!isUuid(rawId)) throw taskNotFound(rawId);
     const id = rawId.toLowerCase();
     const first = await findRun(sql, workspaceId, id);
     if (!first || first.assistantId !== assistant.assistantId) throw taskNotFound(rawId);
+    // A task is its context's thread: one custom auth hides is no task of the caller's.
+    const auth = await authorizeEvent(caller.principal, "threads:read", { thread_id: first.threadId });
+    if (auth && !(await findVisibleThread(sql, { workspaceId, threadId: first.threadId }, auth)))
+      throw taskNotFound(rawId);
     const latestId = await latestRunOfTask(sql, workspaceId, first.threadId, id);
     const latest =
       latestId === undefined || latestId === id ? first : await findRun(sql, workspaceId, latestId);
@@ -128,7 +136,7 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     const { message } = params;
     const { workspaceId, headers } = caller;
     if (message.taskId !== undefined) {
-      const task = await loadTask(workspaceId, assistant, message.taskId);
+      const task = await loadTask(caller, assistant, message.taskId);
       if (message.contextId !== undefined && message.contextId !== task.run.threadId)
         throw new A2aError(
           A2A_ERRORS.invalidParams,
@@ -152,6 +160,7 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
           stream_mode: ["values"],
         },
         headers,
+        caller.principal,
       );
       return { taskId: task.taskId, run, before: task.thread };
     }
@@ -168,6 +177,7 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
       { kind: "thread", threadId },
       { assistant_id: assistant.assistantId, input, if_not_exists: "create", stream_mode: ["values"] },
       headers,
+      caller.principal,
     );
     return { taskId: run.runId, run, before };
   };
@@ -284,7 +294,7 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     },
 
     async resubscribe(caller, assistant, params) {
-      const task = await loadTask(caller.workspaceId, assistant, params.id);
+      const task = await loadTask(caller, assistant, params.id);
       return (async function* () {
         const current = taskOf(task, params.historyLength);
         yield current;
@@ -300,11 +310,11 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     },
 
     async getTask(caller, assistant, params) {
-      return taskOf(await loadTask(caller.workspaceId, assistant, params.id), params.historyLength);
+      return taskOf(await loadTask(caller, assistant, params.id), params.historyLength);
     },
 
     async cancelTask(caller, assistant, params) {
-      const task = await loadTask(caller.workspaceId, assistant, params.id);
+      const task = await loadTask(caller, assistant, params.id);
       const notCancelable = (state: string) =>
         new A2aError(
           A2A_ERRORS.taskNotCancelable,

@@ -4,6 +4,7 @@ import type { GraphRegistry } from "../../runtime/graph-registry.js";
 import type { AgentRunRecord } from "../../store/agent-run-store.js";
 import { type AssistantRecord, searchAssistants } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
+import type { Principal } from "../iam/principal.js";
 import { latestAgentText } from "./a2a-tasks.js";
 import type { AssistantInputSchemas } from "./assistant-input-schemas.js";
 import type { RunLauncher } from "./run-launcher.js";
@@ -62,6 +63,7 @@ export interface AssistantTools {
     args: JsonObject,
     headers: Headers,
     signal: AbortSignal,
+    principal: Principal,
   ): Promise<ToolOutcome>;
 }
 
@@ -146,7 +148,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
 
   return {
     list,
-    async call(workspaceId, name, args, headers, signal) {
+    async call(workspaceId, name, args, headers, signal, principal) {
       const tools = await named(workspaceId);
       const tool = tools.find((t) => t.name === name);
       if (!tool)
@@ -159,6 +161,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
         { kind: "stateless" },
         { assistant_id: tool.assistant.assistantId, input: args, stream_mode: ["values"] },
         headers,
+        principal,
       );
       try {
         return outcomeOf(await launcher.waitForEnd(workspaceId, run.runId, signal));

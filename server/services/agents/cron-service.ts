@@ -22,15 +22,17 @@ import {
   updateCron,
 } from "../../store/agent-cron-store.js";
 import { threadExists } from "../../store/agent-run-thread-store.js";
+import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
-import { authorizeWorkspace } from "../iam/principal.js";
+import { findVisibleThread } from "../../store/thread-store.js";
+import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { applyCronUpdate, parseCreateCron } from "./cron-requests.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { toValue } from "./json-value.js";
 import { checkWebhook, resolveAssistant } from "./run-creation.js";
 import type { SystemAssistants } from "./system-assistants.js";
-import { threadNotFound } from "./thread-access.js";
+import { handlerMetadata, threadNotFound } from "./thread-access.js";
 import { parseLimit, parseOffset } from "./thread-requests.js";
 
 /** Dependencies of {@link createCronService}. */
@@ -143,8 +145,24 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
       const input = parseCreateCron(request, stateless, clock.now());
       await checkPayloadWebhook(input.payload);
       const assistant = await resolveAssistant(deps, workspace.id, request.assistantId);
+      const value = {
+        cron_id: undefined,
+        thread_id: threadId ?? undefined,
+        schedule: input.timing.schedule,
+        end_time: input.timing.endTime?.toISOString(),
+        payload: { ...input.payload },
+        metadata: { ...input.metadata },
+      };
+      await authorizeEvent(principal, "crons:create", value);
+      const metadata = handlerMetadata(value, "crons:create");
       if (threadId !== null && !(await threadExists(sql, workspace.id, threadId)))
         throw threadNotFound(threadId);
+      // A cron on a thread runs on it: the thread must be one the caller sees.
+      if (threadId !== null) {
+        const auth = await authorizeEvent(principal, "threads:read", { thread_id: threadId });
+        if (auth && !(await findVisibleThread(sql, { workspaceId: workspace.id, threadId }, auth)))
+          throw threadNotFound(threadId);
+      }
       try {
         const cron = await insertCron(sql, {
           workspaceId: workspace.id,
@@ -157,7 +175,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
           enabled: input.enabled,
           onRunCompleted: input.onRunCompleted,
           payload: { ...input.payload, assistant_id: assistant.assistantId },
-          metadata: input.metadata,
+          metadata,
           userId: principal.user?.id ?? null,
           nextRunDate: input.nextRunDate,
         });
@@ -174,18 +192,20 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
     },
 
     async getCron(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
       const cronId = requireUuid(request.cronId, "cron_id");
-      const cron = await findCron(sql, workspace.id, cronId);
+      const auth = await authorizeEvent(principal, "crons:read", { cron_id: cronId });
+      const cron = await findCron(sql, workspace.id, cronId, { auth });
       if (!cron) throw cronNotFound(cronId);
       return cronView(cron);
     },
 
     async updateCron(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const cronId = requireUuid(request.cronId, "cron_id");
+      const auth = await authorizeEvent(principal, "crons:update", { cron_id: cronId });
       const updated = await sql.begin(async (tx) => {
-        const cron = await findCron(tx, workspace.id, cronId, { forUpdate: true });
+        const cron = await findCron(tx, workspace.id, cronId, { forUpdate: true, auth });
         if (!cron) throw cronNotFound(cronId);
         const changed = applyCronUpdate(cron, request, clock.now());
         await checkPayloadWebhook(changed.payload);
@@ -196,14 +216,15 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
     },
 
     async deleteCron(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const cronId = requireUuid(request.cronId, "cron_id");
-      if (!(await deleteCron(sql, workspace.id, cronId))) throw cronNotFound(cronId);
+      const auth = await authorizeEvent(principal, "crons:delete", { cron_id: cronId });
+      if (!(await deleteCron(sql, workspace.id, cronId, auth))) throw cronNotFound(cronId);
       return {};
     },
 
     async searchCrons(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
       const limit = parseLimit(request.limit, DEFAULT_LIMIT);
       const offset = parseOffset(request.offset);
       const sortBy = oneOf(request.sortBy, CRON_SORT_COLUMNS, "sort_by", "created_at");
@@ -212,6 +233,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
       const filter: CronFilter = {
         ...filterOf(request),
         ...(request.enabled !== undefined ? { enabled: request.enabled } : {}),
+        ...(await cronSearchAuth(principal, request)),
       };
       const { crons, total } = await searchCrons(sql, workspace.id, filter, {
         sortBy,
@@ -225,8 +247,25 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
     },
 
     async countCrons(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
-      return { count: await countCrons(sql, workspace.id, filterOf(request)) };
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
+      return {
+        count: await countCrons(sql, workspace.id, {
+          ...filterOf(request),
+          ...(await cronSearchAuth(principal, request)),
+        }),
+      };
     },
   };
+}
+
+/** Custom auth's `crons:search` filter, as a {@link CronFilter} part. */
+async function cronSearchAuth(
+  principal: Principal,
+  request: { assistantId?: string; threadId?: string },
+): Promise<{ auth?: AuthFilter }> {
+  const auth = await authorizeEvent(principal, "crons:search", {
+    assistant_id: request.assistantId,
+    thread_id: request.threadId,
+  });
+  return auth ? { auth } : {};
 }

@@ -17,13 +17,20 @@ import {
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
+import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import type { Sql, Transaction } from "../../store/db.js";
-import { findThreads, insertThreads, type ThreadRecord } from "../../store/thread-store.js";
+import {
+  findThreads,
+  findVisibleThread,
+  insertThreads,
+  type ThreadRecord,
+} from "../../store/thread-store.js";
+import { authorizeEvent, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import type { RunRequest } from "./run-requests.js";
 import type { SystemAssistants } from "./system-assistants.js";
-import { threadNotFound } from "./thread-access.js";
+import { handlerMetadata, threadNotFound } from "./thread-access.js";
 
 /** What creating runs needs. */
 export interface RunCreationDeps {
@@ -44,7 +51,16 @@ export interface RunCreationDeps {
 export type RunInTxDeps = Pick<RunCreationDeps, "cancel" | "settings" | "configurableHeaders">;
 
 /** Where a run goes: an existing (or to be created) thread, or a new temporary one. */
-export type RunTarget = { kind: "thread"; threadId: string } | { kind: "stateless" };
+export type RunTarget =
+  | {
+      kind: "thread";
+      threadId: string;
+      /** Custom auth's filter: a thread whose metadata fails it is not found. */
+      auth?: AuthFilter;
+      /** Metadata a thread created by `if_not_exists: "create"` gets besides its graph's ids. */
+      newThreadMetadata?: JsonObject;
+    }
+  | { kind: "stateless" };
 
 /** The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND otherwise. */
 export async function resolveAssistant(
@@ -201,7 +217,9 @@ export async function createRunInTx(
       `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
     );
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  const newThread = () => insertThreads(tx, [{ workspaceId, threadId, metadata: graphMetadata, ttl: null }]);
+  const metadata = { ...(target.kind === "thread" ? target.newThreadMetadata : undefined), ...graphMetadata };
+  // A thread that exists but is hidden from the caller (custom auth) collides here: 409, never its content.
+  const newThread = () => insertThreads(tx, [{ workspaceId, threadId, metadata, ttl: null }]);
   const created = (rows: (ThreadRecord | undefined)[]): ThreadRecord => {
     const [row] = rows;
     if (!row) throw new ConnectError(`thread ${threadId} was created concurrently; retry`, Code.Aborted);
@@ -216,7 +234,9 @@ export async function createRunInTx(
     // The lock and the reads in one round trip: Postgres takes the lock before it reads.
     [, [thread], active] = await Promise.all([
       lockThreadQueue(tx, workspaceId, threadId),
-      findThreads(tx, [{ workspaceId, threadId }]),
+      target.auth
+        ? findVisibleThread(tx, { workspaceId, threadId }, target.auth).then((visible) => [visible])
+        : findThreads(tx, [{ workspaceId, threadId }]),
       activeRunsOfThread(tx, workspaceId, threadId),
     ]);
     if (!thread) {
@@ -327,10 +347,12 @@ async function startStatelessHere(
 export async function createRun(
   deps: RunCreationDeps,
   workspaceId: string,
-  target: RunTarget,
-  request: RunRequest,
+  unauthorized: RunTarget,
+  unauthorizedRequest: RunRequest,
   headers: Headers,
+  principal: Principal,
 ): Promise<AgentRunRecord> {
+  const { target, request } = await authorizeRun(principal, unauthorized, unauthorizedRequest);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
   // A stateless run that starts now, in a free slot of this process: its new thread and the run,
@@ -356,4 +378,44 @@ export async function createRun(
     else reserved.release();
   }
   return created.run;
+}
+
+/**
+ * Custom auth's `threads:create_run` for a run: the handler sees the run (a stateless run has no
+ * thread id) and may change its metadata, which the run then stores (and a thread the run creates
+ * gets); its filter must pass the run's thread.
+ */
+async function authorizeRun(
+  principal: Principal,
+  target: RunTarget,
+  request: RunRequest,
+): Promise<{ target: RunTarget; request: RunRequest }> {
+  if (!principal.authRules) return { target, request };
+  const value: Record<string, unknown> = {
+    thread_id: target.kind === "thread" ? target.threadId : undefined,
+    assistant_id: request.assistantId,
+    run_id: undefined,
+    status: "pending",
+    metadata: { ...request.metadata },
+    prevent_insert_if_inflight: undefined,
+    multitask_strategy: request.multitaskStrategy,
+    if_not_exists: request.ifNotExists,
+    after_seconds: request.afterSeconds,
+    kwargs: {
+      input: request.input,
+      command: request.command,
+      config: request.config,
+      context: request.context,
+      stream_mode: request.streamModes,
+      webhook: request.webhook,
+    },
+  };
+  const auth = await authorizeEvent(principal, "threads:create_run", value);
+  const metadata = handlerMetadata(value, "threads:create_run");
+  const authorized = { ...request, metadata };
+  if (target.kind === "stateless") return { target, request: authorized };
+  return {
+    target: { ...target, ...(auth ? { auth } : {}), newThreadMetadata: metadata },
+    request: authorized,
+  };
 }

@@ -3,6 +3,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { CreateRunRequestSchema } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
 import type { AgentRunRecord } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { Principal } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
 import { cancelRunsInTx } from "./run-cancel.js";
 import { createRun, type RunTarget, resolveAssistant } from "./run-creation.js";
@@ -24,8 +25,17 @@ export interface RunEvent {
 export interface RunLauncher {
   /** The assistant `raw` names (a UUID or a graph id) in the workspace; NOT_FOUND otherwise. */
   assistant(workspaceId: string, raw: string): Promise<AssistantRecord>;
-  /** Creates a run from a run-create body (`assistant_id`, `input`, `command`, …). */
-  start(workspaceId: string, target: RunTarget, body: JsonObject, headers: Headers): Promise<AgentRunRecord>;
+  /**
+   * Creates a run from a run-create body (`assistant_id`, `input`, `command`, …) for `principal`
+   * (whose custom auth handlers apply as for the run service).
+   */
+  start(
+    workspaceId: string,
+    target: RunTarget,
+    body: JsonObject,
+    headers: Headers,
+    principal: Principal,
+  ): Promise<AgentRunRecord>;
   /** Waits for the run to end; undefined when it was deleted. Rejects CANCELED when `signal` aborts. */
   waitForEnd(workspaceId: string, runId: string, signal: AbortSignal): Promise<AgentRunRecord | undefined>;
   /** The run's events from its first, as they are written, until it ends or `signal` aborts. */
@@ -44,7 +54,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
   return {
     assistant: (workspaceId, raw) => resolveAssistant(creationDeps, workspaceId, raw),
 
-    start(workspaceId, target, body, headers) {
+    start(workspaceId, target, body, headers, principal) {
       let message: ReturnType<typeof fromJson<typeof CreateRunRequestSchema>>;
       try {
         message = fromJson(CreateRunRequestSchema, body);
@@ -52,7 +62,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
         throw invalid(error instanceof Error ? error.message : String(error));
       }
       const request = parseRunRequest(message, target.kind === "stateless");
-      return createRun(creationDeps, workspaceId, target, request, headers);
+      return createRun(creationDeps, workspaceId, target, request, headers, principal);
     },
 
     waitForEnd: (workspaceId, runId, signal) => waitForRunEnd(readers, { workspaceId, runId }, signal),

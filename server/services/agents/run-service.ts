@@ -27,7 +27,8 @@ import {
 import { threadExists } from "../../store/agent-run-thread-store.js";
 import { pgErrorCode, type Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
-import { authorizeWorkspace } from "../iam/principal.js";
+import { findVisibleThread } from "../../store/thread-store.js";
+import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
 import { toValue } from "./json-value.js";
@@ -51,7 +52,7 @@ import {
   waitForRunEnd,
 } from "./run-streams.js";
 import type { SystemAssistants } from "./system-assistants.js";
-import { threadNotFound } from "./thread-access.js";
+import { type ThreadEvent, threadNotFound } from "./thread-access.js";
 
 /** Dependencies of {@link createRunService}. */
 export interface RunServiceDeps {
@@ -193,10 +194,10 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     threadId: string | undefined,
     request: RunRequest,
   ): Promise<{ workspaceId: string; run: AgentRunRecord }> => {
-    const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+    const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
     const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
     const run = await conflictsAs409(() =>
-      createRun(creationDeps, workspace.id, target, request, ctx.requestHeader),
+      createRun(creationDeps, workspace.id, target, request, ctx.requestHeader, principal),
     );
     const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
     ctx.responseHeader.set("Content-Location", base);
@@ -222,17 +223,35 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     }
   };
 
+  /**
+   * Whether custom auth lets `principal` reach thread `threadId` for `event` (runs belong to their
+   * thread: its filter decides); true for principals without handlers.
+   */
+  const threadVisible = async (
+    principal: Principal,
+    workspaceId: string,
+    threadId: string,
+    event: ThreadEvent,
+  ): Promise<boolean> => {
+    const auth = await authorizeEvent(principal, event, { thread_id: threadId });
+    return !auth || (await findVisibleThread(sql, { workspaceId, threadId }, auth)) !== undefined;
+  };
+
   const loadRun = async (
     ctx: HandlerContext,
-    permission: "threads:read" | "threads:write",
+    event: "threads:read" | "threads:update",
     threadId: string | undefined,
     rawRunId: string,
   ) => {
-    const { workspace } = await authorizeWorkspace(ctx, permission);
+    const { principal, workspace } = await authorizeWorkspace(
+      ctx,
+      event === "threads:read" ? "threads:read" : "threads:write",
+    );
     const runId = requireUuid(rawRunId, "run_id");
     const tid = threadId === undefined ? undefined : requireUuid(threadId, "thread_id");
     const run = await findRun(sql, workspace.id, runId, tid);
-    if (!run) throw runNotFound(runId);
+    if (!run || !(await threadVisible(principal, workspace.id, run.threadId, event)))
+      throw runNotFound(runId);
     return { workspaceId: workspace.id, run };
   };
 
@@ -302,7 +321,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     },
 
     async listRuns(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
       const threadId = requireUuid(request.threadId, "thread_id");
       const limit = request.limit ?? DEFAULT_LIMIT;
       if (limit < 1 || limit > MAX_LIMIT) throw invalid(`limit must be from 1 to ${MAX_LIMIT}, got ${limit}`);
@@ -313,7 +332,11 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       for (const field of fields)
         if (!RUN_FIELDS.includes(field))
           throw invalid(`select: unknown field ${JSON.stringify(field)}; fields: ${RUN_FIELDS.join(", ")}`);
-      if (!(await threadExists(sql, workspace.id, threadId))) throw threadNotFound(threadId);
+      if (
+        !(await threadExists(sql, workspace.id, threadId)) ||
+        !(await threadVisible(principal, workspace.id, threadId, "threads:read"))
+      )
+        throw threadNotFound(threadId);
       const runs = await listRuns(sql, workspace.id, threadId, {
         limit,
         offset,
@@ -329,9 +352,11 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     },
 
     async deleteRun(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const threadId = requireUuid(request.threadId, "thread_id");
       const runId = requireUuid(request.runId, "run_id");
+      if (!(await threadVisible(principal, workspace.id, threadId, "threads:delete")))
+        throw runNotFound(runId);
       const outcome = await deleteEndedRun(sql, workspace.id, threadId, runId);
       if (outcome === "missing") throw runNotFound(runId);
       if (outcome === "active")
@@ -345,7 +370,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     async cancelRun(request, ctx) {
       const wait = parseFlag(request.wait, "wait");
       const action = parseCancelAction(request.action);
-      const { workspaceId, run } = await loadRun(ctx, "threads:write", request.threadId, request.runId);
+      const { workspaceId, run } = await loadRun(ctx, "threads:update", request.threadId, request.runId);
       const outcomes = await cancel(workspaceId, [run.runId], action);
       if (outcomes.length === 0)
         throw new ConnectError(
@@ -358,7 +383,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     },
 
     async cancelRuns(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const action = parseCancelAction(request.action);
       const filter = request.filter;
       const byIds = filter?.threadId !== undefined || (filter?.runIds.length ?? 0) > 0;
@@ -370,6 +395,8 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           throw invalid("thread_id and run_ids go together: the runs of that thread to cancel");
         const threadId = requireUuid(filter.threadId, "thread_id");
         const ids = filter.runIds.map((id, i) => requireUuid(id, `run_ids[${i}]`));
+        if (!(await threadVisible(principal, workspace.id, threadId, "threads:update")))
+          throw threadNotFound(threadId);
         const found = await Promise.all(ids.map((id) => findRun(sql, workspace.id, id, threadId)));
         const missing = ids.filter((_, i) => !found[i]);
         if (missing.length > 0)
@@ -381,7 +408,8 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       } else {
         const status = oneOf(filter?.status, ["pending", "running", "all"] as const, "status");
         const statuses: RunStatus[] = status === "all" ? ["pending", "running"] : [status];
-        runIds = await runIdsWithStatus(sql, workspace.id, statuses, MAX_BULK_CANCEL);
+        const auth = await authorizeEvent(principal, "threads:update", { status });
+        runIds = await runIdsWithStatus(sql, workspace.id, statuses, MAX_BULK_CANCEL, auth);
       }
       await cancel(workspace.id, runIds, action);
       return {};
@@ -420,9 +448,13 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     },
 
     async *joinThreadStream(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
       const threadId = requireUuid(request.threadId, "thread_id");
-      if (!(await threadExists(sql, workspace.id, threadId))) throw threadNotFound(threadId);
+      if (
+        !(await threadExists(sql, workspace.id, threadId)) ||
+        !(await threadVisible(principal, workspace.id, threadId, "threads:read"))
+      )
+        throw threadNotFound(threadId);
       const modes = request.streamMode.flatMap((m) =>
         m.startsWith("[") ? (JSON.parse(m) as string[]) : [m],
       );

@@ -12,7 +12,7 @@ import {
 } from "../../runtime/store-validation.js";
 import type { Sql } from "../../store/db.js";
 import { createStoreItemUpsert } from "../../store/store-item-batches.js";
-import { authorizeWorkspace } from "../iam/principal.js";
+import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 
 /** Dependencies of {@link createStoreService}. */
@@ -44,41 +44,52 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
   const storeOf = (workspaceId: string) => new PostgresStore(sql, workspaceId, { ...ttl, upsert });
   return {
     async putItem(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "store:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "store:write");
+      const { key, value } = request;
+      const namespace = await scopedNamespace(principal, "store:put", request.namespace, { key, value });
       await asInvalidArgument(async () => {
         requireNoIndex(request.index);
-        if (request.value === undefined) throw new StoreInputError("value is required: send a JSON object");
-        const { namespace, key, value } = request;
+        if (value === undefined) throw new StoreInputError("value is required: send a JSON object");
         await storeOf(workspace.id).batch([{ namespace, key, value, ttl: request.ttl }]);
       });
       return {};
     },
 
     async getItem(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
+      const namespace = await scopedNamespace(principal, "store:get", request.namespace.split("."), {
+        key: request.key,
+      });
       const [item] = await asInvalidArgument(() =>
-        storeOf(workspace.id).batch([
-          { namespace: request.namespace.split("."), key: request.key, refreshTtl: request.refreshTtl },
-        ]),
+        storeOf(workspace.id).batch([{ namespace, key: request.key, refreshTtl: request.refreshTtl }]),
       );
       return item ? { item: itemMessage(item) } : {};
     },
 
     async deleteItem(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "store:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "store:write");
+      const namespace = await scopedNamespace(principal, "store:delete", request.namespace, {
+        key: request.key,
+      });
       await asInvalidArgument(() =>
-        storeOf(workspace.id).batch([{ namespace: request.namespace, key: request.key, value: null }]),
+        storeOf(workspace.id).batch([{ namespace, key: request.key, value: null }]),
       );
       return {};
     },
 
     async searchItems(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
+      const prefix = await scopedNamespace(principal, "store:search", request.namespacePrefix, {
+        filter: request.filter ?? null,
+        limit: request.limit ?? null,
+        offset: request.offset,
+        query: request.query ?? null,
+      });
       const [items] = await asInvalidArgument(() => {
         if (request.query !== undefined && request.query !== "")
           throw new StoreInputError(`${NO_SEMANTIC_SEARCH}: send no query, and use filter to match values`);
         refuseEncryptedFilter(sql, "filter", request.filter);
-        const namespacePrefix = validateNamespace(request.namespacePrefix, "namespace_prefix", "pattern");
+        const namespacePrefix = validateNamespace(prefix, "namespace_prefix", "pattern");
         const limit = validateInteger(request.limit ?? DEFAULT_SEARCH_LIMIT, "limit", 1, MAX_LIMIT);
         const offset = validateInteger(request.offset, "offset", 0, MAX_OFFSET);
         return storeOf(workspace.id).batch([
@@ -89,9 +100,15 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
     },
 
     async listNamespaces(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "store:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
+      const scoped = await scopedNamespace(principal, "store:list_namespaces", request.prefix, {
+        suffix: request.suffix,
+        max_depth: request.maxDepth ?? null,
+        limit: request.limit ?? null,
+        offset: request.offset,
+      });
       const [namespaces] = await asInvalidArgument(() => {
-        const prefix = validateNamespace(request.prefix, "prefix", "pattern");
+        const prefix = validateNamespace(scoped, "prefix", "pattern");
         const suffix = validateNamespace(request.suffix, "suffix", "pattern");
         const maxDepth =
           request.maxDepth === undefined
@@ -108,6 +125,29 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
       return { namespaces: (namespaces ?? []).map((ns) => fromJson(ListValueSchema, ns)) };
     },
   };
+}
+
+/**
+ * The namespace a store call works in after custom auth's handler for `event` had `value` (with
+ * `namespace`) to change: store handlers scope users by rewriting the namespace, say to start with
+ * the user's identity. A handler that leaves no list of strings there is refused, naming the event.
+ */
+async function scopedNamespace(
+  principal: Principal,
+  event: string,
+  namespace: readonly string[],
+  rest: Record<string, unknown>,
+): Promise<string[]> {
+  if (!principal.authRules) return [...namespace];
+  const value: Record<string, unknown> = { namespace: [...namespace], ...rest };
+  await authorizeEvent(principal, event, value);
+  const scoped = value.namespace;
+  if (!Array.isArray(scoped) || !scoped.every((label) => typeof label === "string"))
+    throw new ConnectError(
+      `the auth handler for ${event} set value.namespace to something that is not a list of strings`,
+      Code.PermissionDenied,
+    );
+  return scoped;
 }
 
 /** Runs `work`, turning the store's input errors into INVALID_ARGUMENT with the same message. */

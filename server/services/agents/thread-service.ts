@@ -22,10 +22,10 @@ import {
   type ThreadTtl,
   updateThread,
 } from "../../store/thread-store.js";
-import { authorizeWorkspace } from "../iam/principal.js";
+import { authorizeEvent, authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
-import { loadThread, threadNotFound } from "./thread-access.js";
+import { handlerMetadata, loadThread, threadNotFound } from "./thread-access.js";
 import { graphCall, type ThreadGraphs } from "./thread-graph.js";
 import {
   DEFAULT_SEARCH_LIMIT,
@@ -84,10 +84,12 @@ export function createThreadService({
   const threads = createThreadBatches(sql);
   return {
     async createThread(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const threadId = request.threadId === undefined ? uuidv7() : requireUuid(request.threadId, "thread_id");
       const ifExists = oneOf(request.ifExists, ["raise", "do_nothing"] as const, "if_exists", "raise");
-      const metadata = request.metadata ?? {};
+      const value = { thread_id: threadId, metadata: request.metadata ?? {}, if_exists: ifExists };
+      const auth = await authorizeEvent(principal, "threads:create", value);
+      const metadata = handlerMetadata(value, "threads:create");
       const ttl = parseTtl(request.ttl) ?? defaultTtl ?? null;
       const supersteps = request.supersteps.map((step, i) => ({
         updates: step.updates.map((update, j) => {
@@ -110,8 +112,19 @@ export function createThreadService({
       }
       const created = await threads.insert({ workspaceId: workspace.id, threadId, metadata, ttl });
       if (!created) {
+        const key = { workspaceId: workspace.id, threadId };
+        // Answering with the existing thread reads it: the create handler's filter, else the read
+        // handler's, decides. A thread the caller may not see collides all the same: 409, never its content.
+        const visibleBy =
+          ifExists === "do_nothing"
+            ? (auth ?? (await authorizeEvent(principal, "threads:read", { thread_id: threadId })))
+            : undefined;
         const existing =
-          ifExists === "do_nothing" ? await threads.find({ workspaceId: workspace.id, threadId }) : undefined;
+          ifExists !== "do_nothing"
+            ? undefined
+            : visibleBy
+              ? await threads.findVisible(key, visibleBy)
+              : await threads.find(key);
         if (!existing) throw new ConnectError(`thread ${threadId} already exists`, Code.AlreadyExists);
         return threadView(existing);
       }
@@ -136,14 +149,26 @@ export function createThreadService({
     },
 
     async searchThreads(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
       const limit = parseLimit(request.limit, DEFAULT_SEARCH_LIMIT);
       const offset = parseOffset(request.offset);
       const sort = parseSort(request.sortBy, request.sortOrder);
       const select = parseSelect(request.select);
       const extract = parseExtract(request.extract);
       const ids = request.ids.map((id, i) => requireUuid(id, `ids[${i}]`));
-      const filter: ThreadFilter = { ...filterOf(sql, request), ...(ids.length > 0 ? { ids } : {}) };
+      const auth = await authorizeEvent(principal, "threads:search", {
+        ids,
+        metadata: request.metadata ?? null,
+        values: request.values ?? null,
+        status: request.status ?? null,
+        limit,
+        offset,
+      });
+      const filter: ThreadFilter = {
+        ...filterOf(sql, request),
+        ...(ids.length > 0 ? { ids } : {}),
+        ...(auth ? { auth } : {}),
+      };
       const { threads, total } = await searchThreads(sql, workspace.id, filter, { ...sort, limit, offset });
       ctx.responseHeader.set("X-Pagination-Total", String(total));
       if (offset + threads.length < total)
@@ -156,17 +181,28 @@ export function createThreadService({
     },
 
     async countThreads(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:read");
-      return { count: await countThreads(sql, workspace.id, filterOf(sql, request)) };
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:read");
+      const auth = await authorizeEvent(principal, "threads:search", {
+        metadata: request.metadata ?? null,
+        values: request.values ?? null,
+        status: request.status ?? null,
+      });
+      return {
+        count: await countThreads(sql, workspace.id, {
+          ...filterOf(sql, request),
+          ...(auth ? { auth } : {}),
+        }),
+      };
     },
 
     async pruneThreads(request, ctx) {
-      const { workspace } = await authorizeWorkspace(ctx, "threads:write");
+      const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
       const strategy = oneOf(request.strategy, ["delete", "keep_latest"] as const, "strategy", "delete");
       if (request.threadIds.length === 0 || request.threadIds.length > MAX_PRUNE_IDS)
         throw invalid(`thread_ids must list 1 to ${MAX_PRUNE_IDS} thread ids`);
       const ids = [...new Set(request.threadIds.map((id, i) => requireUuid(id, `thread_ids[${i}]`)))];
-      const existing = await existingThreadIds(sql, workspace.id, ids);
+      const auth = await authorizeEvent(principal, "threads:delete", { thread_ids: ids });
+      const existing = await existingThreadIds(sql, workspace.id, ids, auth);
       if (existing.length === 0) return { prunedCount: 0 };
       if (strategy === "delete")
         return { prunedCount: (await removeThreads(sql, workspace.id, existing)).length };
@@ -182,9 +218,16 @@ export function createThreadService({
 
     async updateThread(request, ctx) {
       const ttl = parseTtl(request.ttl);
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
+      const value = { thread_id: request.threadId, metadata: request.metadata ?? {} };
+      const { workspaceId, thread } = await loadThread(
+        threads,
+        ctx,
+        "threads:update",
+        request.threadId,
+        value,
+      );
       const updated = await updateThread(sql, workspaceId, thread.threadId, {
-        metadata: request.metadata ?? {},
+        metadata: handlerMetadata(value, "threads:update"),
         ...(ttl ? { ttl } : {}),
       });
       if (!updated) throw threadNotFound(thread.threadId);
@@ -192,13 +235,16 @@ export function createThreadService({
     },
 
     async deleteThread(request, ctx) {
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:delete", request.threadId);
       await removeThreads(sql, workspaceId, [thread.threadId]);
       return {};
     },
 
     async copyThread(request, ctx) {
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
+      // Copying reads the source (a thread the caller cannot see is not found) and needs write access.
+      const { principal } = await authorizeWorkspace(ctx, "threads:write");
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", request.threadId);
+      await authorizeEvent(principal, "threads:create", { thread_id: null, metadata: thread.metadata });
       const copyId = uuidv7();
       const copy = await sql.begin(async (tx) => {
         const row = await copyThreadRow(tx, workspaceId, thread.threadId, copyId);
@@ -216,7 +262,7 @@ export function createThreadService({
           ([key]) => !isStrippedMetadataKey(key),
         ),
       );
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:update", request.threadId);
       if (!(await patchLatestCheckpointMetadata(sql, workspaceId, thread.threadId, metadata)))
         throw new ConnectError(
           `thread ${thread.threadId} has no checkpoint to patch yet`,

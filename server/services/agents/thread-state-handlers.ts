@@ -123,7 +123,7 @@ export function createThreadStateHandlers({
     },
 
     async updateThreadState(request, ctx) {
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:write", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:update", request.threadId);
       if (thread.status === "busy")
         throw new ConnectError(
           `thread ${thread.threadId} is busy: a run is pending or running; update its state afterwards`,

@@ -37,7 +37,7 @@ interface PrefetchedWorkspace {
 }
 
 /** Who a credential belongs to, before a workspace is chosen. */
-export type Identity = Omit<Principal, "workspace"> & {
+export type Identity = Omit<Principal, "workspace" | "authUser" | "authRules"> & {
   defaultWorkspaceId: string | null;
   /** The workspace read with the key, so choosing it needs no second query; null when none was read. */
   prefetched: PrefetchedWorkspace | null;
@@ -50,14 +50,41 @@ export interface AuthenticatorOptions {
   log: Logger;
   /** Where resolved credentials are kept between requests (cleared on every identity change). */
   identities: IdentityCache<Identity>;
+  /** The graphs file's custom auth, which decides who sends each request; absent: API keys only. */
+  custom?: CustomAuthentication;
 }
+
+/** The HTTP method and full URL of a request, for custom auth's `Request`. */
+export interface RequestTarget {
+  readonly method: string;
+  readonly url: string;
+}
+
+/** Custom auth (services/iam/custom-authenticator.ts), as the authenticator runs it. */
+export interface CustomAuthentication {
+  /**
+   * The principal of a request; `byApiKey` authenticates it the usual way (for operator keys,
+   * run tokens and Studio).
+   */
+  authenticate(
+    headers: Headers,
+    target: RequestTarget,
+    byApiKey: () => Promise<Principal>,
+  ): Promise<Principal>;
+}
+
+/** The target of a request that did not say (REST-only adapters pass theirs). */
+const UNKNOWN_TARGET: RequestTarget = { method: "GET", url: "http://localhost/" };
 
 /** Authentication for RPCs (the guard) and for REST-only adapters (`authenticate`). */
 export interface Authenticator {
   /** The guard of every authenticated service: leaves the {@link Principal} in `ctx.values`. */
   readonly guard: CallGuard;
-  /** The principal of a request's headers; throws `ConnectError` UNAUTHENTICATED like the guard. */
-  authenticate(headers: Headers): Promise<Principal>;
+  /**
+   * The principal of a request's headers (and, for custom auth, its method and URL); throws
+   * `ConnectError` UNAUTHENTICATED like the guard.
+   */
+  authenticate(headers: Headers, target?: RequestTarget): Promise<Principal>;
 }
 
 /**
@@ -66,7 +93,13 @@ export interface Authenticator {
  * `identities` for a few seconds, so most requests authenticate without a query; any change to keys,
  * memberships or workspaces clears it (server/store/identity-changes.ts).
  */
-export function createAuthenticator({ sql, mode, log, identities }: AuthenticatorOptions): Authenticator {
+export function createAuthenticator({
+  sql,
+  mode,
+  log,
+  identities,
+  custom,
+}: AuthenticatorOptions): Authenticator {
   /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
   const touched = new Map<string, number>();
 
@@ -113,13 +146,15 @@ export function createAuthenticator({ sql, mode, log, identities }: Authenticato
     return identities.resolve(`${keyHash.toString("hex")}:${wanted ?? ""}`, () => byApiKey(keyHash, wanted));
   }
 
-  async function authenticate(headers: Headers): Promise<Principal> {
+  async function authenticateKey(headers: Headers): Promise<Principal> {
     const requested = headers.get("x-tenant-id")?.trim() || undefined;
     const base = await identify(headers, requested);
     if (base.apiKey) touch(base.apiKey.id);
     let selected: Promise<WorkspaceRecord> | undefined;
     return {
       ...base,
+      authUser: null,
+      authRules: null,
       workspace: () => {
         selected ??= selectWorkspace(sql, base, requested);
         return selected;
@@ -127,10 +162,15 @@ export function createAuthenticator({ sql, mode, log, identities }: Authenticato
     };
   }
 
+  function authenticate(headers: Headers, target: RequestTarget = UNKNOWN_TARGET): Promise<Principal> {
+    if (!custom) return authenticateKey(headers);
+    return custom.authenticate(headers, target, () => authenticateKey(headers));
+  }
+
   return {
     authenticate,
     guard: async (ctx) => {
-      const principal = await authenticate(ctx.requestHeader);
+      const principal = await authenticate(ctx.requestHeader, { method: ctx.requestMethod, url: ctx.url });
       const scope = ctx.values.get(requestScopeKey);
       ctx.values.set(principalKey, scope ? noteWorkspaceIn(scope, principal) : principal);
     },

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { ApiKeyKind } from "../../store/api-key-store.js";
+import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import type { OrganizationRole, UserRecord } from "../../store/member-store.js";
 import type { OrganizationRecord } from "../../store/organization-store.js";
 import type { WorkspaceGrant, WorkspaceRecord } from "../../store/workspace-store.js";
@@ -10,6 +11,28 @@ import {
   type WorkspacePermission,
   workspacePermissions,
 } from "./permissions.js";
+
+/**
+ * A user a custom auth handler (`auth.path` of the graphs file) authenticated: the handler's object
+ * with `permissions`, `display_name` and `is_authenticated` filled in, extra fields kept.
+ */
+export interface AuthUser {
+  readonly identity: string;
+  readonly permissions: readonly string[];
+  readonly display_name: string;
+  readonly is_authenticated: boolean;
+  readonly [extra: string]: unknown;
+}
+
+/** The `Auth.on()` handlers of the graphs file, as services ask them (services/iam/custom-auth-rules.ts). */
+export interface AuthRules {
+  /**
+   * Runs the handler of `event` (`threads:create`, ...) for `user` with `value`, which it may change
+   * in place. Resolves to the filter rows must match, or undefined for none; rejects with a
+   * `ConnectError` when the handler refuses or misbehaves.
+   */
+  authorize(event: string, value: Record<string, unknown>, user: AuthUser): Promise<AuthFilter | undefined>;
+}
 
 /** The authenticated caller of one request. */
 export interface Principal {
@@ -23,6 +46,10 @@ export interface Principal {
   readonly organizationRole: OrganizationRole;
   /** Which workspaces the caller reaches. */
   readonly grant: WorkspaceGrant;
+  /** The user of the custom auth handler (or Studio's user); null for API keys and run tokens. */
+  readonly authUser: AuthUser | null;
+  /** The handlers that authorize `authUser`'s actions; null when none apply (API keys, Studio). */
+  readonly authRules: AuthRules | null;
   /**
    * The workspace the request selected (`x-tenant-id`, else the key's default). Resolved on first
    * use, since organization-level calls never need it. Rejects with the reason none applies.
@@ -85,4 +112,18 @@ export async function authorizedWorkspace(
   const workspace = await principal.workspace();
   if (!workspacePermissions(workspace.role).includes(permission)) throw denied(permission);
   return workspace;
+}
+
+/**
+ * What the custom auth handler of `event` allows `principal` with `value` (changed in place when
+ * the handler changes it): the filter on the resource's metadata, or undefined when every row is
+ * allowed, as for every principal without handlers. Rejects like the handler's refusal.
+ */
+export function authorizeEvent(
+  principal: Principal,
+  event: string,
+  value: Record<string, unknown>,
+): Promise<AuthFilter | undefined> {
+  if (!principal.authRules || !principal.authUser) return Promise.resolve(undefined);
+  return principal.authRules.authorize(event, value, principal.authUser);
 }

@@ -27,7 +27,7 @@ import { authorizedWorkspace, type Principal } from "../../services/iam/principa
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import { readJsonBody } from "../body/json-body.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
-import { clientGone, requestHeaders, requestOrigin } from "../request-headers.js";
+import { clientGone, requestHeaders, requestOrigin, requestTarget } from "../request-headers.js";
 import { restErrorStatus } from "../rest/http-status.js";
 import type { NodeServerResponse } from "../rest/node-types.js";
 import { parseQuery } from "../rest/query-string.js";
@@ -154,7 +154,7 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
 
   return bindAdapter(A2A_ROUTES, {
     [AGENT_CARD_PATH]: async (req, res, { query }) => {
-      const principal = await deps.auth.authenticate(requestHeaders(req));
+      const principal = await deps.auth.authenticate(requestHeaders(req), requestTarget(req));
       const params = parseQuery(query);
       const unknown = params.find(([name]) => name !== "assistant_id");
       if (unknown)
@@ -173,7 +173,7 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
 
     "/a2a/{assistant_id}": async (req, res, { vars }) => {
       const headers = requestHeaders(req);
-      const principal = await deps.auth.authenticate(headers);
+      const principal = await deps.auth.authenticate(headers, requestTarget(req));
       const { workspaceId, assistant } = await target(deps, principal, "assistants:read", vars.assistant_id);
       let id: JsonRpcId = null;
       // A stream request that fails before its first event gets its error as a one-event stream,
@@ -207,7 +207,7 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
             `method "${request.method}" not found; this agent answers ${Object.keys(METHOD_PERMISSIONS).join(", ")}`,
           );
         await authorizedWorkspace(principal, permission);
-        const caller: A2aCaller = { workspaceId, headers, signal: clientGone(res) };
+        const caller: A2aCaller = { workspaceId, principal, headers, signal: clientGone(res) };
         switch (request.method) {
           case "message/send":
             sendJson(

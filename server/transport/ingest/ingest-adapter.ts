@@ -20,7 +20,7 @@ import { maxRequestBodyBytes } from "../body/body-limit.js";
 import { readJsonBody } from "../body/json-body.js";
 import { requestChunks } from "../body/request-chunks.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
-import { requestHeaders } from "../request-headers.js";
+import { requestHeaders, requestTarget } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
 import { batchFromParts } from "./multipart-batch.js";
@@ -77,7 +77,7 @@ export function createIngestAdapter(deps: IngestAdapterDeps): HttpAdapter {
 
 /** The actor of an ingest request: its workspace, when the key holds `runs:create` there. */
 async function authorize(auth: Authenticator, req: NodeServerRequest): Promise<IngestActor> {
-  const principal = await auth.authenticate(requestHeaders(req));
+  const principal = await auth.authenticate(requestHeaders(req), requestTarget(req));
   const workspace = await principal.workspace();
   if (!workspacePermissions(workspace.role).includes("runs:create")) {
     throw new ConnectError(

@@ -21,7 +21,7 @@ import type { Authenticator } from "../../services/iam/authenticator.js";
 import { authorizedWorkspace } from "../../services/iam/principal.js";
 import { readJsonBody } from "../body/json-body.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
-import { clientGone, requestHeaders } from "../request-headers.js";
+import { clientGone, requestHeaders, requestTarget } from "../request-headers.js";
 import type { NodeServerResponse } from "../rest/node-types.js";
 
 /** The MCP endpoint. */
@@ -79,7 +79,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
   return bindAdapter(MCP_ROUTES, {
     [MCP_PATH]: async (req, res) => {
       const headers = requestHeaders(req);
-      const principal = await auth.authenticate(headers);
+      const principal = await auth.authenticate(headers, requestTarget(req));
       const workspace = await authorizedWorkspace(principal, "assistants:read");
       const body = await readJsonBody(req);
       const gone = clientGone(res);
@@ -112,6 +112,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
             (request.params.arguments ?? {}) as JsonObject,
             headers,
             AbortSignal.any([gone, extra.signal]),
+            principal,
           );
           if (!outcome.ok) return { content: [{ type: "text", text: outcome.text }], isError: true };
           const structured =

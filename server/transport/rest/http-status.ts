@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { HttpExceptionStatus } from "../../services/iam/auth-http-exception.js";
 import type { NodeServerResponse } from "./node-types.js";
 
 /**
@@ -52,6 +53,7 @@ export function httpStatusFromCode(code: Code): number {
 
 /** The HTTP status REST answers a `ConnectError` with. */
 export function restErrorStatus(error: ConnectError): number {
+  if (error.cause instanceof HttpExceptionStatus) return error.cause.status;
   return isRequestProblem(error.cause) ? error.cause[problemStatus] : httpStatusFromCode(error.code);
 }
 
@@ -90,7 +92,14 @@ export function writeRestError(
   res.end(restErrorBody(detail));
 }
 
-/** Answers a `ConnectError` the REST way: its status and `{"detail": rawMessage}`. */
+/**
+ * Answers a `ConnectError` the REST way: its status, its metadata as headers (a custom auth
+ * handler's `HTTPException` headers, such as `WWW-Authenticate`) and `{"detail": rawMessage}`.
+ */
 export function writeConnectError(res: NodeServerResponse, error: ConnectError): void {
-  writeRestError(res, restErrorStatus(error), error.rawMessage);
+  const headers: Record<string, string> = {};
+  error.metadata.forEach((value, name) => {
+    headers[name] = value;
+  });
+  writeRestError(res, restErrorStatus(error), error.rawMessage, headers);
 }
