@@ -3,14 +3,17 @@
  * this package's postinstall step.
  *
  * The driver defers small writes to a `setImmediate` and, when the connection's socket closes,
- * clears that timer without forgetting it. Two things follow when Postgres drops connections (a
- * crash, a restart, `pg_terminate_backend`): a write scheduled after the close runs on a null
+ * clears that timer without forgetting it. When Postgres drops connections (a crash, a restart,
+ * `pg_terminate_backend`), a write scheduled after the close runs on a null
  * socket and throws from the immediate, which no caller can catch, so the whole server exits
  * (upstream porsager/postgres#1154, #1208); and a connection whose timer was cleared never
  * schedules a write again. Releasing a reserved connection whose backend died puts it back among
- * the open ones, where every later query fails (porsager/postgres#1199). The repair fails a write whose socket is gone with CONNECTION_CLOSED
+ * the open ones, where every later query fails (porsager/postgres#1199). A query sent after a
+ * socket error but before its close is never answered, and the pool's end() then waits for it
+ * forever. The repair fails a write whose socket is gone with CONNECTION_CLOSED
  * (rejecting the queries waiting on it, as a close does) and resets the write buffer and timer
- * whenever the connection closes or terminates, and leaves a released closed connection closed, so that the pool reconnects
+ * whenever the connection closes or terminates, fails every query still pending when the socket
+ * closes, and leaves a released closed connection closed, so that the pool reconnects
  * it when it is next needed.
  *
  * Idempotent. It fails the install when the driver's code no longer reads as expected, so that a
@@ -34,6 +37,11 @@ const CONNECTION_REPAIRS = [
     what: "the write timer left armed by terminate()",
     from: "    terminated = true\n    if (stream || query || initial || sent.length)\n      error(Errors.connection('CONNECTION_DESTROYED', options))\n\n    clearImmediate(nextWriteTimer)\n",
     to: "    terminated = true\n    if (stream || query || initial || sent.length)\n      error(Errors.connection('CONNECTION_DESTROYED', options))\n\n    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null\n",
+  },
+  {
+    what: "queries sent between a socket error and its close, left pending by closed()",
+    from: "    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))\n",
+    to: "    ;(query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))\n    query = null\n",
   },
   {
     what: "the write timer left armed by closed()",

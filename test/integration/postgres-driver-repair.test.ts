@@ -47,6 +47,9 @@ describe("the installed postgres.js driver", () => {
       cwd: process.cwd(),
       timeout: 20_000,
     });
-    expect(JSON.parse(stdout)).toEqual({ first: "CONNECTION_CLOSED", second: "CONNECTION_CLOSED", one: 1 });
+    const outcome = JSON.parse(stdout) as { first: string; second: string; one: number };
+    // The first query meets the dying socket: its error, or the close that follows it.
+    expect(["CONNECTION_CLOSED", "ECONNRESET"]).toContain(outcome.first);
+    expect(outcome).toMatchObject({ second: "CONNECTION_CLOSED", one: 1 });
   });
 });
