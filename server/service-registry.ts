@@ -110,8 +110,7 @@ export function createApiServices(
   bind: Required<Pick<BindOptions, "guard">> & BindOptions,
 ): BoundService[] {
   const { sql, queue, jobs, graphs, identities } = deps;
-  // One per process, shared by every service that resolves graph ids to system assistants.
-  const systemAssistants = createSystemAssistants({ sql, graphs });
+  const systemAssistants = systemAssistantsOf(deps);
   return [
     bindService(IdentityService, createIdentityService(), bind),
     bindService(
@@ -231,13 +230,29 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
     routes: UI_ROUTES,
     create: (deps, auth) => {
       const { sql, graphs } = deps;
-      const systemAssistants = createSystemAssistants({ sql, graphs });
       const graphIds = () => graphs.ids();
+      const systemAssistants = systemAssistantsOf(deps);
       const ui = createGenerativeUi({ sql, systemAssistants, graphIds, bundles: deps.uiBundles });
       return createUiAdapter({ ui, auth });
     },
   },
 ];
+
+/** The system-assistant cache of each server's deps. */
+const systemAssistantCaches = new WeakMap<ServiceDeps, ReturnType<typeof createSystemAssistants>>();
+
+/**
+ * One system-assistant cache per server, shared by the RPC services, A2A, MCP and generative UI:
+ * every one that resolves graph ids to system assistants.
+ */
+function systemAssistantsOf(deps: ServiceDeps): ReturnType<typeof createSystemAssistants> {
+  let cache = systemAssistantCaches.get(deps);
+  if (!cache) {
+    cache = createSystemAssistants({ sql: deps.sql, graphs: deps.graphs });
+    systemAssistantCaches.set(deps, cache);
+  }
+  return cache;
+}
 
 /** What the A2A and MCP adapters start runs with, built once per server so they share its caches. */
 const agentProtocols = new WeakMap<ServiceDeps, ReturnType<typeof buildAgentProtocolDeps>>();
@@ -255,7 +270,7 @@ function agentProtocolDeps(deps: ServiceDeps): ReturnType<typeof buildAgentProto
 /** The system assistants, run launcher and input-schema cache of {@link agentProtocolDeps}. */
 function buildAgentProtocolDeps(deps: ServiceDeps) {
   const { sql, graphs } = deps;
-  const systemAssistants = createSystemAssistants({ sql, graphs });
+  const systemAssistants = systemAssistantsOf(deps);
   const launcher = createRunLauncher({
     sql,
     graphs,
