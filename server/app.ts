@@ -25,6 +25,7 @@ import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import type { Logger } from "./logger.js";
 import { loadCustomAuth } from "./runtime/custom-auth-module.js";
 import type { AuthConfig } from "./runtime/graph-config-auth.js";
+import { mergeWebhookSettings } from "./runtime/graph-config-webhooks.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
@@ -206,12 +207,19 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     let apiUrl = config.loopbackUrl;
     const runTracing =
       config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
-    const configuredWebhooks = config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+    const configuredWebhooks = mergeWebhookSettings(
+      config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+      graphs.settings.webhooks,
+    );
     // `http.disable_webhooks` in the graphs file stops webhook calls as AGENTPLANE_DISABLE_WEBHOOKS does.
     const webhookSettings = http.disabledGroups?.includes("webhooks")
       ? { ...configuredWebhooks, enabled: false }
       : configuredWebhooks;
-    const webhookDelivery = createWebhookDeliveryJob({ settings: webhookSettings, log });
+    const webhookDelivery = createWebhookDeliveryJob({
+      settings: webhookSettings,
+      log,
+      loopback: { sql, url: () => apiUrl },
+    });
     const agentRuns = createAgentRunWorker({
       sql,
       graphs,

@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { isUuid } from "./ids.js";
 import { parseWebhookHeaders } from "./net/webhook-headers.js";
+import type { WebhookUrlPolicy } from "./net/webhook-url-policy.js";
 import {
   LANGGRAPH_CONFIG,
   parseSystemAssistantDefaults,
@@ -110,6 +111,10 @@ export interface WebhookSettings {
    * with jitter (`AGENTPLANE_WEBHOOK_RETRY_DELAY_SECONDS`).
    */
   readonly retryDelaySeconds: number;
+  /** The graphs file's `webhooks.url` policy (server/runtime/graph-config-webhooks.ts); absent: none. */
+  readonly urlPolicy?: WebhookUrlPolicy;
+  /** The graphs file's `webhooks.allowed_fields`: the body fields sent; absent: all. */
+  readonly allowedFields?: readonly string[];
 }
 
 /** The validated configuration of one process. Built once at start-up by {@link loadConfig}. */

@@ -2,11 +2,13 @@ import type { WebhookSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import { postWebhook, WebhookTimeout } from "../net/webhook-call.js";
 import { webhookPolicy, webhookTargetProblem } from "../net/webhook-target.js";
+import { isLoopbackWebhook } from "../net/webhook-url-policy.js";
 import type { AgentRunRecord, RunEndTimes, RunStatus } from "../store/agent-run-store.js";
 import type { Queryable } from "../store/db.js";
 import type { JsonObject, JsonValue } from "../store/thread-store.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";
+import { type LoopbackCall, prepareLoopbackCall, type WebhookLoopback } from "./webhook-loopback.js";
 
 /** A webhook owed: where, and the run as it ended (without `webhook_sent_at`, stamped per call). */
 export interface WebhookPayload {
@@ -98,6 +100,12 @@ const DELIVERY_BATCH = 4;
  */
 const RETRYABLE_CLIENT_STATUSES = new Set([408, 429]);
 
+/** The body sent: every field, or only `allowed` (the graphs file's `webhooks.allowed_fields`). */
+function sentBody(body: JsonObject, allowed: readonly string[] | undefined): JsonObject {
+  if (!allowed) return body;
+  return Object.fromEntries(Object.entries(body).filter(([key]) => allowed.includes(key)));
+}
+
 /** Whether `error` (or its cause) is the address policy's refusal. */
 function refusedByPolicy(error: unknown): boolean {
   for (let e: unknown = error; e instanceof Error; e = e.cause)
@@ -112,11 +120,14 @@ function refusedByPolicy(error: unknown): boolean {
  * were made; any other answer, or a URL the address policy or allow list now refuses, is final.
  * Each attempt is logged. The job is sent in the transaction that ends the run, so a webhook owed
  * when a process dies is still sent by another; a process that dies mid-call has its job retried
- * when the job expires.
+ * when the job expires. A relative ("/…") webhook is POSTed to this server's own routes through
+ * `loopback`, with a token of the run (server/jobs/webhook-loopback.ts), and retried alike.
  */
 export function createWebhookDeliveryJob(deps: {
   settings: WebhookSettings;
   log: Logger;
+  /** How relative webhooks reach this server; absent: they are not delivered. */
+  loopback?: WebhookLoopback;
 }): JobDefinition<WebhookPayload> {
   const { settings, log } = deps;
   return defineJob<WebhookPayload>({
@@ -131,7 +142,12 @@ export function createWebhookDeliveryJob(deps: {
     async handler(payload, job) {
       const attempt = job.retryCount + 1;
       // The host only: a URL's path and query may carry the receiver's secrets.
-      const host = URL.canParse(payload.url) ? new URL(payload.url).host : "(invalid URL)";
+      const relative = isLoopbackWebhook(payload.url);
+      const host = relative
+        ? "(this server)"
+        : URL.canParse(payload.url)
+          ? new URL(payload.url).host
+          : "(invalid URL)";
       const fields = { runId: payload.runId, workspaceId: payload.workspaceId, host, attempt };
       if (!settings.enabled) {
         log.info("webhook not sent: webhooks are disabled on this server", fields);
@@ -142,16 +158,34 @@ export function createWebhookDeliveryJob(deps: {
         log.warn("webhook not sent: its URL is refused", { ...fields, reason: problem.message });
         return;
       }
+      if (relative && !deps.loopback) {
+        log.warn("webhook not sent: relative webhooks are not delivered by this process", fields);
+        return;
+      }
       const started = Date.now();
-      const body = JSON.stringify({ ...payload.body, webhook_sent_at: new Date().toISOString() });
+      const body = JSON.stringify(
+        sentBody({ ...payload.body, webhook_sent_at: new Date().toISOString() }, settings.allowedFields),
+      );
       let failure: string;
+      let own: LoopbackCall | string | undefined;
       try {
+        own =
+          relative && deps.loopback
+            ? await prepareLoopbackCall(
+                deps.loopback,
+                payload,
+                payload.url,
+                settings.headers,
+                settings.timeoutSeconds + EXPIRY_MARGIN_SECONDS,
+              )
+            : undefined;
+        if (typeof own === "string") throw new Error(own);
         const status = await postWebhook({
-          url: payload.url,
+          url: own?.url ?? payload.url,
           body,
-          headers: settings.headers,
+          headers: own?.headers ?? settings.headers,
           timeoutMs: settings.timeoutSeconds * 1000,
-          policy: webhookPolicy(settings),
+          policy: own?.policy ?? webhookPolicy(settings),
           signal: job.signal,
         });
         const timing = { ...fields, status, ms: Date.now() - started };
@@ -180,6 +214,8 @@ export function createWebhookDeliveryJob(deps: {
           error instanceof WebhookTimeout
             ? error.message
             : `the call failed: ${error instanceof Error ? error.message : String(error)}`;
+      } finally {
+        if (typeof own === "object") await own.release();
       }
       const last = attempt >= settings.maxAttempts;
       const line = { ...fields, ms: Date.now() - started, reason: failure };

@@ -30,6 +30,18 @@ export function parseWebhookHeaders(
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw))
     return { problems: ['must be a JSON object of header name → value, such as {"X-Token": "…"}'] };
+  return fillWebhookHeaders(raw as Record<string, unknown>, env, envPrefix);
+}
+
+/**
+ * Checks header entries (name → value) and fills in their templates from `env`: the headers, or
+ * every problem, each a sentence naming its header. Problems never quote a value (they are secrets).
+ */
+export function fillWebhookHeaders(
+  raw: Readonly<Record<string, unknown>>,
+  env: Record<string, string | undefined>,
+  envPrefix: string,
+): { headers: Record<string, string> } | { problems: string[] } {
   const problems: string[] = [];
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(raw)) {
@@ -66,4 +78,9 @@ export function parseWebhookHeaders(
     headers[name] = filled;
   }
   return problems.length > 0 ? { problems } : { headers };
+}
+
+/** The environment variables the `${{ env.NAME }}` templates of `value` read, in order. */
+export function templateVariables(value: string): string[] {
+  return [...value.matchAll(TEMPLATE)].map((match) => match[1] ?? "");
 }

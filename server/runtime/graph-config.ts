@@ -5,6 +5,7 @@ import { type AuthConfig, parseAuthConfig } from "./graph-config-auth.js";
 import { checkEncryptionSection } from "./graph-config-encryption.js";
 import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
+import { parseWebhooksSection, type WebhooksSection } from "./graph-config-webhooks.js";
 import { isRecord, kind } from "./json-shape.js";
 import {
   LANGGRAPH_CONFIG,
@@ -81,6 +82,8 @@ export interface GraphConfig {
   readonly ui?: UiConfig;
   /** `auth` settings: the custom Auth object (server/runtime/graph-config-auth.ts). */
   readonly auth?: AuthConfig;
+  /** `webhooks`: headers (templates unfilled) and URL policy (server/runtime/graph-config-webhooks.ts). */
+  readonly webhooks?: WebhooksSection;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -124,7 +127,6 @@ const IGNORED_TOP_LEVEL_KEYS = new Set([
   "encryption",
   "ui",
   "ui_config",
-  "webhooks",
   "_INTERNAL_docker_tag",
 ]);
 
@@ -192,7 +194,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
 
   for (const key of Object.keys(raw)) {
     if (
-      !["graphs", "env", "store", "checkpointer", "http", "auth"].includes(key) &&
+      !["graphs", "env", "store", "checkpointer", "http", "auth", "webhooks"].includes(key) &&
       !IGNORED_TOP_LEVEL_KEYS.has(key)
     )
       warnings.push(`unknown top-level key "${key}" is ignored`);
@@ -275,10 +277,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     if (disableMcp !== undefined) http.disableMcp = disableMcp;
   }
   Object.assign(http, parseHttpAppConfig(httpSection, dir, problems));
-  if (raw.webhooks !== undefined)
-    warnings.push(
-      "webhooks: not read from the graphs file (its header templates read the process environment, which only the server's own settings do); set AGENTPLANE_WEBHOOK_HEADERS, AGENTPLANE_WEBHOOK_ENV_PREFIX and AGENTPLANE_WEBHOOK_ALLOWED_HOSTS instead",
-    );
+  const webhooks = parseWebhooksSection(raw.webhooks, problems);
 
   const ui = parseUiConfig(raw, file, graphs, problems, warnings);
   const auth = parseAuthConfig(raw.auth, dir, problems);
@@ -294,6 +293,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     http,
     ...optional("ui", ui),
     ...optional("auth", auth),
+    ...optional("webhooks", webhooks),
     warnings,
   };
 }

@@ -7,9 +7,11 @@ import { exampleGraphConfig } from "./example/example-config.js";
 import {
   findGraphConfigFile,
   type GraphConfig,
+  GraphConfigError,
   type GraphSpec,
   loadGraphConfigFile,
 } from "./graph-config.js";
+import { resolveWebhooksSection, type WebhooksFileSettings } from "./graph-config-webhooks.js";
 import { registerSdkLogger, withGraphLogContext } from "./graph-logger.js";
 import { createStaticSchemaExtractor, type StaticGraphSchemas } from "./graph-static-schemas.js";
 import { LANGGRAPH_CONFIG, type SystemAssistantDefaults } from "./system-assistant-defaults.js";
@@ -66,7 +68,10 @@ export interface GraphRegistry {
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
   /** The config file's `store`, `checkpointer`, `http`, `ui` and `auth` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth">;
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth"> & {
+    /** `webhooks`, its header templates filled in at start. */
+    readonly webhooks?: WebhooksFileSettings;
+  };
   /** Stops work in progress (a schema extraction); call it when the process stops. */
   close(): Promise<void>;
 }
@@ -111,6 +116,9 @@ export async function createGraphRegistry(
 ): Promise<GraphRegistry> {
   const { log } = options;
   for (const [name, value] of Object.entries(config.env)) process.env[name] ??= value;
+  const webhooks = config.webhooks && resolveWebhooksSection(config.webhooks, process.env);
+  if (webhooks && "problems" in webhooks)
+    throw new GraphConfigError(config.file ?? "(bundled example)", webhooks.problems);
   registerSdkLogger(log);
   const defaults = options.assistantDefaults ?? config.assistantDefaults;
   for (const graphId of defaults?.keys() ?? []) {
@@ -141,6 +149,7 @@ export async function createGraphRegistry(
       http: config.http,
       ...(config.ui ? { ui: config.ui } : {}),
       ...(config.auth ? { auth: config.auth } : {}),
+      ...(webhooks ? { webhooks: webhooks.settings } : {}),
     },
     close: () => extractor.close(),
   };

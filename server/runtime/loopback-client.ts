@@ -17,7 +17,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { deleteRunToken, insertRunToken } from "../store/run-token-store.js";
+import { deleteRunToken, insertRunToken, type RunTokenPurpose } from "../store/run-token-store.js";
 
 /** Prefix of run tokens: the authenticator tells them from API keys by it (and so can secret scanners). */
 export const RUN_TOKEN_PREFIX = "ap_rt_";
@@ -93,15 +93,29 @@ export function createLoopback(deps: LoopbackDeps): Loopback {
   };
 }
 
-/** A new token for `run`, stored as its hash. */
-async function mint(deps: LoopbackDeps, run: LoopbackRun): Promise<{ token: string; tokenHash: Buffer }> {
+/** A new attempt token for `run`, stored as its hash. */
+function mint(deps: LoopbackDeps, run: LoopbackRun): Promise<{ token: string; tokenHash: Buffer }> {
+  return mintRunToken(deps.sql, run, deps.timeoutSeconds + TOKEN_MARGIN_SECONDS, "attempt");
+}
+
+/**
+ * A new run token for `run` (random, stored only as its SHA-256) that expires after `ttlSeconds`;
+ * delete it with `deleteRunToken(sql, tokenHash)` once its use ends.
+ */
+export async function mintRunToken(
+  sql: Sql,
+  run: LoopbackRun,
+  ttlSeconds: number,
+  purpose: RunTokenPurpose,
+): Promise<{ token: string; tokenHash: Buffer }> {
   const token = RUN_TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
   const tokenHash = createHash("sha256").update(token, "utf8").digest();
-  await insertRunToken(deps.sql, {
+  await insertRunToken(sql, {
     tokenHash,
     workspaceId: run.workspaceId,
     runId: run.runId,
-    ttlSeconds: deps.timeoutSeconds + TOKEN_MARGIN_SECONDS,
+    ttlSeconds,
+    purpose,
   });
   return { token, tokenHash };
 }

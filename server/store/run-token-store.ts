@@ -1,6 +1,7 @@
 /**
- * Tokens minted for agent run attempts (the loopback client's credentials): stored as hashes,
- * valid in the run's workspace while the run is active and the token has not expired.
+ * Tokens minted for agent run attempts (the loopback client's credentials) and for relative
+ * webhook calls: stored as hashes, valid in the run's workspace until they expire; an attempt's
+ * token only while its run is active.
  */
 import type { Queryable } from "./db.js";
 import type { OrganizationRecord } from "./organization-store.js";
@@ -12,16 +13,25 @@ export interface RunTokenScope {
   organization: OrganizationRecord;
 }
 
+/** What a run token is for: a run attempt's loopback client, or one relative webhook call. */
+export type RunTokenPurpose = "attempt" | "webhook";
+
 /** Stores a token's hash for a run, and deletes the tokens that expired. */
 export async function insertRunToken(
   q: Queryable,
-  token: { tokenHash: Buffer; workspaceId: string; runId: string; ttlSeconds: number },
+  token: {
+    tokenHash: Buffer;
+    workspaceId: string;
+    runId: string;
+    ttlSeconds: number;
+    purpose: RunTokenPurpose;
+  },
 ): Promise<void> {
   await q`delete from agent_run_tokens where expires_at < now()`;
   await q`
-    insert into agent_run_tokens (token_hash, workspace_id, run_id, expires_at)
+    insert into agent_run_tokens (token_hash, workspace_id, run_id, expires_at, purpose)
     values (${token.tokenHash}, ${token.workspaceId}, ${token.runId},
-            now() + make_interval(secs => ${token.ttlSeconds}))`;
+            now() + make_interval(secs => ${token.ttlSeconds}), ${token.purpose})`;
 }
 
 /** Deletes a token (its attempt ended). */
@@ -30,8 +40,8 @@ export async function deleteRunToken(q: Queryable, tokenHash: Buffer): Promise<v
 }
 
 /**
- * The scope of a token that is valid now: not expired, its run pending or running, its workspace
- * live. Undefined otherwise.
+ * The scope of a token that is valid now: not expired, its workspace live, and for an attempt's
+ * token its run pending or running (a webhook's is for a run that ended). Undefined otherwise.
  */
 export async function findRunTokenScope(q: Queryable, tokenHash: Buffer): Promise<RunTokenScope | undefined> {
   const [row] = await q<
@@ -52,11 +62,11 @@ export async function findRunTokenScope(q: Queryable, tokenHash: Buffer): Promis
            w.created_at as workspace_created_at, o.id as organization_id,
            o.display_name as organization_name, o.plan, o.created_at as organization_created_at
     from agent_run_tokens t
-    join agent_runs r on r.workspace_id = t.workspace_id and r.run_id = t.run_id
+    left join agent_runs r on r.workspace_id = t.workspace_id and r.run_id = t.run_id
     join workspaces w on w.id = t.workspace_id
     join organizations o on o.id = w.organization_id
     where t.token_hash = ${tokenHash} and t.expires_at > now()
-      and r.status in ('pending', 'running') and w.deleted_at is null`;
+      and (t.purpose = 'webhook' or r.status in ('pending', 'running')) and w.deleted_at is null`;
   if (!row) return undefined;
   return {
     runId: row.run_id,

@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { toJson } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { CreateRunRequest } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
+import { isLoopbackWebhook, loopbackPathProblem, MAX_WEBHOOK_LENGTH } from "../../net/webhook-url-policy.js";
 import type { RunCommand } from "../../runtime/run-kwargs.js";
 import { STREAM_MODES, type StreamMode } from "../../runtime/run-stream-modes.js";
 import type { CancelAction, MultitaskStrategy, RunStatus } from "../../store/agent-run-store.js";
@@ -35,8 +36,6 @@ export interface RunRequest {
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "interrupt", "rollback", "enqueue"];
-/** Longest webhook URL accepted (the LangGraph API's limit). */
-const MAX_WEBHOOK_LENGTH = 65_536;
 /** Longest delay accepted: a week; a run scheduled further out belongs to a cron. */
 const MAX_AFTER_SECONDS = 7 * 24 * 3600;
 
@@ -197,11 +196,13 @@ export function parseRunRequest(request: CreateRunRequest, stateless: boolean): 
   if (after !== undefined && (typeof after !== "number" || !(after >= 0) || after > MAX_AFTER_SECONDS))
     throw invalid(`after_seconds must be a number of seconds from 0 to ${MAX_AFTER_SECONDS}`);
   const webhook = text(request.webhook, "webhook") ?? null;
-  if (webhook !== null && (webhook.length > MAX_WEBHOOK_LENGTH || !/^https?:\/\//i.test(webhook)))
+  if (webhook !== null && isLoopbackWebhook(webhook)) {
+    const problem = loopbackPathProblem(webhook);
+    if (problem) throw invalid(problem);
+  }
+  if (webhook !== null && (webhook.length > MAX_WEBHOOK_LENGTH || !/^(https?:\/\/|\/)/i.test(webhook)))
     throw invalid(
-      webhook.startsWith("/")
-        ? "webhook must be an absolute http(s) URL: agentplane serves no custom routes for a relative webhook to reach"
-        : "webhook must be an http:// or https:// URL of at most 65,536 characters",
+      'webhook must be an http:// or https:// URL, or a path of this server starting with "/", of at most 65,536 characters',
     );
   const checkpointDuring = flag(request.checkpointDuring, "checkpoint_during");
   const durabilityRaw = text(request.durability, "durability");
