@@ -317,7 +317,7 @@ describe("refused webhooks", () => {
     });
   });
 
-  it("hosts off the allow list, names that do not resolve, relative and non-http URLs are a 422", async () => {
+  it("hosts off the allow list, names that do not resolve, malformed relative and non-http URLs are a 422", async () => {
     expect(await create(strict, "https://evil.example.net/hook")).toEqual({
       status: 422,
       detail:
@@ -331,14 +331,15 @@ describe("refused webhooks", () => {
         /^webhook host a\.hooks\.test does not resolve \(ENOTFOUND\): check the URL$/,
       ),
     });
-    expect(await create(strict, "/relative/hook")).toEqual({
+    expect(await create(strict, "//relative/hook")).toEqual({
       status: 422,
       detail:
-        "webhook must be an absolute http(s) URL: agentplane serves no custom routes for a relative webhook to reach",
+        'webhook "//relative/hook" is not a path of this server: a relative webhook starts with a single "/" and has no spaces, backslashes or characters outside printable ASCII (percent-encode them)',
     });
     expect(await create(strict, "ftp://hooks.example.com/x")).toEqual({
       status: 422,
-      detail: "webhook must be an http:// or https:// URL of at most 65,536 characters",
+      detail:
+        'webhook must be an http:// or https:// URL, or a path of this server starting with "/", of at most 65,536 characters',
     });
   });
 
