@@ -29,7 +29,7 @@ export interface WebhooksSection {
 }
 
 /** The section at start: headers filled in. */
-export interface WebhooksFileSettings extends Omit<WebhooksSection, "envPrefix"> {}
+export type WebhooksFileSettings = Omit<WebhooksSection, "envPrefix">;
 
 /** The LangGraph default of `env_prefix`. */
 const DEFAULT_ENV_PREFIX = "LG_WEBHOOK_";
