@@ -56,11 +56,6 @@ describe("the graphs file's custom-app keys", () => {
     });
   });
 
-  it("warns that the top-level webhooks section is not read, naming the settings to use", () => {
-    const config = parseGraphConfig({ graphs, webhooks: { headers: { "X-Token": "t" } } }, file);
-    expect(config.warnings).toEqual([expect.stringContaining("AGENTPLANE_WEBHOOK_HEADERS")]);
-  });
-
   it("leaves the export to the loader when http.app names none", () => {
     expect(parseGraphConfig({ graphs, http: { app: "./app.ts" } }, file).http.app).toEqual({
       file: "/project/app.ts",
