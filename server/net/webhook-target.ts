@@ -17,8 +17,9 @@ export function webhookPolicy(settings: WebhookSettings): EndpointPolicy {
   const fileRefuses = (settings.urlPolicy ?? OPEN_WEBHOOK_URL_POLICY).disablePrivateIps;
   return {
     allowPrivate: settings.allowPrivateAddresses && !fileRefuses,
+    // Refusals end "… allow these with <allowSetting>=true".
     allowSetting: fileRefuses
-      ? `${ALLOW_PRIVATE_SETTING} and webhooks.url.disable_private_ips: false in the graphs file`
+      ? `webhooks.url.disable_private_ips: false in the graphs file and ${ALLOW_PRIVATE_SETTING}`
       : ALLOW_PRIVATE_SETTING,
   };
 }

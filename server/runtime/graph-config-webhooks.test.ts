@@ -184,7 +184,8 @@ describe("the URL policy at a webhook's check", () => {
     expect(
       await webhookTargetProblem("http://127.0.0.1/h", policy({ disablePrivateIps: true })),
     ).toMatchObject({
-      message: expect.stringMatching(/127\.0\.0\.1 is a loopback or private-network address/),
+      message:
+        "webhook refused: 127.0.0.1 is a loopback or private-network address; a server admin can allow these with webhooks.url.disable_private_ips: false in the graphs file and AGENTPLANE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true",
     });
   });
 });
