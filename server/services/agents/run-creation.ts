@@ -250,7 +250,11 @@ export async function createRunInTx(
     ]);
     if (!thread) {
       if (request.ifNotExists !== "create") throw threadNotFound(threadId);
-      thread = created(await newThread());
+      const [inserted] = await newThread();
+      // With a filter, the thread that is there is most likely one the caller may not see.
+      if (!inserted && target.auth)
+        throw new ConnectError(`thread ${threadId} already exists`, Code.AlreadyExists);
+      thread = created([inserted]);
     }
   } else {
     const inserting = newThread();
