@@ -225,16 +225,19 @@ export async function deleteAssistant(
 
 /**
  * Ids of the workspace's threads whose `metadata.assistant_id` is `assistantId` (for DeleteAssistant
- * with `delete_threads`), locked until the transaction ends so none is changed while being deleted.
+ * with `delete_threads`), and whose metadata passes custom auth's `filter` when there is one,
+ * locked until the transaction ends so none is changed while being deleted.
  */
 export async function threadIdsOfAssistant(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
+  filter?: AuthFilter,
 ): Promise<string[]> {
   const rows = await q<{ thread_id: string }[]>`
     select thread_id::text from threads
     where workspace_id = ${workspaceId} and metadata @> ${j(q, { assistant_id: assistantId })}
+      ${filter ? q`and (${authFilterSql(q, "metadata", filter)})` : q``}
     for update`;
   return rows.map((r) => r.thread_id);
 }

@@ -139,6 +139,19 @@ describe("assistants per user over REST with the official SDK", () => {
     expect(await alice.runs.wait(mine.thread_id, hers.assistant_id, { input })).toBeTruthy();
   });
 
+  it("deletes with delete_threads only the threads the caller's threads:delete handler lets it delete", async () => {
+    const alice = lg("alice");
+    const hers = await alice.assistants.create({ graphId: "agent", name: "to delete" });
+    const metadata = { assistant_id: hers.assistant_id };
+    const own = await alice.threads.create({ metadata });
+    const operators = await t.fetch("/threads", { method: "POST", body: JSON.stringify({ metadata }) });
+    const operatorThread = ((await operators.json()) as { thread_id: string }).thread_id;
+    await alice.assistants.delete(hers.assistant_id, { deleteThreads: true });
+    expect(await statusOf(alice.threads.get(own.thread_id))).toBe(404);
+    expect((await t.fetch(`/threads/${own.thread_id}`)).status).toBe(404);
+    expect((await t.fetch(`/threads/${operatorThread}`)).status).toBe(200);
+  });
+
   it("picks handlers in the documented order and answers false with 403", async () => {
     const alice = lg("alice");
     // assistants:delete goes to "assistants" (ahead of "*:delete"), so the owner deletes.

@@ -27,7 +27,7 @@ import { deleteThreadCheckpoints } from "../../store/checkpoint-thread-store.js"
 import type { Sql } from "../../store/db.js";
 import { deleteThreads } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
-import { authorizeWorkspace, type Principal } from "../iam/principal.js";
+import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { type AssistantEvent, assistantVisibility } from "./assistant-access.js";
 import { assistantMessage, graphSchemaMessage, parseSelect } from "./assistant-messages.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
@@ -71,10 +71,11 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     ctx: HandlerContext,
     event: AssistantEvent,
     value: Record<string, unknown>,
-  ): Promise<{ workspaceId: string; visible: AssistantVisibility | undefined }> => {
+  ): Promise<{ principal: Principal; workspaceId: string; visible: AssistantVisibility | undefined }> => {
     const permission = event === "assistants:read" || event === "assistants:search" ? "read" : "write";
     const { principal, workspaceId } = await workspaceOf(ctx, `assistants:${permission}`);
-    return { workspaceId, visible: await assistantVisibility(principal, systemAssistants, event, value) };
+    const visible = await assistantVisibility(principal, systemAssistants, event, value);
+    return { principal, workspaceId, visible };
   };
 
   /** A UUID, or the system assistant of the graph with that id. */
@@ -271,15 +272,20 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
 
     async deleteAssistant(request, ctx) {
       const assistantId = resolveId(request.assistantId);
-      const { workspaceId, visible } = await scoped(ctx, "assistants:delete", {
+      const { principal, workspaceId, visible } = await scoped(ctx, "assistants:delete", {
         assistant_id: assistantId,
         delete_threads: request.deleteThreads ?? false,
       });
+      // Threads go only as far as custom auth's threads:delete lets the caller delete them: other
+      // users' threads on this assistant stay.
+      const threadsFilter = request.deleteThreads
+        ? await authorizeEvent(principal, "threads:delete", { assistant_id: assistantId })
+        : undefined;
       await sql.begin(async (tx) => {
         if (!(await deleteAssistant(tx, workspaceId, assistantId, visible))) throw notFound(assistantId);
         if (!request.deleteThreads) return;
         // The same steps as ThreadService's delete, inside this transaction.
-        const threadIds = await threadIdsOfAssistant(tx, workspaceId, assistantId);
+        const threadIds = await threadIdsOfAssistant(tx, workspaceId, assistantId, threadsFilter);
         await deleteThreadCheckpoints(tx, workspaceId, threadIds);
         await deleteThreads(tx, workspaceId, threadIds);
       });
