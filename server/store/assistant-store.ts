@@ -1,5 +1,7 @@
 import type postgres from "postgres";
+import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
+import type { SqlCondition } from "./sql-conditions.js";
 
 /** JSON object columns (config, context, metadata). */
 export type JsonObject = Record<string, unknown>;
@@ -28,6 +30,24 @@ export interface AssistantFields {
   metadata: JsonObject;
 }
 
+/**
+ * Which assistants a custom auth user may see: those whose metadata passes the handler's `filter`,
+ * and the `sharedIds` (the system assistants, when reading) whatever their metadata holds.
+ */
+export interface AssistantVisibility {
+  readonly filter: AuthFilter;
+  readonly sharedIds: readonly string[];
+}
+
+/** `and (<visibility>)` on the assistant's `metadata` column (optionally with a table alias); empty when every row is visible. */
+function visibleSql(q: Queryable, visible: AssistantVisibility | undefined, alias?: string): SqlCondition {
+  if (!visible) return q``;
+  const column = (name: string) => (alias ? `${alias}.${name}` : name);
+  const filter = authFilterSql(q, column("metadata"), visible.filter);
+  if (visible.sharedIds.length === 0) return q`and (${filter})`;
+  return q`and ((${filter}) or ${q(column("assistant_id"))} = any(${visible.sharedIds as string[]}::uuid[]))`;
+}
+
 /** Filters of search and count; every one optional. */
 export interface AssistantFilter {
   /** JSON containment on metadata. */
@@ -35,6 +55,8 @@ export interface AssistantFilter {
   graphId?: string;
   /** Case-insensitive substring of the name. */
   name?: string;
+  /** Custom auth's visibility; every assistant when absent. */
+  visible?: AssistantVisibility;
 }
 
 /** Columns search may sort by. The allowlist identifiers come from: never a client string. */
@@ -106,14 +128,16 @@ export async function insertAssistant(
   return rows[0] && toRecord(rows[0]);
 }
 
-/** The assistant at its current version, if the workspace has it. */
+/** The assistant at its current version, if the workspace has it (and `visible` lets the caller see it). */
 export async function findAssistant(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
+  visible?: AssistantVisibility,
 ): Promise<AssistantRecord | undefined> {
   const [row] = await q<AssistantRow[]>`
-    select * from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}`;
+    select * from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    ${visibleSql(q, visible)}`;
   return row && toRecord(row);
 }
 
@@ -148,27 +172,30 @@ export async function insertAssistantVersion(
   return toRecord(row);
 }
 
-/** The assistant, locked for update until the transaction ends. */
+/** The assistant (when `visible` lets the caller see it), locked for update until the transaction ends. */
 export async function lockAssistant(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
+  visible?: AssistantVisibility,
 ): Promise<AssistantRecord | undefined> {
   const [row] = await q<AssistantRow[]>`
     select * from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    ${visibleSql(q, visible)}
     for update`;
   return row && toRecord(row);
 }
 
 /**
  * Makes an existing version current: the assistant takes that version's fields. Returns undefined
- * when the assistant or the version does not exist.
+ * when the assistant (visible to the caller) or the version does not exist.
  */
 export async function setCurrentAssistantVersion(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
   version: number,
+  visible?: AssistantVisibility,
 ): Promise<AssistantRecord | undefined> {
   const [row] = await q<AssistantRow[]>`
     update assistants a
@@ -177,34 +204,40 @@ export async function setCurrentAssistantVersion(
     from assistant_versions v
     where a.workspace_id = ${workspaceId} and a.assistant_id = ${assistantId}
       and v.workspace_id = a.workspace_id and v.assistant_id = a.assistant_id and v.version = ${version}
+      ${visibleSql(q, visible, "a")}
     returning a.*`;
   return row && toRecord(row);
 }
 
-/** Deletes an assistant and its versions; false when the workspace has no such assistant. */
+/** Deletes an assistant and its versions; false when the workspace has no such assistant (visible to the caller). */
 export async function deleteAssistant(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
+  visible?: AssistantVisibility,
 ): Promise<boolean> {
   const rows = await q`
     delete from assistants where workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    ${visibleSql(q, visible)}
     returning assistant_id`;
   return rows.length > 0;
 }
 
 /**
  * Ids of the workspace's threads whose `metadata.assistant_id` is `assistantId` (for DeleteAssistant
- * with `delete_threads`), locked until the transaction ends so none is changed while being deleted.
+ * with `delete_threads`), and whose metadata passes custom auth's `filter` when there is one,
+ * locked until the transaction ends so none is changed while being deleted.
  */
 export async function threadIdsOfAssistant(
   q: Queryable,
   workspaceId: string,
   assistantId: string,
+  filter?: AuthFilter,
 ): Promise<string[]> {
   const rows = await q<{ thread_id: string }[]>`
     select thread_id::text from threads
     where workspace_id = ${workspaceId} and metadata @> ${j(q, { assistant_id: assistantId })}
+      ${filter ? q`and (${authFilterSql(q, "metadata", filter)})` : q``}
     for update`;
   return rows.map((r) => r.thread_id);
 }
@@ -214,7 +247,8 @@ function where(q: Queryable, workspaceId: string, f: AssistantFilter) {
     workspace_id = ${workspaceId}
     ${f.metadata ? q`and metadata @> ${j(q, f.metadata)}` : q``}
     ${f.graphId !== undefined ? q`and graph_id = ${f.graphId}` : q``}
-    ${f.name !== undefined ? q`and strpos(lower(name), lower(${f.name})) > 0` : q``}`;
+    ${f.name !== undefined ? q`and strpos(lower(name), lower(${f.name})) > 0` : q``}
+    ${visibleSql(q, f.visible)}`;
 }
 
 /** A page of the workspace's assistants matching `filter`, sorted, with the total match count. */

@@ -179,6 +179,11 @@ describe("bad handler results", () => {
     expect(big.body.detail).toMatch(
       /threads:search returned an invalid filter: filter\.\$or must be an array of 1 to 10/,
     );
+    const array = await search(token("not-an-object"));
+    expect(array.status).toBe(403);
+    expect(array.body.detail).toBe(
+      "the auth handler for threads:search returned an invalid filter: filter must be an object, got an array",
+    );
     const thrown = await search(token("thrower"));
     expect(thrown.status).toBe(403);
     expect(thrown.body.detail).toBe(

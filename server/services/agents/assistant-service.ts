@@ -11,6 +11,7 @@ import {
   type AssistantFilter,
   type AssistantRecord,
   type AssistantSortColumn,
+  type AssistantVisibility,
   countAssistants,
   deleteAssistant,
   findAssistant,
@@ -26,10 +27,12 @@ import { deleteThreadCheckpoints } from "../../store/checkpoint-thread-store.js"
 import type { Sql } from "../../store/db.js";
 import { deleteThreads } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
-import { authorizeWorkspace } from "../iam/principal.js";
+import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
+import { type AssistantEvent, assistantVisibility } from "./assistant-access.js";
 import { assistantMessage, graphSchemaMessage, parseSelect } from "./assistant-messages.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import type { SystemAssistants } from "./system-assistants.js";
+import { handlerMetadata } from "./thread-access.js";
 
 /** Dependencies of {@link createAssistantService}. */
 export interface AssistantServiceDeps {
@@ -53,11 +56,26 @@ const MAX_XRAY_DEPTH = 100;
 export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<typeof AssistantService> {
   const { sql, graphs, systemAssistants } = deps;
 
-  /** Authorizes, makes sure the system assistants exist, and returns the workspace id. */
-  const workspaceOf = async (ctx: HandlerContext, permission: WorkspacePermission): Promise<string> => {
-    const { workspace } = await authorizeWorkspace(ctx, permission);
+  /** Authorizes, makes sure the system assistants exist, and returns the caller and workspace id. */
+  const workspaceOf = async (
+    ctx: HandlerContext,
+    permission: WorkspacePermission,
+  ): Promise<{ principal: Principal; workspaceId: string }> => {
+    const { principal, workspace } = await authorizeWorkspace(ctx, permission);
     await systemAssistants.ensure(workspace.id);
-    return workspace.id;
+    return { principal, workspaceId: workspace.id };
+  };
+
+  /** The workspace, and which assistants custom auth's handler of `event` lets the caller reach. */
+  const scoped = async (
+    ctx: HandlerContext,
+    event: AssistantEvent,
+    value: Record<string, unknown>,
+  ): Promise<{ principal: Principal; workspaceId: string; visible: AssistantVisibility | undefined }> => {
+    const permission = event === "assistants:read" || event === "assistants:search" ? "read" : "write";
+    const { principal, workspaceId } = await workspaceOf(ctx, `assistants:${permission}`);
+    const visible = await assistantVisibility(principal, systemAssistants, event, value);
+    return { principal, workspaceId, visible };
   };
 
   /** A UUID, or the system assistant of the graph with that id. */
@@ -83,10 +101,21 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     );
   };
 
-  const getExisting = async (workspaceId: string, assistantId: string): Promise<AssistantRecord> => {
-    const found = await findAssistant(sql, workspaceId, assistantId);
+  const getExisting = async (
+    workspaceId: string,
+    assistantId: string,
+    visible: AssistantVisibility | undefined,
+  ): Promise<AssistantRecord> => {
+    const found = await findAssistant(sql, workspaceId, assistantId, visible);
     if (!found) throw notFound(assistantId);
     return found;
+  };
+
+  /** The assistant `rawId` names, when the caller may read it (`assistants:read`); NOT_FOUND otherwise. */
+  const readable = async (ctx: HandlerContext, rawId: string): Promise<AssistantRecord> => {
+    const assistantId = resolveId(rawId);
+    const { workspaceId, visible } = await scoped(ctx, "assistants:read", { assistant_id: assistantId });
+    return getExisting(workspaceId, assistantId, visible);
   };
 
   /** The graph of an assistant, loaded for drawing and schemas (no checkpointer needed). */
@@ -108,7 +137,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
 
   return {
     async createAssistant(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:write");
+      const { principal, workspaceId } = await workspaceOf(ctx, "assistants:write");
       const ifExists = request.ifExists ?? "raise";
       if (ifExists !== "raise" && ifExists !== "do_nothing") {
         throw new ConnectError(
@@ -131,14 +160,27 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
         context,
         metadata: request.metadata ?? {},
       };
+      const value: Record<string, unknown> = {
+        assistant_id: assistantId,
+        graph_id: fields.graphId,
+        config,
+        context,
+        metadata: { ...fields.metadata },
+        if_exists: ifExists,
+        name: fields.name,
+        description: fields.description,
+      };
+      const visible = await assistantVisibility(principal, systemAssistants, "assistants:create", value);
+      fields.metadata = handlerMetadata(value, "assistants:create");
       const created = await insertAssistant(sql, workspaceId, assistantId, fields);
       if (created) return assistantMessage(created);
-      if (ifExists === "do_nothing") return assistantMessage(await getExisting(workspaceId, assistantId));
+      // An existing assistant the caller may not see collides without being shown.
+      const existing = await findAssistant(sql, workspaceId, assistantId, visible);
+      if (existing && ifExists === "do_nothing") return assistantMessage(existing);
       throw new ConnectError(`assistant ${assistantId} already exists`, Code.AlreadyExists);
     },
 
     async searchAssistants(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
       const select = parseSelect(request.select);
       const limit = checkLimit(request.limit);
       const offset = checkOffset(request.offset);
@@ -156,7 +198,15 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
           Code.InvalidArgument,
         );
       }
-      const { assistants, total } = await searchAssistants(sql, workspaceId, filterOf(sql, request), {
+      const { workspaceId, visible } = await scoped(ctx, "assistants:search", {
+        graph_id: request.graphId,
+        metadata: request.metadata,
+        name: request.name,
+        limit,
+        offset,
+      });
+      const filter = { ...filterOf(sql, request), ...(visible ? { visible } : {}) };
+      const { assistants, total } = await searchAssistants(sql, workspaceId, filter, {
         sortBy: sortBy as AssistantSortColumn,
         descending: sortOrder === "desc",
         limit,
@@ -170,25 +220,43 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     },
 
     async countAssistants(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
-      return { count: await countAssistants(sql, workspaceId, filterOf(sql, request)) };
+      const { workspaceId, visible } = await scoped(ctx, "assistants:search", {
+        graph_id: request.graphId,
+        metadata: request.metadata,
+        name: request.name,
+        limit: 0,
+        offset: 0,
+      });
+      const filter = { ...filterOf(sql, request), ...(visible ? { visible } : {}) };
+      return { count: await countAssistants(sql, workspaceId, filter) };
     },
 
     async getAssistant(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
-      return assistantMessage(await getExisting(workspaceId, resolveId(request.assistantId)));
+      const assistantId = resolveId(request.assistantId);
+      const { workspaceId, visible } = await scoped(ctx, "assistants:read", { assistant_id: assistantId });
+      return assistantMessage(await getExisting(workspaceId, assistantId, visible));
     },
 
     async updateAssistant(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:write");
       const assistantId = resolveId(request.assistantId);
       const graphId = request.graphId === undefined ? undefined : requireGraph(request.graphId);
       const name = request.name === undefined ? undefined : checkName(request.name);
       const description = checkDescription(request.description);
       const replacesConfig = request.config !== undefined || request.context !== undefined;
       const synced = replacesConfig ? syncConfigAndContext(request.config, request.context) : undefined;
+      const value: Record<string, unknown> = {
+        assistant_id: assistantId,
+        graph_id: graphId,
+        config: synced?.config,
+        context: synced?.context,
+        metadata: request.metadata === undefined ? undefined : { ...request.metadata },
+        name,
+        description,
+      };
+      const { workspaceId, visible } = await scoped(ctx, "assistants:update", value);
+      const metadata = handlerMetadata(value, "assistants:update");
       const updated = await sql.begin(async (tx) => {
-        const current = await lockAssistant(tx, workspaceId, assistantId);
+        const current = await lockAssistant(tx, workspaceId, assistantId, visible);
         if (!current) throw notFound(assistantId);
         return insertAssistantVersion(tx, workspaceId, assistantId, {
           graphId: graphId ?? current.graphId,
@@ -196,20 +264,28 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
           description: description === undefined ? current.description : description,
           config: synced?.config ?? current.config,
           context: synced?.context ?? current.context,
-          metadata: { ...current.metadata, ...(request.metadata ?? {}) },
+          metadata: { ...current.metadata, ...metadata },
         });
       });
       return assistantMessage(updated);
     },
 
     async deleteAssistant(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:write");
       const assistantId = resolveId(request.assistantId);
+      const { principal, workspaceId, visible } = await scoped(ctx, "assistants:delete", {
+        assistant_id: assistantId,
+        delete_threads: request.deleteThreads ?? false,
+      });
+      // Threads go only as far as custom auth's threads:delete lets the caller delete them: other
+      // users' threads on this assistant stay.
+      const threadsFilter = request.deleteThreads
+        ? await authorizeEvent(principal, "threads:delete", { assistant_id: assistantId })
+        : undefined;
       await sql.begin(async (tx) => {
-        if (!(await deleteAssistant(tx, workspaceId, assistantId))) throw notFound(assistantId);
+        if (!(await deleteAssistant(tx, workspaceId, assistantId, visible))) throw notFound(assistantId);
         if (!request.deleteThreads) return;
         // The same steps as ThreadService's delete, inside this transaction.
-        const threadIds = await threadIdsOfAssistant(tx, workspaceId, assistantId);
+        const threadIds = await threadIdsOfAssistant(tx, workspaceId, assistantId, threadsFilter);
         await deleteThreadCheckpoints(tx, workspaceId, threadIds);
         await deleteThreads(tx, workspaceId, threadIds);
       });
@@ -217,48 +293,56 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     },
 
     async listAssistantVersions(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
       const assistantId = resolveId(request.assistantId);
       const limit = checkLimit(request.limit);
       const offset = checkOffset(request.offset);
       refuseEncryptedFilter(sql, "metadata", request.metadata);
+      const { workspaceId, visible } = await scoped(ctx, "assistants:read", { assistant_id: assistantId });
+      // The handler's filter decides on the assistant as it is now; its versions come with it.
+      if (visible) await getExisting(workspaceId, assistantId, visible);
       const versions = await listAssistantVersions(sql, workspaceId, assistantId, {
         ...(request.metadata ? { metadata: request.metadata } : {}),
         limit,
         offset,
       });
-      if (versions.length === 0) await getExisting(workspaceId, assistantId);
+      if (versions.length === 0) await getExisting(workspaceId, assistantId, visible);
       return { versions: versions.map((v) => assistantMessage(v)) };
     },
 
     async setLatestAssistantVersion(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:write");
       const assistantId = resolveId(request.assistantId);
       if (request.version < 1)
         throw new ConnectError(`version must be 1 or more, got ${request.version}`, Code.InvalidArgument);
-      const updated = await setCurrentAssistantVersion(sql, workspaceId, assistantId, request.version);
+      const { workspaceId, visible } = await scoped(ctx, "assistants:update", {
+        assistant_id: assistantId,
+        version: request.version,
+      });
+      const updated = await setCurrentAssistantVersion(
+        sql,
+        workspaceId,
+        assistantId,
+        request.version,
+        visible,
+      );
       if (updated) return assistantMessage(updated);
-      await getExisting(workspaceId, assistantId);
+      await getExisting(workspaceId, assistantId, visible);
       throw new ConnectError(`assistant ${assistantId} has no version ${request.version}`, Code.NotFound);
     },
 
     async getAssistantGraph(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
       const xray = parseXray(request.xray);
-      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      const assistant = await readable(ctx, request.assistantId);
       return { graph: await drawGraph((await graphOf(assistant)).graph, xray) };
     },
 
     async getAssistantSchemas(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
-      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      const assistant = await readable(ctx, request.assistantId);
       const { registered, graph } = await graphOf(assistant);
       return graphSchemaMessage(await graphSchemas(registered, graph), assistant.graphId);
     },
 
     async getAssistantSubgraphs(request, ctx) {
-      const workspaceId = await workspaceOf(ctx, "assistants:read");
-      const assistant = await getExisting(workspaceId, resolveId(request.assistantId));
+      const assistant = await readable(ctx, request.assistantId);
       const { registered, graph } = await graphOf(assistant);
       const found = await subgraphSchemas(registered, graph, request.namespace, request.recurse);
       return {

@@ -6,6 +6,7 @@ import { type AssistantRecord, searchAssistants } from "../../store/assistant-st
 import type { Sql } from "../../store/db.js";
 import type { Principal } from "../iam/principal.js";
 import { latestAgentText } from "./a2a-tasks.js";
+import { assistantVisibility } from "./assistant-access.js";
 import type { AssistantInputSchemas } from "./assistant-input-schemas.js";
 import type { RunLauncher } from "./run-launcher.js";
 import type { SystemAssistants } from "./system-assistants.js";
@@ -51,8 +52,8 @@ export interface AssistantToolsDeps {
 
 /** A workspace's assistants as tools, and calling them (a stateless run, waited for). */
 export interface AssistantTools {
-  /** The workspace's assistants, oldest first, as tools. */
-  list(workspaceId: string): Promise<AssistantTool[]>;
+  /** The workspace's assistants `principal` may see (custom auth's `assistants:search`), oldest first, as tools. */
+  list(workspaceId: string, principal: Principal): Promise<AssistantTool[]>;
   /**
    * Runs the tool's assistant on `args` as its input and waits for the run; a client that goes away
    * (`signal`) cancels it. NOT_FOUND for an unknown tool.
@@ -118,20 +119,29 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
   const { sql, launcher } = deps;
 
   /** The workspace's assistants with their tool names. */
-  const named = async (workspaceId: string): Promise<{ name: string; assistant: AssistantRecord }[]> => {
+  const named = async (
+    workspaceId: string,
+    principal: Principal,
+  ): Promise<{ name: string; assistant: AssistantRecord }[]> => {
     await deps.systemAssistants.ensure(workspaceId);
-    const { assistants } = await searchAssistants(
-      sql,
-      workspaceId,
-      {},
-      { sortBy: "created_at", descending: false, limit: MAX_TOOLS, offset: 0 },
-    );
+    const visible = await assistantVisibility(principal, deps.systemAssistants, "assistants:search", {
+      graph_id: undefined,
+      metadata: undefined,
+      limit: MAX_TOOLS,
+      offset: 0,
+    });
+    const { assistants } = await searchAssistants(sql, workspaceId, visible ? { visible } : {}, {
+      sortBy: "created_at",
+      descending: false,
+      limit: MAX_TOOLS,
+      offset: 0,
+    });
     const names = toolNames(assistants);
     return assistants.map((assistant, i) => ({ name: names[i]!, assistant }));
   };
 
-  const list = async (workspaceId: string): Promise<AssistantTool[]> => {
-    const tools = await named(workspaceId);
+  const list = async (workspaceId: string, principal: Principal): Promise<AssistantTool[]> => {
+    const tools = await named(workspaceId, principal);
     const schemas = await Promise.all(
       tools.map(({ assistant }) => schemaWithin(deps.inputSchemas.of(assistant), SCHEMA_WAIT_MS)),
     );
@@ -149,7 +159,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
   return {
     list,
     async call(workspaceId, name, args, headers, signal, principal) {
-      const tools = await named(workspaceId);
+      const tools = await named(workspaceId, principal);
       const tool = tools.find((t) => t.name === name);
       if (!tool)
         throw new ConnectError(

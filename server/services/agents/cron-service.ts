@@ -144,7 +144,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
       const threadId = stateless ? null : requireUuid(request.threadId ?? "", "thread_id");
       const input = parseCreateCron(request, stateless, clock.now());
       await checkPayloadWebhook(input.payload);
-      const assistant = await resolveAssistant(deps, workspace.id, request.assistantId);
+      const assistant = await resolveAssistant(deps, workspace.id, request.assistantId, principal);
       const value = {
         cron_id: undefined,
         thread_id: threadId ?? undefined,

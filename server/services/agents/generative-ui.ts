@@ -46,7 +46,7 @@ export function createGenerativeUi(deps: GenerativeUiDeps): GenerativeUi {
   const { bundles } = deps;
   const uiKeys = () => (bundles.names().length > 0 ? bundles.names().join(", ") : "none");
 
-  const bundleOf = async (workspaceId: string, ref: string): Promise<UiBundle> => {
+  const bundleOf = async (workspaceId: string, ref: string, principal: Principal): Promise<UiBundle> => {
     if (!isUuid(ref)) {
       const direct = bundles.get(ref);
       if (direct) return direct;
@@ -57,7 +57,7 @@ export function createGenerativeUi(deps: GenerativeUiDeps): GenerativeUi {
         Code.NotFound,
       );
     }
-    const assistant = await resolveAssistant(deps, workspaceId, ref);
+    const assistant = await resolveAssistant(deps, workspaceId, ref, principal);
     const bundle = bundles.get(assistant.graphId);
     if (!bundle)
       throw new ConnectError(
@@ -71,7 +71,7 @@ export function createGenerativeUi(deps: GenerativeUiDeps): GenerativeUi {
     async component(principal, ref, body) {
       const workspace = await authorizedWorkspace(principal, "assistants:read");
       const name = componentName(body);
-      const bundle = await bundleOf(workspace.id, ref);
+      const bundle = await bundleOf(workspace.id, ref, principal);
       if (bundle.components && !bundle.components.has(name))
         throw new ConnectError(
           `ui "${bundle.name}" has no component "${name}"; its components: ${[...bundle.components].join(", ") || "none"}`,

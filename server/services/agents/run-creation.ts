@@ -27,6 +27,7 @@ import {
 } from "../../store/thread-store.js";
 import { authorizeEvent, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
+import { assistantVisibility } from "./assistant-access.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import type { RunRequest } from "./run-requests.js";
 import type { SystemAssistants } from "./system-assistants.js";
@@ -62,16 +63,24 @@ export type RunTarget =
     }
   | { kind: "stateless" };
 
-/** The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND otherwise. */
+/**
+ * The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND
+ * otherwise, and when custom auth's `assistants:read` handler hides it from `principal` (a run,
+ * cron, A2A or MCP call reaches no assistant its caller cannot read; system assistants are shared).
+ */
 export async function resolveAssistant(
   deps: Pick<RunCreationDeps, "sql" | "systemAssistants" | "graphIds">,
   workspaceId: string,
   raw: string,
+  principal: Principal,
 ): Promise<AssistantRecord> {
   await deps.systemAssistants.ensure(workspaceId);
   if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
   const id = /^[0-9a-f-]{36}$/i.test(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
-  const found = id ? await findAssistant(deps.sql, workspaceId, id) : undefined;
+  const visible = id
+    ? await assistantVisibility(principal, deps.systemAssistants, "assistants:read", { assistant_id: id })
+    : undefined;
+  const found = id ? await findAssistant(deps.sql, workspaceId, id, visible) : undefined;
   if (!found)
     throw new ConnectError(
       `assistant "${raw}" not found: send an assistant's UUID or a graph id (graphs: ${deps.graphIds().join(", ")})`,
@@ -241,7 +250,11 @@ export async function createRunInTx(
     ]);
     if (!thread) {
       if (request.ifNotExists !== "create") throw threadNotFound(threadId);
-      thread = created(await newThread());
+      const [inserted] = await newThread();
+      // With a filter, the thread that is there is most likely one the caller may not see.
+      if (!inserted && target.auth)
+        throw new ConnectError(`thread ${threadId} already exists`, Code.AlreadyExists);
+      thread = created([inserted]);
     }
   } else {
     const inserting = newThread();
@@ -354,7 +367,7 @@ export async function createRun(
 ): Promise<AgentRunRecord> {
   const { target, request } = await authorizeRun(principal, unauthorized, unauthorizedRequest);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
-  const assistant = await resolveAssistant(deps, workspaceId, request.assistantId);
+  const assistant = await resolveAssistant(deps, workspaceId, request.assistantId, principal);
   // A stateless run that starts now, in a free slot of this process: its new thread and the run,
   // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
   if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {

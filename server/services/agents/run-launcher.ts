@@ -23,8 +23,11 @@ export interface RunEvent {
  * authorised. Bodies are run-create bodies as the REST API takes them, validated the same way.
  */
 export interface RunLauncher {
-  /** The assistant `raw` names (a UUID or a graph id) in the workspace; NOT_FOUND otherwise. */
-  assistant(workspaceId: string, raw: string): Promise<AssistantRecord>;
+  /**
+   * The assistant `raw` names (a UUID or a graph id) in the workspace; NOT_FOUND otherwise, and when
+   * `principal`'s custom auth hides it.
+   */
+  assistant(workspaceId: string, raw: string, principal: Principal): Promise<AssistantRecord>;
   /**
    * Creates a run from a run-create body (`assistant_id`, `input`, `command`, …) for `principal`
    * (whose custom auth handlers apply as for the run service).
@@ -52,7 +55,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
   const readers = { sql, bus, localRuns: deps.localRuns };
 
   return {
-    assistant: (workspaceId, raw) => resolveAssistant(creationDeps, workspaceId, raw),
+    assistant: (workspaceId, raw, principal) => resolveAssistant(creationDeps, workspaceId, raw, principal),
 
     start(workspaceId, target, body, headers, principal) {
       let message: ReturnType<typeof fromJson<typeof CreateRunRequestSchema>>;

@@ -28,6 +28,8 @@ export interface SystemAssistants {
   ensure(workspaceId: string): Promise<void>;
   /** The assistant id a graph id stands for, or undefined when no graph has that id. */
   idOfGraph(graphId: string): string | undefined;
+  /** The ids of every served graph's system assistant. */
+  ids(): string[];
 }
 
 /** Creates the {@link SystemAssistants} of a process. */
@@ -57,6 +59,7 @@ export function createSystemAssistants(deps: { sql: Sql; graphs: GraphRegistry }
       return pending;
     },
     idOfGraph: (graphId) => (graphs.get(graphId) ? systemAssistantId(graphId) : undefined),
+    ids: () => graphs.ids().map(systemAssistantId),
   };
 }
 

@@ -104,7 +104,10 @@ async function target(
       "assistant_id is required: the query parameter ?assistant_id= with an assistant's UUID or a graph id",
       Code.InvalidArgument,
     );
-  return { workspaceId: workspace.id, assistant: await deps.launcher.assistant(workspace.id, rawAssistant) };
+  return {
+    workspaceId: workspace.id,
+    assistant: await deps.launcher.assistant(workspace.id, rawAssistant, principal),
+  };
 }
 
 /** Errors answered over HTTP rather than JSON-RPC: the caller may not act in the workspace. */

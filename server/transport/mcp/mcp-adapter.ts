@@ -90,7 +90,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
       );
       server.setRequestHandler(ListToolsRequestSchema, async () => {
         try {
-          const listed = await tools.list(workspace.id);
+          const listed = await tools.list(workspace.id, principal);
           return {
             tools: listed.map((tool) => ({
               name: tool.name,
