@@ -8,7 +8,7 @@
  * (see run-store.ts for the merge rules).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
+import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
@@ -81,6 +81,8 @@ const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 
 /** Creates the {@link IngestService}. */
 export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
+  // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
+  const writeOptions = { sourceText: storedCipherOf(sql) === undefined };
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -109,15 +111,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
           const written: WrittenRun[] = [
-            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
+            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts), writeOptions)),
             ...(await upsertPatchedRuns(
               tx,
               actor.workspaceId,
               sender,
               rows(patches.filter((p) => p.positioned)),
+              writeOptions,
             )),
           ];
-          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly));
+          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly), writeOptions);
           const updated = new Set(updatedRuns.map((r) => r.id));
           const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
           if (missing.length > 0) {
