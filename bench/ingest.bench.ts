@@ -522,11 +522,21 @@ async function main(): Promise<void> {
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
     const normalized = runs.map((r) => normalizeRun(r, "post"));
+    const beforeCopy = await first.meter.read();
     const ceiling = await copyCeiling(first.sql, normalized, ids!.workspace_id, ids!.id);
+    const afterCopy = await first.meter.read();
+    // The COPY runs on the bench's own connection to the database, so the server process is left out.
+    const copyCpuMs =
+      ((cpuSecondsBetween(beforeCopy, afterCopy) -
+        cpuSecondsBetween(onlyPid(beforeCopy, first.child.pid), afterCopy)) *
+        1000 *
+        BATCH_SIZE) /
+      runs.length;
     printReport(settings, cells);
     const ours = Math.max(...(cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate));
     console.log(
-      `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s; ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
+      `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s, Postgres CPU ${copyCpuMs.toFixed(1)} ms per ${BATCH_SIZE} rows; ` +
+        `ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
     );
   } finally {
     for (const target of targets) {

@@ -92,8 +92,9 @@ export async function parseMultipart(
   let chunks: Buffer[] = [];
 
   const finishPart = (tail: Buffer) => {
-    chunks.push(tail);
-    parts.push(makePart(headers, Buffer.concat(chunks), parts.length));
+    // Most parts lie within one chunk: their bytes are a view of it, not a copy.
+    const data = chunks.length === 0 ? tail : Buffer.concat([...chunks, tail]);
+    parts.push(makePart(headers, data, parts.length));
     chunks = [];
   };
 
