@@ -9,6 +9,7 @@
  *
  *   npm run bench:ingest -- [--runs 20000] [--concurrency 5] [--runs-per-trace 10] [--rounds 3]
  *     [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
+ *     [--profile-server <dir>]
  *
  * Each server runs in a child process (bench/support/agentplane-child.ts) on its own database of one
  * throwaway embedded Postgres (fsync off). `--baseline <dir>` adds another checkout of agentplane
@@ -16,11 +17,12 @@
  * order that alternates, and the report gives each checkout's best round, the range over rounds and
  * the ratio to each baseline. Bodies are built and compressed before the clock starts, so the
  * ingest figure is the server's: parsing, validation, project resolution, the upserts and the usage
- * rollup, all in one transaction per batch.
+ * rollup, all in one transaction per batch. `--profile-server` writes this checkout's V8 CPU profile
+ * (`.cpuprofile`) into `<dir>` when its server stops.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
@@ -82,6 +84,8 @@ interface Settings {
   warmupMs: number;
   queryConcurrencies: number[];
   checkouts: Checkout[];
+  /** Where this checkout's server writes its CPU profile, if anywhere. */
+  profileDir: string | undefined;
 }
 
 function readSettings(): Settings {
@@ -96,6 +100,7 @@ function readSettings(): Settings {
       "duration-s": { type: "string", default: "2" },
       "warmup-s": { type: "string", default: "0.5" },
       "query-concurrency": { type: "string", default: "1,8" },
+      "profile-server": { type: "string" },
       ...BASELINE_OPTION,
     },
   });
@@ -110,6 +115,7 @@ function readSettings(): Settings {
       .split(",")
       .map((c) => numberValue("query-concurrency", c, 1, true)),
     checkouts: [THIS_CHECKOUT, ...baselineCheckouts(values.baseline)],
+    profileDir: values["profile-server"] && resolve(values["profile-server"]),
   };
 }
 
@@ -280,6 +286,14 @@ function databaseFor(pg: BenchPostgres, index: number): Promise<string> {
 interface Sample {
   rate: number;
   cpuMs: number;
+  /** The server process's share of cpuMs (the rest is its Postgres backends); ingest cells only. */
+  nodeMs?: number;
+}
+
+/** A meter reading cut down to one process, so that CPU between readings counts that process alone. */
+function onlyPid(reading: Map<number, number>, pid: number): Map<number, number> {
+  const ticks = reading.get(pid);
+  return new Map(ticks === undefined ? [] : [[pid, ticks]]);
 }
 
 /** Results of one cell over the rounds, by checkout label, in round order. */
@@ -312,12 +326,18 @@ async function measureIngest(
       const started = performance.now();
       await sendAll(target.url, apiKey, bodies, settings.concurrency);
       const rate = settings.runs / ((performance.now() - started) / 1000);
-      const cpuMs = (cpuSecondsBetween(before, await target.meter.read()) * 1000) / settings.runs;
+      const after = await target.meter.read();
+      const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
+      const cpuMs = perRun(cpuSecondsBetween(before, after));
+      const nodeMs = perRun(cpuSecondsBetween(onlyPid(before, target.child.pid), after));
       const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
       if (stored?.n !== settings.runs)
         throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
-      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs });
-      console.log(`  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s`);
+      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs, nodeMs });
+      console.log(
+        `  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s; CPU per ${BATCH_SIZE} runs: ` +
+          `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms`,
+      );
     }
   }
 }
@@ -439,6 +459,17 @@ function printReport(settings: Settings, cells: Cells): void {
     for (const baseline of baselines) row.push(roundRatios(inverse(THIS_CHECKOUT.label), inverse(baseline)));
     console.log(tableRow(row, widths));
   }
+  header(`ingest CPU ms per ${BATCH_SIZE} runs: median`);
+  const ingest = cells.get(INGEST_CELL);
+  for (const [part, share] of [
+    ["Node (the server process)", (s: Sample) => s.nodeMs ?? Number.NaN],
+    ["Postgres (its backends)", (s: Sample) => s.cpuMs - (s.nodeMs ?? Number.NaN)],
+  ] as const) {
+    const row: string[] = [part];
+    for (const label of labels)
+      row.push(median((ingest?.get(label) ?? []).map((s) => share(s) * BATCH_SIZE)).toFixed(1));
+    console.log(tableRow(row, widths));
+  }
 }
 
 async function main(): Promise<void> {
@@ -453,7 +484,7 @@ async function main(): Promise<void> {
       const databaseUrl = await databaseFor(pg, index);
       const child = await spawnAgentplane(
         { databaseUrl, apiKey, dataDir: join(pg.dir, `data-${index}`) },
-        undefined,
+        index === 0 ? settings.profileDir : undefined,
         checkout.root,
       );
       const sql = createSql(databaseUrl, { max: 2, statementTimeoutMs: 0, applicationName: "bench-ingest" });
@@ -491,11 +522,21 @@ async function main(): Promise<void> {
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
     const normalized = runs.map((r) => normalizeRun(r, "post"));
+    const beforeCopy = await first.meter.read();
     const ceiling = await copyCeiling(first.sql, normalized, ids!.workspace_id, ids!.id);
+    const afterCopy = await first.meter.read();
+    // The COPY runs on the bench's own connection to the database, so the server process is left out.
+    const copyCpuMs =
+      ((cpuSecondsBetween(beforeCopy, afterCopy) -
+        cpuSecondsBetween(onlyPid(beforeCopy, first.child.pid), afterCopy)) *
+        1000 *
+        BATCH_SIZE) /
+      runs.length;
     printReport(settings, cells);
     const ours = Math.max(...(cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate));
     console.log(
-      `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s; ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
+      `\nceiling: one COPY of the same rows: ${ceiling.toFixed(0)} runs/s, Postgres CPU ${copyCpuMs.toFixed(1)} ms per ${BATCH_SIZE} rows; ` +
+        `ratio agentplane / COPY: ${(ours / ceiling).toFixed(2)}`,
     );
   } finally {
     for (const target of targets) {

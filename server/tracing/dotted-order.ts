@@ -108,7 +108,20 @@ export function rootDottedOrder(startTimeIso: string, id: string): string {
   return `${y}${mo}${d}T${h}${mi}${s}${f}Z${id}`;
 }
 
+/**
+ * The last segment parsed. A trace's runs arrive together and each child's dotted_order starts with
+ * its root's segment, so this single entry spares most of the parsing of a batch's first segments.
+ */
+let lastSegment: { part: string; segment: DottedOrderSegment } | undefined;
+
 function parseSegment(part: string, index: number): DottedOrderSegment {
+  if (lastSegment?.part === part) return lastSegment.segment;
+  const segment = parseNewSegment(part, index);
+  lastSegment = { part, segment };
+  return segment;
+}
+
+function parseNewSegment(part: string, index: number): DottedOrderSegment {
   const match = SEGMENT.exec(part);
   if (!match) {
     const stamp = part.split("Z")[0] ?? part;

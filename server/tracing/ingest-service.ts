@@ -8,7 +8,7 @@
  * (see run-store.ts for the merge rules).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { PgCode, pgErrorCode, type Sql } from "../store/db.js";
+import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
@@ -81,6 +81,8 @@ const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 
 /** Creates the {@link IngestService}. */
 export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
+  // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
+  const writeOptions = { sourceText: storedCipherOf(sql) === undefined };
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -109,15 +111,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
           const written: WrittenRun[] = [
-            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts))),
+            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts), writeOptions)),
             ...(await upsertPatchedRuns(
               tx,
               actor.workspaceId,
               sender,
               rows(patches.filter((p) => p.positioned)),
+              writeOptions,
             )),
           ];
-          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly));
+          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly), writeOptions);
           const updated = new Set(updatedRuns.map((r) => r.id));
           const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
           if (missing.length > 0) {
@@ -126,38 +129,52 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               Code.NotFound,
             );
           }
-          // A run stored by a concurrent batch after the lookup above names its trace only now:
-          // locked here (rarely anything, as the SDKs send dotted_order with every patch).
+          const inserted = written.filter((w) => w.inserted);
+          const newTraces = inserted.filter((w) => w.isRoot);
+          const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
+          // The statements below need none of each other's results: they are sent together, in this
+          // order, and postgres.js pipelines them on the transaction's connection, so they cost one
+          // round trip instead of one each. Postgres runs them in order; when one fails, the rest
+          // fail as the transaction is aborted, and the first failure is the one that rejects.
           const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
-          await lockTraces(
-            tx,
-            actor.workspaceId,
-            [...touched].filter((id) => !locked.has(id)),
-          );
-          await rollUpTraces(tx, actor.workspaceId, [...touched]);
+          const pipelined: Promise<unknown>[] = [
+            // A run stored by a concurrent batch after the lookup above names its trace only now:
+            // locked here (rarely anything, as the SDKs send dotted_order with every patch).
+            lockTraces(
+              tx,
+              actor.workspaceId,
+              [...touched].filter((id) => !locked.has(id)),
+            ),
+            rollUpTraces(tx, actor.workspaceId, [...touched]),
+          ];
           if (feedback.length > 0) {
             // As the feedback API does: a concurrent change of the same runs' feedback waits, so
             // each refresh below sees every committed item.
-            await lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]);
-          }
-          await insertFeedback(tx, actor.workspaceId, feedback);
-          const inserted = written.filter((w) => w.inserted);
-          const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
-          await refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]);
-          await upsertAttachments(tx, actor.workspaceId, attachments);
-          const newTraces = inserted.filter((w) => w.isRoot);
-          if (usageReporting) {
-            await recordTracesUsage(
-              tx,
-              newTraces.map((root) => ({
-                workspaceId: actor.workspaceId,
-                projectId: root.sessionId,
-                userId: actor.userId,
-                apiKeyId: actor.apiKeyId,
-                receivedAt: root.receivedAt,
-              })),
+            pipelined.push(
+              lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]),
             );
           }
+          pipelined.push(
+            insertFeedback(tx, actor.workspaceId, feedback),
+            refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
+          );
+          if (usageReporting) {
+            pipelined.push(
+              recordTracesUsage(
+                tx,
+                newTraces.map((root) => ({
+                  workspaceId: actor.workspaceId,
+                  projectId: root.sessionId,
+                  userId: actor.userId,
+                  apiKeyId: actor.apiKeyId,
+                  receivedAt: root.receivedAt,
+                })),
+              ),
+            );
+          }
+          await Promise.all(pipelined);
+          // One statement per attachment, each awaited: not part of the pipeline above.
+          await upsertAttachments(tx, actor.workspaceId, attachments);
           return {
             runs: posts.length + patches.length,
             feedback: feedback.length,
@@ -230,7 +247,10 @@ async function resolveProjects(
   };
 }
 
+/**
+ * The run as the store writes it: the normalised run itself (made for this batch alone) with its
+ * project's id added, rather than a copy of its thirty fields per run.
+ */
 function toRow(run: NormalizedRun, projectOf: (run: NormalizedRun) => string): RunRow {
-  const { project: _project, positioned: _positioned, ...rest } = run;
-  return { ...rest, projectId: projectOf(run) };
+  return Object.assign(run, { projectId: projectOf(run) });
 }

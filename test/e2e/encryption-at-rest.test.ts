@@ -5,7 +5,7 @@
  * included) holds none of the plaintext. Filtering on an encrypted key answers 422; a rotated key ring
  * reads what the old key wrote; an API process and a worker process decrypt each other's data.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { toJson } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
@@ -161,6 +161,46 @@ describe("built-in encryption at rest", () => {
       expect(linesWith(dump, value), `plaintext ${value} is stored`).toEqual([]);
       expect(dump, `plaintext ${value} is stored in bytes`).not.toContain(hexOf(value));
     }
+  });
+
+  it("encrypts the documents of multipart trace ingest, which otherwise go to Postgres as sent", async () => {
+    const id = randomUUID();
+    const inputSecret = secret("trace-inputs");
+    const outputSecret = secret("trace-outputs");
+    const start = new Date();
+    const dotted = `${start.toISOString().replace(/[-:]/g, "").replace(".", "").slice(0, -1)}000Z${id}`;
+    const boundary = `----LangSmithFormBoundary${randomBytes(4).toString("hex")}`;
+    const parts: [string, unknown][] = [
+      [
+        `post.${id}`,
+        { id, trace_id: id, dotted_order: dotted, name: "vault", run_type: "chain", session_name: "enc" },
+      ],
+      [`post.${id}.inputs`, { question: { secret: inputSecret } }],
+      [`post.${id}.outputs`, { secret: outputSecret, note: "kept" }],
+    ];
+    const body = `${parts
+      .map(([name, value]) => {
+        const data = JSON.stringify(value);
+        return `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n${data}\r\n`;
+      })
+      .join("")}--${boundary}--\r\n`;
+    const sent = await t.fetch("/api/v1/runs/multipart", {
+      method: "POST",
+      body,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+    });
+    expect(sent.status).toBe(202);
+
+    const dump = await databaseText(t.databaseUrl);
+    expect(linesWith(dump, inputSecret)).toEqual([]);
+    expect(linesWith(dump, outputSecret)).toEqual([]);
+    expect(dump).toContain(ENCRYPTED_PREFIX);
+    const read = await t.fetch(`/api/v1/runs/${id}`);
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({
+      inputs: { question: { secret: inputSecret } },
+      outputs: { secret: outputSecret, note: "kept" },
+    });
   });
 
   it("refuses (422) a search or count that filters on an encrypted key, naming it", async () => {

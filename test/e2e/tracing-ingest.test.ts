@@ -260,6 +260,31 @@ function stamp(date: Date, micros = "000"): string {
 }
 
 describe("ingest semantics", () => {
+  it("stores a multipart document as its text says, integers beyond 2^53 included", async () => {
+    const id = randomUUID();
+    const start = new Date(Date.now() - 1000);
+    // Spacing, an escape and a 20-digit integer, which a parse and re-serialization would round.
+    const inputs = '{ "count" : 12345678901234567890, "city": "Z\\u00fcrich", "ratio": 2.50 }';
+    const sent = await postMultipart([
+      {
+        name: `post.${id}`,
+        value: {
+          id,
+          dotted_order: `${stamp(start)}Z${id}`,
+          name: "exact",
+          run_type: "chain",
+          session_name: "exact",
+        },
+      },
+      { name: `post.${id}.inputs`, value: inputs, type: "application/json" },
+    ]);
+    expect(sent.status).toBe(202);
+    const [row] = await sql<{ count: string; city: string; ratio: string }[]>`
+      select inputs->>'count' as count, inputs->>'city' as city, inputs->>'ratio' as ratio
+      from runs where id = ${id}`;
+    expect(row).toEqual({ count: "12345678901234567890", city: "Zürich", ratio: "2.50" });
+  });
+
   it("merges a patch that arrives before its post, stores feedback and attachments, and duplicates nothing on re-send", async () => {
     const id = randomUUID();
     const start = new Date(Date.now() - 1000);

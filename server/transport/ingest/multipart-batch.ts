@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
+import { rememberJsonText } from "../../store/json-text.js";
 import type { RunAttachment } from "../../store/run-store.js";
 import type { IngestBatch } from "../../tracing/ingest-service.js";
 import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
@@ -28,20 +29,24 @@ export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
   const attachments: RunAttachment[] = [];
   for (const part of parts) {
     checkHeaders(part);
-    const [event = "", id = "", ...rest] = part.name.split(".");
-    const field = rest.join(".");
+    const { event, id, field } = splitName(part.name);
     if (event === "post" || event === "patch") {
-      const runId = requireUuid(id, part.name);
       const drafts = runs[event];
-      const draft = drafts.get(runId) ?? { main: {}, fields: {} };
-      drafts.set(runId, draft);
+      // The SDKs send a run's parts one after another under the same id: validated once.
+      let draft = drafts.get(id);
+      if (draft === undefined) {
+        const runId = requireUuid(id, part.name);
+        draft = drafts.get(runId) ?? { main: {}, fields: {} };
+        drafts.set(runId, draft);
+        if (runId !== id) drafts.set(id, draft);
+      }
       if (field === "") {
         const value = parseJson(part);
         if (typeof value !== "object" || value === null || Array.isArray(value))
           throw invalid(`part "${part.name}" must hold a JSON object`);
         draft.main = value as RunInput;
       } else if (RUN_FIELDS.has(field)) {
-        draft.fields[field] = parseJson(part);
+        draft.fields[field] = parseJson(part, true);
       } else {
         throw invalid(
           `part "${part.name}": unknown run field "${field}"; fields are ${[...RUN_FIELDS].join(", ")}`,
@@ -63,14 +68,34 @@ export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
       throw invalid(`unknown part "${part.name}": part names are ${PART_NAMES}`);
     }
   }
-  const assemble = (drafts: Map<string, RunDraft>): RunInput[] =>
-    [...drafts].map(([id, d]) => ({ ...d.main, ...d.fields, id }));
+  const assemble = (drafts: Map<string, RunDraft>): RunInput[] => {
+    const assembled: RunInput[] = [];
+    for (const [id, d] of drafts) {
+      // A draft is listed once more under the id as sent when that was not in lower case.
+      if (d.assembled) continue;
+      d.assembled = true;
+      // The main part's object is this batch's own (parsed here), so its fields are added in place.
+      assembled.push(Object.assign(d.main, d.fields, { id: id.toLowerCase() }));
+    }
+    return assembled;
+  };
   return { post: assemble(runs.post), patch: assemble(runs.patch), feedback, attachments };
 }
 
 interface RunDraft {
   main: RunInput;
   fields: Record<string, unknown>;
+  assembled?: boolean;
+}
+
+/** `<event>.<id>[.<field>]`: the field may hold dots of its own (attachment names do). */
+function splitName(name: string): { event: string; id: string; field: string } {
+  const first = name.indexOf(".");
+  if (first === -1) return { event: name, id: "", field: "" };
+  const second = name.indexOf(".", first + 1);
+  return second === -1
+    ? { event: name.slice(0, first), id: name.slice(first + 1), field: "" }
+    : { event: name.slice(0, first), id: name.slice(first + 1, second), field: name.slice(second + 1) };
 }
 
 function checkHeaders(part: MultipartPart): void {
@@ -95,15 +120,21 @@ function requireUuid(id: string, name: string): string {
   return id.toLowerCase();
 }
 
-function parseJson(part: MultipartPart): unknown {
+/**
+ * The JSON value of a part, screened. With `keepText`, an object or array keeps the text it was
+ * parsed from (store/json-text.ts), so that the store sends that text rather than a serialization.
+ */
+function parseJson(part: MultipartPart, keepText = false): unknown {
+  const text = part.data.toString("utf8");
   let value: unknown;
   try {
-    value = JSON.parse(part.data.toString("utf8"));
+    value = JSON.parse(text);
   } catch (error) {
     throw malformedRequestError(`part "${part.name}" is not valid JSON: ${(error as Error).message}`);
   }
   const problem = findJsonProblem(value);
   if (problem) throw invalid(`part "${part.name}": ${describeProblem(problem, "", "its value")}`);
+  if (keepText && typeof value === "object" && value !== null) rememberJsonText(value, text);
   return value;
 }
 

@@ -92,8 +92,9 @@ export async function parseMultipart(
   let chunks: Buffer[] = [];
 
   const finishPart = (tail: Buffer) => {
-    chunks.push(tail);
-    parts.push(makePart(headers, Buffer.concat(chunks), parts.length));
+    // Most parts lie within one chunk: their bytes are a view of it, not a copy.
+    const data = chunks.length === 0 ? tail : Buffer.concat([...chunks, tail]);
+    parts.push(makePart(headers, data, parts.length));
     chunks = [];
   };
 
@@ -192,10 +193,29 @@ function parseHeaders(block: string, index: number): Map<string, string> {
   return headers;
 }
 
+/**
+ * The name of `form-data; name="<name>"` as the SDKs write it: found without a regular expression,
+ * or undefined for anything else (another parameter first, an escape, no quotes), which
+ * {@link nameParameter} then reads.
+ */
+function plainQuotedName(disposition: string): string | undefined {
+  const prefix = 'form-data; name="';
+  if (!disposition.startsWith(prefix)) return undefined;
+  const end = disposition.indexOf('"', prefix.length);
+  if (end === -1) return undefined;
+  const name = disposition.slice(prefix.length, end);
+  return name.includes("\\") ? undefined : name;
+}
+
+/** The `name` parameter of a Content-Disposition, quoted (with backslash escapes) or not. */
+function nameParameter(disposition: string): string | undefined {
+  const match = /(?:^|;)\s*name=(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(disposition);
+  return match?.[1]?.replace(/\\(.)/g, "$1") ?? match?.[2];
+}
+
 function makePart(headers: Map<string, string>, data: Buffer, index: number): MultipartPart {
   const disposition = headers.get("content-disposition") ?? "";
-  const nameMatch = /(?:^|;)\s*name=(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(disposition);
-  const name = nameMatch?.[1]?.replace(/\\(.)/g, "$1") ?? nameMatch?.[2];
+  const name = plainQuotedName(disposition) ?? nameParameter(disposition);
   if (!name) {
     throw new MultipartError(
       `malformed multipart body: part ${index + 1} has no name in its Content-Disposition header`,
