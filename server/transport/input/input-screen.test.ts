@@ -141,6 +141,26 @@ describe("findMessageProblem", () => {
     );
   });
 
+  it("refuses a google.protobuf.Value that sets no kind, at the top and inside Structs and lists", () => {
+    const empty = create(ValueSchema, {});
+    const kinds = /is a google\.protobuf\.Value that sets none of its kinds; send null_value for null/;
+    expect(sentence(findMessageProblem(InputShapesSchema, shapes({ value: empty })))).toMatch(
+      new RegExp(`^field "value" ${kinds.source}`),
+    );
+    const inList = create(ValueSchema, {
+      kind: {
+        case: "listValue",
+        value: { values: [create(ValueSchema, { kind: { case: "boolValue", value: true } }), empty] },
+      },
+    });
+    const decoded = fromBinary(InputShapesSchema, toBinary(InputShapesSchema, shapes({ values: [inList] })));
+    expect(sentence(findMessageProblem(InputShapesSchema, decoded))).toMatch(
+      new RegExp(`^field "values\\[0\\]\\[1\\]" ${kinds.source}`),
+    );
+    const nullValue = create(ValueSchema, { kind: { case: "nullValue", value: 0 } });
+    expect(findMessageProblem(InputShapesSchema, shapes({ value: nullValue }))).toBeUndefined();
+  });
+
   it("refuses floats that are not finite, on every protocol's decoding", () => {
     const binary = fromBinary(
       InputShapesSchema,

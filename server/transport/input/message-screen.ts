@@ -14,6 +14,11 @@ import {
   textProblem,
   tooDeep,
 } from "./input-problem.js";
+
+/** Why a google.protobuf.Value that sets none of its kinds is refused. */
+const emptyValue =
+  "is a google.protobuf.Value that sets none of its kinds; send null_value for null, or one of number_value, string_value, bool_value, struct_value, list_value";
+
 import { findJsonProblem } from "./json-screen.js";
 
 /**
@@ -21,7 +26,7 @@ import { findJsonProblem } from "./json-screen.js";
  * JSON and binary, gRPC, gRPC-Web): the first value the server refuses, or undefined. It refuses
  * strings and map keys holding NUL or a lone surrogate; google.protobuf.Struct, Value and ListValue
  * content holding those or nested deeper than MAX_JSON_DEPTH (levels counted as in the message's
- * JSON form); float and double values that are not finite; timestamps outside 0001..9999.
+ * JSON form), and Values that set no kind (which have no JSON form); float and double values that are not finite; timestamps outside 0001..9999.
  *
  * Each message type is compiled once into the list of its fields that can hold such a value, so a
  * message without strings, floats, timestamps or Structs costs one lookup. Iterative, with an
@@ -158,6 +163,9 @@ function screen(item: Pending, pending: Pending[]): InputProblem | undefined {
         case "listValue":
           pending.push({ kind: "list-value", value: kind.value, step, depth });
           return undefined;
+        case undefined:
+          // Only the binary encodings can carry one; its JSON form does not exist, so nothing could store it.
+          return { path: pathOf(step), reason: emptyValue };
         default:
           return undefined;
       }
