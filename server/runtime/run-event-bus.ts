@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from "../store/db.js";
-import { RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
+import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
 
 /**
  * The NOTIFY channel of cancels; the payload is `<run_id> <action>`: `interrupt`, `rollback`, or
@@ -19,6 +19,14 @@ export interface Watch {
    * notification), or when `signal` aborts.
    */
   changed(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The events of the watched run this process wrote and handed over ({@link RunEventBus.deliver})
+   * that follow seq `after` with none missing between (none when nothing waits), and the seq they
+   * reach; undefined on a gap. `behind` says that events past `upTo` exist that were not handed
+   * over here (another writer's, or dropped at the bound): read Postgres then. Only a watcher that
+   * read Postgres since it started watching may rely on it: earlier events were never handed over.
+   */
+  take(after: number): { rows: RunEventRecord[]; upTo: number; behind: boolean } | undefined;
   /** Stops watching; call it in a `finally`. */
   close(): void;
 }
@@ -35,6 +43,13 @@ export interface RunEventBus {
   onCancel(runId: string, handler: CancelHandler): () => void;
   /** Notifies every process that `runId` must stop (inside `q`'s transaction when it is one). */
   notifyCancel(q: Queryable, runId: string, action: string): Promise<void>;
+  /**
+   * Hands the watchers of `runId` in this process the events its writer here just stored, and
+   * wakes them: a stream of a run executing here gets them without a NOTIFY and a read.
+   * `previousSeq` is the last seq the same writer stored before them (undefined for its first
+   * batch): a watcher takes them only when it has read up to there, so nothing is skipped.
+   */
+  deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
@@ -46,10 +61,53 @@ export function endKey(runId: string): string {
   return `end:${runId}`;
 }
 
+/** Events handed over in one {@link RunEventBus.deliver}. */
+interface FedBatch {
+  previousSeq: number | undefined;
+  rows: readonly RunEventRecord[];
+}
+
 interface KeyState {
   version: number;
   watchers: number;
   waiters: Set<() => void>;
+  /** Batches handed over and not yet taken, oldest first (run keys only). */
+  fed: FedBatch[];
+  /** Rows in `fed`. */
+  fedRows: number;
+  /** The newest seq handed over. */
+  fedThrough: number;
+  /** The newest seq a notification announced. */
+  notifiedThrough: number;
+}
+
+/**
+ * Events kept for a key's watchers between two takes: a page of a stream's reads. A watcher that
+ * falls further behind (a slow client) reads Postgres instead, so memory stays bounded.
+ */
+const MAX_FED_ROWS = 100;
+
+/**
+ * The events of `fed` after seq `after`, when they follow it with none missing: a batch continues
+ * the chain when it comes right after it (its writer's previous batch ended there) or contains it.
+ * Batches already read are dropped; undefined on a gap.
+ */
+function takeFed(state: KeyState, after: number): { rows: RunEventRecord[]; upTo: number } | undefined {
+  let cursor = after;
+  const rows: RunEventRecord[] = [];
+  while (state.fed.length > 0) {
+    const batch = state.fed[0] as FedBatch;
+    const last = batch.rows[batch.rows.length - 1]?.seq ?? 0;
+    if (last > cursor) {
+      const follows = batch.previousSeq === cursor || batch.rows.some((row) => row.seq === cursor);
+      if (!follows) return rows.length > 0 ? { rows, upTo: cursor } : undefined;
+      for (const row of batch.rows) if (row.seq > cursor) rows.push(row);
+      cursor = last;
+    }
+    state.fed.shift();
+    state.fedRows -= batch.rows.length;
+  }
+  return { rows, upTo: cursor };
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -73,8 +131,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const events = await sql.listen(
     RUN_EVENTS_CHANNEL,
     (payload) => {
-      const [runId, threadId, end] = payload.split(" ");
-      if (runId) bump(runId);
+      const [runId, threadId, end, seqText] = payload.split(" ");
+      const seq = Number(seqText);
+      const run = runId ? keys.get(runId) : undefined;
+      if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
+      // Events this process already handed to its watchers wake nobody a second time.
+      if (runId && !(run && seq <= run.fedThrough)) bump(runId);
       if (threadId) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
@@ -90,7 +152,15 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     watch(key) {
       let state = keys.get(key);
       if (!state) {
-        state = { version: 0, watchers: 0, waiters: new Set() };
+        state = {
+          version: 0,
+          watchers: 0,
+          waiters: new Set(),
+          fed: [],
+          fedRows: 0,
+          fedThrough: 0,
+          notifiedThrough: 0,
+        };
         keys.set(key, state);
       }
       state.watchers += 1;
@@ -112,6 +182,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
             own.waiters.add(done);
             signal?.addEventListener("abort", done, { once: true });
           });
+        },
+        take(after) {
+          const taken = takeFed(own, after);
+          // Handed-over events dropped at the bound, or announced by another writer: read Postgres.
+          const known = Math.max(own.notifiedThrough, own.fedThrough);
+          return taken && { ...taken, behind: known > taken.upTo };
         },
         close() {
           if (closed) return;
@@ -137,6 +213,22 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         set.delete(handler);
         if (set.size === 0) cancels.delete(runId);
       };
+    },
+
+    deliver(runId, previousSeq, rows) {
+      const state = keys.get(runId);
+      const last = rows[rows.length - 1];
+      if (!state || !last) return;
+      if (state.fedRows + rows.length > MAX_FED_ROWS) {
+        // Nobody took the earlier ones: the watchers read Postgres, where all of them are.
+        state.fed = [];
+        state.fedRows = 0;
+      } else {
+        state.fed.push({ previousSeq, rows });
+        state.fedRows += rows.length;
+      }
+      state.fedThrough = Math.max(state.fedThrough, last.seq);
+      bump(runId);
     },
 
     async notifyCancel(q, runId, action) {
