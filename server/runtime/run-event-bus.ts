@@ -1,5 +1,6 @@
 import type { Queryable, Sql } from "../store/db.js";
 import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
+import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
 
 /**
  * The NOTIFY channel of cancels; the payload is `<run_id> <action>`: `interrupt`, `rollback`, or
@@ -61,53 +62,14 @@ export function endKey(runId: string): string {
   return `end:${runId}`;
 }
 
-/** Events handed over in one {@link RunEventBus.deliver}. */
-interface FedBatch {
-  previousSeq: number | undefined;
-  rows: readonly RunEventRecord[];
-}
-
 interface KeyState {
   version: number;
   watchers: number;
   waiters: Set<() => void>;
-  /** Batches handed over and not yet taken, oldest first (run keys only). */
-  fed: FedBatch[];
-  /** Rows in `fed`. */
-  fedRows: number;
-  /** The newest seq handed over. */
-  fedThrough: number;
+  /** Events handed over by the run's writer here (run keys only). */
+  feed: RunEventFeed;
   /** The newest seq a notification announced. */
   notifiedThrough: number;
-}
-
-/**
- * Events kept for a key's watchers between two takes: a page of a stream's reads. A watcher that
- * falls further behind (a slow client) reads Postgres instead, so memory stays bounded.
- */
-const MAX_FED_ROWS = 100;
-
-/**
- * The events of `fed` after seq `after`, when they follow it with none missing: a batch continues
- * the chain when it comes right after it (its writer's previous batch ended there) or contains it.
- * Batches already read are dropped; undefined on a gap.
- */
-function takeFed(state: KeyState, after: number): { rows: RunEventRecord[]; upTo: number } | undefined {
-  let cursor = after;
-  const rows: RunEventRecord[] = [];
-  while (state.fed.length > 0) {
-    const batch = state.fed[0] as FedBatch;
-    const last = batch.rows[batch.rows.length - 1]?.seq ?? 0;
-    if (last > cursor) {
-      const follows = batch.previousSeq === cursor || batch.rows.some((row) => row.seq === cursor);
-      if (!follows) return rows.length > 0 ? { rows, upTo: cursor } : undefined;
-      for (const row of batch.rows) if (row.seq > cursor) rows.push(row);
-      cursor = last;
-    }
-    state.fed.shift();
-    state.fedRows -= batch.rows.length;
-  }
-  return { rows, upTo: cursor };
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -136,7 +98,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const run = runId ? keys.get(runId) : undefined;
       if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
       // Events this process already handed to its watchers wake nobody a second time.
-      if (runId && !(run && seq <= run.fedThrough)) bump(runId);
+      if (runId && !(run && seq <= run.feed.through)) bump(runId);
       if (threadId) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
@@ -156,9 +118,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           version: 0,
           watchers: 0,
           waiters: new Set(),
-          fed: [],
-          fedRows: 0,
-          fedThrough: 0,
+          feed: createRunEventFeed(),
           notifiedThrough: 0,
         };
         keys.set(key, state);
@@ -184,9 +144,9 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           });
         },
         take(after) {
-          const taken = takeFed(own, after);
+          const taken = takeFedEvents(own.feed, after);
           // Handed-over events dropped at the bound, or announced by another writer: read Postgres.
-          const known = Math.max(own.notifiedThrough, own.fedThrough);
+          const known = Math.max(own.notifiedThrough, own.feed.through);
           return taken && { ...taken, behind: known > taken.upTo };
         },
         close() {
@@ -217,17 +177,8 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
 
     deliver(runId, previousSeq, rows) {
       const state = keys.get(runId);
-      const last = rows[rows.length - 1];
-      if (!state || !last) return;
-      if (state.fedRows + rows.length > MAX_FED_ROWS) {
-        // Nobody took the earlier ones: the watchers read Postgres, where all of them are.
-        state.fed = [];
-        state.fedRows = 0;
-      } else {
-        state.fed.push({ previousSeq, rows });
-        state.fedRows += rows.length;
-      }
-      state.fedThrough = Math.max(state.fedThrough, last.seq);
+      if (!state || rows.length === 0) return;
+      feedEvents(state.feed, previousSeq, rows);
       bump(runId);
     },
 
