@@ -31,7 +31,9 @@
  * best round. The same settings are read from BENCH_SAMPLES, BENCH_DURATION_S, BENCH_WARMUP_S,
  * BENCH_CONCURRENCY, BENCH_ROUNDS and BENCH_TARGETS. The target `agentplane-aes` (not run by default)
  * is the one-process agentplane with built-in encryption at rest (the graph's `reply` allowlisted),
- * reported with the ratio agentplane-aes ÷ agentplane per measure (aim ≥ 0.8).
+ * reported with the ratio agentplane-aes ÷ agentplane per measure (aim ≥ 0.8). The target
+ * `agentplane-notrace` (not run by default) is the one-process agentplane with run tracing off
+ * (AGENTPLANE_RUN_TRACING=false): the JS server traces nothing, so this is the like-for-like peer.
  * `--profile-server` writes the one-process
  * agentplane's V8 CPU profile into `<dir>`.
  */
@@ -75,6 +77,7 @@ const TARGETS = [
   "agentplane-split",
   "langgraph-js",
   "agentplane-aes",
+  "agentplane-notrace",
   CUSTOM_AUTH_VARIANT.label,
 ] as const;
 /** What runs without --targets: the encrypted and custom-auth variants are asked for by name. */
@@ -364,6 +367,13 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(worker);
     ports.set("agentplane-split", api.port);
     meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
+  }
+  if (settings.targets.includes("agentplane-notrace")) {
+    const url = await createBenchDatabase(pg, "bench_notrace");
+    const child = await spawnAgentplane({ ...setup(url, "data-notrace"), runTracing: false }, undefined);
+    children.push(child);
+    ports.set("agentplane-notrace", child.port);
+    meters.set("agentplane-notrace", processesMeter(admin, "bench_notrace", [child.pid]));
   }
   if (settings.targets.includes("agentplane-aes")) {
     const url = await createBenchDatabase(pg, "bench_aes");

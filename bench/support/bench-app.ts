@@ -40,6 +40,8 @@ export interface BenchAppSetup {
   logLevel?: Config["logLevel"];
   /** Built-in encryption at rest, as {@link benchEncryption} makes it; off when absent. */
   encryption?: BenchEncryption;
+  /** Whether agent runs are traced into the tracing store (`AGENTPLANE_RUN_TRACING`); on when absent. */
+  runTracing?: boolean;
 }
 
 /** Encryption at rest of a bench server: hex keys (the setup travels as JSON) and the allowlist. */
@@ -81,6 +83,7 @@ function benchConfig(setup: BenchAppSetup): Config {
     usageReporting: true,
     assistantDefaults: undefined,
     schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
+    ...(setup.runTracing === false && { runTracing: false }),
     ...(setup.encryption && {
       aes: {
         keys: setup.encryption.keysHex.map((hex) => Buffer.from(hex, "hex")),

@@ -8,7 +8,7 @@ import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
 import type { RunEventBus } from "../runtime/run-event-bus.js";
-import { createRunEventWriter } from "../runtime/run-event-writer.js";
+import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
@@ -23,7 +23,7 @@ import {
   finishRun,
   lockThreadQueue,
   type RunClaim,
-  type RunEndTimes,
+  type RunEnd,
   type RunStatus,
   releaseRun,
   renewRunLease,
@@ -255,7 +255,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     halt: (reason: StopReason) => void,
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
-    const writer = createRunEventWriter(sql, run, log);
+    // Streams of the run in this process get its events as they are stored, without a read.
+    const writer = createRunEventWriter(sql, run, log, (previousSeq, rows) =>
+      deps.bus().deliver(run.runId, previousSeq, rows),
+    );
     const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
@@ -345,12 +348,13 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // once they are (its end event comes after them).
     const flushed = writer.flush();
     flushed.catch(() => {});
-    await end(run, leaseToken, graph, { status, output, failure }, flushed);
+    await end(run, leaseToken, graph, { status, output, failure }, flushed, writer);
   }
 
   /**
    * Ends the run (when this attempt still holds it), owes its webhook, records the thread's state,
-   * starts the next run. `flushed` settles when the run's events are written; the end waits for it.
+   * starts the next run. `flushed` settles when the run's events (of `writer`) are written; the end
+   * waits for it, and hands its end event to the run's streams in this process after them.
    */
   async function end(
     run: AgentRunRecord,
@@ -362,6 +366,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       failure: { error: string; message: string } | undefined;
     },
     flushed: Promise<void>,
+    writer: RunEventWriter,
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     let state: ThreadStateAfterRun | undefined;
@@ -369,7 +374,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let output = outcome.output;
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
-    let ended: RunEndTimes | undefined;
+    let ended: RunEnd | undefined;
     let kept = false;
     // Awaited before the transaction opens: a transaction holding a connection while the events
     // wait for one could starve the pool.
@@ -422,6 +427,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
     if (!ended) return;
+    deps
+      .bus()
+      .deliver(run.runId, writer.lastSeq(), [
+        { seq: ended.endEvent.seq, runId: run.runId, ms: ended.endEvent.ms, event: END_EVENT, data: "null" },
+      ]);
     reportEnded(run.runId, outcome.status);
     const attempt = running.get(run.runId);
     if (attempt && kept)

@@ -1,5 +1,6 @@
 import type { Queryable, Sql } from "../store/db.js";
-import { RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
+import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
+import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
 
 /**
  * The NOTIFY channel of cancels; the payload is `<run_id> <action>`: `interrupt`, `rollback`, or
@@ -19,6 +20,14 @@ export interface Watch {
    * notification), or when `signal` aborts.
    */
   changed(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The events of the watched run this process wrote and handed over ({@link RunEventBus.deliver})
+   * that follow seq `after` with none missing between (none when nothing waits), and the seq they
+   * reach; undefined on a gap. `behind` says that events past `upTo` exist that were not handed
+   * over here (another writer's, or dropped at the bound): read Postgres then. Only a watcher that
+   * read Postgres since it started watching may rely on it: earlier events were never handed over.
+   */
+  take(after: number): { rows: RunEventRecord[]; upTo: number; behind: boolean } | undefined;
   /** Stops watching; call it in a `finally`. */
   close(): void;
 }
@@ -35,6 +44,13 @@ export interface RunEventBus {
   onCancel(runId: string, handler: CancelHandler): () => void;
   /** Notifies every process that `runId` must stop (inside `q`'s transaction when it is one). */
   notifyCancel(q: Queryable, runId: string, action: string): Promise<void>;
+  /**
+   * Hands the watchers of `runId` in this process the events its writer here just stored, and
+   * wakes them: a stream of a run executing here gets them without a NOTIFY and a read.
+   * `previousSeq` is the last seq the same writer stored before them (undefined for its first
+   * batch): a watcher takes them only when it has read up to there, so nothing is skipped.
+   */
+  deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
@@ -50,6 +66,10 @@ interface KeyState {
   version: number;
   watchers: number;
   waiters: Set<() => void>;
+  /** Events handed over by the run's writer here (run keys only). */
+  feed: RunEventFeed;
+  /** The newest seq a notification announced. */
+  notifiedThrough: number;
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -73,8 +93,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const events = await sql.listen(
     RUN_EVENTS_CHANNEL,
     (payload) => {
-      const [runId, threadId, end] = payload.split(" ");
-      if (runId) bump(runId);
+      const [runId, threadId, end, seqText] = payload.split(" ");
+      const seq = Number(seqText);
+      const run = runId ? keys.get(runId) : undefined;
+      if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
+      // Events this process already handed to its watchers wake nobody a second time.
+      if (runId && !(run && seq <= run.feed.through)) bump(runId);
       if (threadId) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
@@ -90,7 +114,13 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     watch(key) {
       let state = keys.get(key);
       if (!state) {
-        state = { version: 0, watchers: 0, waiters: new Set() };
+        state = {
+          version: 0,
+          watchers: 0,
+          waiters: new Set(),
+          feed: createRunEventFeed(),
+          notifiedThrough: 0,
+        };
         keys.set(key, state);
       }
       state.watchers += 1;
@@ -112,6 +142,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
             own.waiters.add(done);
             signal?.addEventListener("abort", done, { once: true });
           });
+        },
+        take(after) {
+          const taken = takeFedEvents(own.feed, after);
+          // Handed-over events dropped at the bound, or announced by another writer: read Postgres.
+          const known = Math.max(own.notifiedThrough, own.feed.through);
+          return taken && { ...taken, behind: known > taken.upTo };
         },
         close() {
           if (closed) return;
@@ -137,6 +173,13 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         set.delete(handler);
         if (set.size === 0) cancels.delete(runId);
       };
+    },
+
+    deliver(runId, previousSeq, rows) {
+      const state = keys.get(runId);
+      if (!state || rows.length === 0) return;
+      feedEvents(state.feed, previousSeq, rows);
+      bump(runId);
     },
 
     async notifyCancel(q, runId, action) {

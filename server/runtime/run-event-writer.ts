@@ -1,6 +1,6 @@
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { appendRunEvents, type NewRunEvent } from "../store/run-event-store.js";
+import { appendRunEvents, type NewRunEvent, type RunEventRecord } from "../store/run-event-store.js";
 import { toPlainJson } from "./plain-json.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
 
@@ -16,20 +16,30 @@ export interface RunEventWriter {
   push(event: RunStreamEvent): void;
   /** Resolves once every event pushed so far is written; rejects with the first failed write. */
   flush(): Promise<void>;
+  /** The seq of the last event written so far; undefined before the first write. */
+  lastSeq(): number | undefined;
 }
+
+/**
+ * Told of each batch once it is stored: the seq of the batch stored before it by the same writer
+ * (undefined for the first), and the batch as stored.
+ */
+export type StoredEvents = (previousSeq: number | undefined, rows: RunEventRecord[]) => void;
 
 /**
  * Batches a run's events: the first event starts a write at the end of the current turn, events
  * pushed until then or while it runs go out together in the next, so a fast graph costs one
  * statement per batch rather than per event. Memory is bounded by what the graph produces while one
- * write is in flight.
+ * write is in flight. `stored` hears of each batch once it is written.
  */
 export function createRunEventWriter(
   sql: Sql,
   run: { workspaceId: string; runId: string; threadId: string },
   log: Logger,
+  stored?: StoredEvents,
 ): RunEventWriter {
   let pending: NewRunEvent[] = [];
+  let last: number | undefined;
   let writing: Promise<void> | undefined;
   let failure: unknown;
 
@@ -37,7 +47,10 @@ export function createRunEventWriter(
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
-      await appendRunEvents(sql, run, batch);
+      const rows = await appendRunEvents(sql, run, batch);
+      const previous = last;
+      last = rows[rows.length - 1]?.seq ?? last;
+      stored?.(previous, rows);
     }
   };
   const start = (): void => {
@@ -69,6 +82,7 @@ export function createRunEventWriter(
       pending.push({ ms: Date.now(), event, data: json });
       start();
     },
+    lastSeq: () => last,
     async flush() {
       while (writing) await writing;
       if (failure !== undefined) throw failure;

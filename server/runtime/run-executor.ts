@@ -3,7 +3,12 @@ import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import { Command, Send } from "@langchain/langgraph";
 import type { CompiledGraph } from "./graph-registry.js";
 import type { RunCommand, RunKwargs } from "./run-kwargs.js";
-import { createStreamMapper, libraryModes, type RunStreamEvent } from "./run-stream-modes.js";
+import {
+  createStreamMapper,
+  libraryModes,
+  needsCallbackEvents,
+  type RunStreamEvent,
+} from "./run-stream-modes.js";
 
 /** One execution (attempt) of a run. */
 export interface RunExecution {
@@ -98,24 +103,32 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
   const emitAll = (events: Iterable<RunStreamEvent>): void => {
     for (const event of events) x.emit(event);
   };
-  // Always through the callback event stream, as the LangGraph servers do: chat models then stream
-  // their tokens (so `messages` modes have chunks), and messages are serialised as they serialise
-  // them (the streamed AIMessageChunk, with its tool_call_chunks).
-  const eventOptions = { ...options, version: "v2" } as unknown as Parameters<
-    CompiledGraph["streamEvents"]
-  >[1];
-  const events = (await x.graph.streamEvents(input, eventOptions)) as AsyncIterable<StreamEvent>;
-  for await (const event of events) {
-    if (event.event === "on_chain_stream" && event.run_id === runId) {
-      // With subgraphs the library names each chunk's namespace (a root node's messages carry the
-      // node's own); without, chunks are [mode, data] of the root graph.
-      const chunk = event.data.chunk as [string[], string, unknown] | [string, unknown];
-      const [ns, mode, data] = kwargs.subgraphs
-        ? (chunk as [string[], string, unknown])
-        : [[], ...(chunk as [string, unknown])];
-      emitAll(mapper.chunk(ns as string[], mode as string, data));
-    } else {
-      emitAll(mapper.callbackEvent(event));
+  const emitChunk = (chunk: [string[], string, unknown] | [string, unknown]): void => {
+    // With subgraphs the library names each chunk's namespace (a root node's messages carry the
+    // node's own); without, chunks are [mode, data] of the root graph.
+    const [ns, mode, data] = kwargs.subgraphs
+      ? (chunk as [string[], string, unknown])
+      : [[], ...(chunk as [string, unknown])];
+    emitAll(mapper.chunk(ns as string[], mode as string, data));
+  };
+  if (!needsCallbackEvents(modes)) {
+    // Every mode asked for is one of the library's: its own stream carries them, without the
+    // callback event stream's handler on every runnable (most of a small run's CPU).
+    const chunks = await x.graph.stream(input, options as Parameters<CompiledGraph["stream"]>[1]);
+    for await (const chunk of chunks as AsyncIterable<[string[], string, unknown] | [string, unknown]>)
+      emitChunk(chunk);
+  } else {
+    // Through the callback event stream, as the LangGraph servers do: chat models then stream
+    // their tokens (so `messages` modes have chunks), and messages are serialised as they serialise
+    // them (the streamed AIMessageChunk, with its tool_call_chunks).
+    const eventOptions = { ...options, version: "v2" } as unknown as Parameters<
+      CompiledGraph["streamEvents"]
+    >[1];
+    const events = (await x.graph.streamEvents(input, eventOptions)) as AsyncIterable<StreamEvent>;
+    for await (const event of events) {
+      if (event.event === "on_chain_stream" && event.run_id === runId)
+        emitChunk(event.data.chunk as [string[], string, unknown] | [string, unknown]);
+      else emitAll(mapper.callbackEvent(event));
     }
   }
   x.signal.throwIfAborted();

@@ -39,6 +39,16 @@ export function libraryModes(modes: readonly StreamMode[]): string[] {
 }
 
 /**
+ * Whether a run must go through the callback event stream (`streamEvents`): the API's `events` are
+ * those callback events, and its `messages` (partial message chunks) are built from them;
+ * `messages-tuple` stays there too, so chat models stream and their chunks are serialised as the
+ * LangGraph servers serialise them. Every other mode is one of the library's own stream modes.
+ */
+export function needsCallbackEvents(modes: readonly StreamMode[]): boolean {
+  return modes.some((mode) => mode === "events" || mode === "messages" || mode === "messages-tuple");
+}
+
+/**
  * Maps the chunks of one run to API events. `chunk` takes the library's `[namespace, mode, data]`
  * tuples; `callbackEvent` the `streamEvents` v2 events other than the root's chunks (for `events`
  * and `messages/*`). Subgraph chunks become `<mode>|<ns…>` events when `subgraphs` is set, and are

@@ -505,6 +505,11 @@ export interface RunEndTimes {
   updatedAt: Date;
 }
 
+/** What {@link endRun} wrote: the run's times, and the end event of its stream (seq, ms since the epoch). */
+export interface RunEnd extends RunEndTimes {
+  endEvent: { seq: number; ms: number };
+}
+
 /**
  * {@link finishRun}, and in the same statement the run's end event (announced on the events
  * channel) and the start of its events' TTL. Answers the run's times; undefined, and nothing
@@ -515,9 +520,10 @@ export async function endRun(
   runId: string,
   leaseToken: string,
   end: { status: RunStatus; output: JsonValue; eventTtlSeconds: number; endEvent: string; channel: string },
-): Promise<RunEndTimes | undefined> {
+): Promise<RunEnd | undefined> {
   const ttl = end.eventTtlSeconds;
-  const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date }[]>`
+  const ms = Date.now();
+  const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string }[]>`
     with finished as (
       update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
         updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
@@ -528,13 +534,21 @@ export async function endRun(
       where run_id = ${runId} and exists (select 1 from finished)
     ), ended as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
-      select workspace_id, run_id, thread_id, ${Date.now()}, ${end.endEvent}, 'null',
+      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, 'null',
         now() + make_interval(secs => ${ttl}::float8)
       from finished
+      returning seq
     )
-    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end'),
-      started_at, ended_at, updated_at
-    from finished`;
+    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end ' || ended.seq::text),
+      started_at, ended_at, updated_at, ended.seq as end_seq
+    from finished, ended`;
   const [row] = rows;
-  return row && { startedAt: row.started_at, endedAt: row.ended_at, updatedAt: row.updated_at };
+  return (
+    row && {
+      startedAt: row.started_at,
+      endedAt: row.ended_at,
+      updatedAt: row.updated_at,
+      endEvent: { seq: Number(row.end_seq), ms },
+    }
+  );
 }

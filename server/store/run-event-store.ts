@@ -4,8 +4,9 @@ import { type Queryable, storedCipherOf } from "./db.js";
 export const END_EVENT = "__end__";
 
 /**
- * The NOTIFY channel of new events; the payload is `<run_id> <thread_id>`, followed by ` end` when
- * the batch ends the run's stream.
+ * The NOTIFY channel of new events; the payload is `<run_id> <thread_id> <more|end> <seq>`: `end`
+ * when the batch ends the run's stream, and the newest seq the batch wrote (a process that already
+ * handed those events to its own readers skips the notification).
  */
 export const RUN_EVENTS_CHANNEL = "agentplane_run_events";
 
@@ -46,29 +47,40 @@ function toRecord(row: EventRow): RunEventRecord {
 
 /**
  * Appends a run's events in one statement and notifies the processes streaming it, in the same
- * transaction when `q` is one. `expiresAt` is set for the end event (the stream's TTL starts).
- * With encryption at rest on, the data of events written through the pool is encrypted (a
- * transaction carries no cipher: only the constant end event is written through one).
+ * transaction when `q` is one; returns them as stored (with their seqs), in order. With encryption
+ * at rest on, the data of events written through the pool is encrypted (a transaction carries no
+ * cipher: only the constant end event is written through one); what is returned is the plain data.
  */
 export async function appendRunEvents(
   q: Queryable,
   run: { workspaceId: string; runId: string; threadId: string },
   events: readonly NewRunEvent[],
-): Promise<void> {
-  if (events.length === 0) return;
+): Promise<RunEventRecord[]> {
+  if (events.length === 0) return [];
   const ends = events.some((e) => e.event === END_EVENT);
-  const notice = `${run.runId} ${run.threadId}${ends ? " end" : ""}`;
+  const notice = `${run.runId} ${run.threadId} ${ends ? "end" : "more"} `;
   const cipher = storedCipherOf(q);
   const data = cipher ? events.map((e) => cipher.encryptJsonText(e.data)) : events.map((e) => e.data);
-  await q`
+  // Rows are inserted in the events' order, so their seqs (drawn as each row is inserted) rise in it.
+  const rows = await q<{ seq: string }[]>`
     with added as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data)
       select ${run.workspaceId}, ${run.runId}, ${run.threadId}, e.ms, e.event, e.data
       from unnest(${events.map((e) => e.ms)}::bigint[], ${events.map((e) => e.event)}::text[],
-                  ${data}::text[]) as e(ms, event, data)
-      returning 1
+                  ${data}::text[]) with ordinality as e(ms, event, data, n)
+      order by e.n
+      returning seq
+    ), notified as (
+      select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice} || max(seq)::text) from added
     )
-    select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice}) from (select count(*) from added) c`;
+    select seq from added, (select count(*) from notified) n order by seq`;
+  return events.map((e, i) => ({
+    seq: Number(rows[i]?.seq),
+    runId: run.runId,
+    ms: e.ms,
+    event: e.event,
+    data: e.data,
+  }));
 }
 
 /** Events of a run (or of every run of a thread) after `afterSeq`, oldest first, at most `limit`. */

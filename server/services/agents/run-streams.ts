@@ -88,9 +88,17 @@ export async function* readRunStream(
   const watch = bus.watch(run.runId);
   try {
     let last = options.afterSeq;
+    // Whether Postgres was read since the watch started: events written before it are only there.
+    let read = false;
     for (;;) {
       const seen = watch.version();
-      const rows = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
+      // A run executing here hands its events over as it stores them: no read while they follow on.
+      const handed = read ? watch.take(last) : undefined;
+      const rows =
+        handed && !handed.behind
+          ? handed.rows
+          : await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
+      read = true;
       for (const row of rows) {
         last = row.seq;
         if (row.event === END_EVENT) return;
