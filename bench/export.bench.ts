@@ -13,8 +13,16 @@
  * after it the V8 heap and the Buffers outside it (rows held for the next chunk, socket and upload
  * buffers) have not yet reached their usual peaks, so RSS rises after it, then moves up and down
  * with them without a trend (the heap/external figures printed per file show it). Besides wall-clock rows/s it prints rows per CPU-second of the measured
- * process, which other load on a shared machine does not distort, and Postgres's CPU per row in the
+ * process, which other load on a shared machine distorts less, and Postgres's CPU per row in the
  * same run (its backends' times, read from /proc), the share of the work done on the other side.
+ *
+ * The floor, measured in the same run: the export's query alone, paged as the exporter pages it with
+ * the rows discarded in Node (Postgres's CPU from its backend, and what parsing the rows costs Node),
+ * and the same query for the whole partition as `COPY … TO '/dev/null'` (no client at all); s3rver's
+ * CPU per row, which runs in this process; the share of the time each child's event loop was busy (near
+ * 1: Node is the bottleneck; low: it waits on Postgres or S3). From the export's per-row CPU it prints
+ * the most two idle cores allow with perfect overlap (each process on one core at most, all three on
+ * two), and so whether the aims are reachable on this machine at all.
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
