@@ -95,6 +95,8 @@ const cpuSince = (from: NodeJS.CpuUsage) => {
 };
 
 const loopBefore = performance.eventLoopUtilization();
+/** The event loop's use over the measured span (for `read`, its reads only, not the COPY after them). */
+let loop: ReturnType<typeof performance.eventLoopUtilization> | undefined;
 let floor: ChildResult["floor"];
 /** The query of the partition's first page, as the exporter sends it, and its parameters. */
 let firstQuery: { text: string; parameters: unknown[] } | undefined;
@@ -185,6 +187,7 @@ if (settings.mode === "export") {
   const pagedCpuSeconds = (await backendCpu()) - pgBefore;
   seconds = (performance.now() - started) / 1000;
   cpuSeconds = cpuSince(cpu);
+  loop = performance.eventLoopUtilization(loopBefore);
   if (!firstQuery) throw new Error("the export query was not seen");
   const copyBefore = await backendCpu();
   await reader.unsafe(`copy (${inlined(firstQuery, rows)}) to '/dev/null'`);
@@ -252,7 +255,7 @@ const result: ChildResult = {
   seconds,
   cpuSeconds,
   bytes,
-  eventLoopBusy: performance.eventLoopUtilization(loopBefore).utilization,
+  eventLoopBusy: (loop ?? performance.eventLoopUtilization(loopBefore)).utilization,
   floor,
   peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
   rssAfterFile,
