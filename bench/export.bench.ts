@@ -13,8 +13,16 @@
  * after it the V8 heap and the Buffers outside it (rows held for the next chunk, socket and upload
  * buffers) have not yet reached their usual peaks, so RSS rises after it, then moves up and down
  * with them without a trend (the heap/external figures printed per file show it). Besides wall-clock rows/s it prints rows per CPU-second of the measured
- * process, which other load on a shared machine does not distort, and Postgres's CPU per row in the
+ * process, which other load on a shared machine distorts less, and Postgres's CPU per row in the
  * same run (its backends' times, read from /proc), the share of the work done on the other side.
+ *
+ * The floor, measured in the same run: the export's query alone, paged as the exporter pages it with
+ * the rows discarded in Node (Postgres's CPU from its backend, and what parsing the rows costs Node),
+ * and the same query for the whole partition as `COPY … TO '/dev/null'` (no client at all); s3rver's
+ * CPU per row, which runs in this process; the share of the time each child's event loop was busy (near
+ * 1: Node is the bottleneck; low: it waits on Postgres or S3). From the export's per-row CPU it prints
+ * the most two idle cores allow with perfect overlap (each process on one core at most, all three on
+ * two), and so whether the aims are reachable on this machine at all.
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -114,9 +122,12 @@ try {
     return times.reduce((a, b) => a + b, 0) / CLOCK_TICKS;
   };
   const pgCpu = new Map<ChildResult, number>();
+  /** This process's CPU during each run: s3rver's work on the uploads, besides a little polling. */
+  const benchCpu = new Map<ChildResult, number>();
 
   const run = async (mode: ChildSettings["mode"]): Promise<ChildResult> => {
     const pgCpuBefore = await postgresCpuSeconds();
+    const benchCpuBefore = process.cpuUsage();
     const settings: ChildSettings = {
       mode,
       databaseUrl: pg.url,
@@ -139,13 +150,16 @@ try {
     );
     const result = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as ChildResult;
     if (result.rows !== count) throw new Error(`${mode} wrote ${result.rows} rows, expected ${count}`);
+    const used = process.cpuUsage(benchCpuBefore);
     pgCpu.set(result, (await postgresCpuSeconds()) - pgCpuBefore);
+    benchCpu.set(result, (used.user + used.system) / 1e6);
     return result;
   };
   // Warm the Postgres cache for both (the first read of a freshly loaded table also sets hint bits).
-  process.stderr.write("measuring (writer, export, writer, export)...\n");
-  const measured = { writer: [] as ChildResult[], export: [] as ChildResult[] };
-  for (const mode of ["writer", "export", "writer", "export"] as const) measured[mode].push(await run(mode));
+  process.stderr.write("measuring (writer, export, read) × 2...\n");
+  const measured = { writer: [] as ChildResult[], export: [] as ChildResult[], read: [] as ChildResult[] };
+  for (const mode of ["writer", "export", "read", "writer", "export", "read"] as const)
+    measured[mode].push(await run(mode));
   await watch.end();
   const best = (results: ChildResult[]) =>
     results.reduce((a, b) => (b.rows / b.seconds > a.rows / a.seconds ? b : a));
@@ -159,36 +173,82 @@ try {
     return { first, later, ratio: later / first };
   };
 
-  const widths = [34, 10, 14, 16, 10, 12, 22];
+  const read = best(measured.read);
+  /** CPU microseconds per exported row. */
+  const perRow = (seconds: number, r: ChildResult) => (seconds / r.rows) * 1e6;
+  const fmt = (n: number) => Math.round(n).toLocaleString("en");
+
+  const widths = [40, 9, 11, 13, 13, 10, 8, 11, 20];
   console.log(
     `bench:export  ${count.toLocaleString("en")} runs in one partition, files of ${fileMaxRows.toLocaleString("en")} rows, ${availableParallelism()} cores, Node ${process.version}`,
   );
   console.log(
     tableRow(
-      ["", "rows/s", "rows/CPU-s", "Postgres µs/row", "file MB", "peak RSS MB", "RSS 2nd file → max"],
+      [
+        "",
+        "rows/s",
+        "Node µs/row",
+        "Postgres µs",
+        "bench/s3 µs",
+        "loop busy",
+        "file MB",
+        "peak RSS MB",
+        "RSS 2nd file → max",
+      ],
       widths,
     ),
   );
   for (const [name, r] of [
     ["export (Postgres → Parquet → S3)", exported],
     ["writer alone (→ /dev/null)", writer],
+    ["query alone (pages, rows discarded)", read],
   ] as const) {
-    const f = flatness(r);
+    const f = r.rssAfterFile.length > 2 ? flatness(r) : undefined;
+    const postgresSeconds = r.floor?.pagedCpuSeconds ?? pgCpu.get(r) ?? 0;
     console.log(
       tableRow(
         [
           name,
-          Math.round(rate(r)).toLocaleString("en"),
-          Math.round(r.rows / r.cpuSeconds).toLocaleString("en"),
-          (((pgCpu.get(r) ?? 0) / r.rows) * 1e6).toFixed(1),
-          (r.bytes / 1024 / 1024).toFixed(1),
+          fmt(rate(r)),
+          perRow(r.cpuSeconds, r).toFixed(1),
+          // The writer's Postgres time is its reads', which it does not time.
+          r === writer ? "-" : perRow(postgresSeconds, r).toFixed(1),
+          perRow(benchCpu.get(r) ?? 0, r).toFixed(1),
+          r.eventLoopBusy.toFixed(2),
+          r.bytes ? (r.bytes / 1024 / 1024).toFixed(1) : "-",
           String(r.peakRssMb),
-          `${f.first} → ${f.later} MB`,
+          f ? `${f.first} → ${f.later} MB` : "-",
         ],
         widths,
       ),
     );
   }
+  const copyMicros = perRow(read.floor?.copyCpuSeconds ?? 0, read);
+  console.log(tableRow(["query as COPY … TO '/dev/null'", "", "", copyMicros.toFixed(1)], widths));
+
+  // What two idle cores allow: each process runs on one core at most (Postgres's backend, Node's
+  // main thread, s3rver in this process), and the three together on two; perfect overlap assumed.
+  const postgresMicros = perRow(pgCpu.get(exported) ?? 0, exported);
+  const nodeMicros = perRow(exported.cpuSeconds, exported);
+  const s3Micros = perRow(benchCpu.get(exported) ?? 0, exported);
+  const bounds = [
+    ["Postgres (1 backend)", 1e6 / postgresMicros],
+    ["Node", 1e6 / nodeMicros],
+    ["s3rver", 1e6 / s3Micros],
+    ["all three on 2 cores", 2e6 / (postgresMicros + nodeMicros + s3Micros)],
+  ] as const;
+  const ceiling = Math.min(...bounds.map(([, bound]) => bound));
+  const writerIdle = writer.rows / writer.cpuSeconds;
+  console.log(
+    `ceiling on ${availableParallelism()} idle cores from the export's CPU per row: ${bounds
+      .map(([name, bound]) => `${name} ≤ ${fmt(bound)}`)
+      .join(
+        ", ",
+      )} rows/s → ${fmt(ceiling)} rows/s; the writer alone on an idle core ${fmt(writerIdle)} rows/s, so export/writer ≤ ${(ceiling / writerIdle).toFixed(2)}`,
+  );
+  console.log(
+    `reachable here with perfect overlap: ${AIM_ROWS_PER_SECOND.toLocaleString("en")} rows/s ${ceiling >= AIM_ROWS_PER_SECOND ? "yes" : "no"}, ratio ${AIM_RATIO} ${ceiling / writerIdle >= AIM_RATIO ? "yes" : "no"}; cores busy on average during the export: ${((postgresMicros + nodeMicros + s3Micros) * rate(exported) * 1e-6).toFixed(2)}`,
+  );
   const ratio = rate(exported) / rate(writer);
   const f = flatness(exported);
   const verdicts = [

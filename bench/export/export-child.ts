@@ -5,11 +5,16 @@
  *
  * `export` runs the partition exporter (the code the export run job runs) from Postgres into S3;
  * `writer` reads the same rows from Postgres, a page at a time, but times only the Parquet writer, which
- * writes them to /dev/null (the ceiling: the same code path minus S3 and Postgres). Prints one JSON
- * line: rows, seconds, bytes, peak RSS, and RSS after each file (every `fileMaxRows` rows).
+ * writes them to /dev/null (the ceiling: the same code path minus S3 and Postgres); `read` runs the
+ * export's query alone, paged as the exporter pages it, with Node discarding the rows, then the same
+ * query for the whole partition as `COPY (…) TO '/dev/null'`, where no client reads anything: the
+ * Postgres floor, each figure from its backend's own CPU time. Prints one JSON line: rows, seconds,
+ * bytes, peak RSS, and RSS after each file (every `fileMaxRows` rows).
  */
 import { createWriteStream } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
+import postgres from "postgres";
 import { createParquetFileWriter } from "../../server/export/parquet-file-writer.js";
 import {
   cursorOf,
@@ -29,7 +34,7 @@ import {
 
 /** What the parent passes. */
 export interface ChildSettings {
-  mode: "export" | "writer";
+  mode: "export" | "writer" | "read";
   databaseUrl: string;
   workspaceId: string;
   sessionId: string;
@@ -45,6 +50,10 @@ export interface ChildResult {
   /** CPU seconds of this process (all its threads) in the same span: contention on the machine does not inflate it. */
   cpuSeconds: number;
   bytes: number;
+  /** The share of the time Node's event loop was busy (not waiting for Postgres, S3 or a stream). */
+  eventLoopBusy: number;
+  /** `read` only: Postgres CPU seconds of the paged query's backend, and of the COPY's. */
+  floor?: { pagedCpuSeconds: number; copyCpuSeconds: number };
   peakRssMb: number;
   /**
    * Memory in MB after each file, with the rows written so far: RSS, the V8 heap in use, and
@@ -52,6 +61,9 @@ export interface ChildResult {
    */
   rssAfterFile: { rows: number; rssMb: number; heapMb: number; externalMb: number }[];
 }
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux everywhere we run). */
+const CLOCK_TICKS = 100;
 
 /** No byte bound: files are cut by rows, the same in both modes. */
 const NO_BYTE_BOUND = Number.MAX_SAFE_INTEGER;
@@ -81,6 +93,13 @@ const cpuSince = (from: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(from);
   return (used.user + used.system) / 1e6;
 };
+
+const loopBefore = performance.eventLoopUtilization();
+/** The event loop's use over the measured span (for `read`, its reads only, not the COPY after them). */
+let loop: ReturnType<typeof performance.eventLoopUtilization> | undefined;
+let floor: ChildResult["floor"];
+/** The query of the partition's first page, as the exporter sends it, and its parameters. */
+let firstQuery: { text: string; parameters: unknown[] } | undefined;
 
 if (settings.mode === "export") {
   const started = performance.now();
@@ -126,6 +145,54 @@ if (settings.mode === "export") {
   );
   seconds = (performance.now() - started) / 1000;
   cpuSeconds = cpuSince(cpu);
+} else if (settings.mode === "read") {
+  // One connection, so one backend does all the work and its CPU time is the query's.
+  const reader = postgres(settings.databaseUrl, {
+    max: 1,
+    onnotice: () => {},
+    connection: { application_name: "bench-export" },
+    debug: (_connection, text, parameters) => {
+      if (text.includes("cursor_start_us")) firstQuery ??= { text, parameters };
+    },
+  });
+  // A parallel plan would put part of the work in other processes.
+  await reader`set max_parallel_workers_per_gather = 0`;
+  const backendCpu = await backendCpuReader(reader);
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  const pgBefore = await backendCpu();
+  let cursor: RunCursor | null = null;
+  for (;;) {
+    let last: ExportRow | undefined;
+    const page = await readExportRows(
+      reader,
+      {
+        workspaceId: settings.workspaceId,
+        sessionId: settings.sessionId,
+        from: day,
+        to: end,
+        condition: undefined,
+        after: cursor,
+        limit: PAGE_ROWS,
+        fields: EXPORTABLE_RUN_FIELDS,
+      },
+      (row) => {
+        last = row;
+      },
+    );
+    rows += page;
+    if (last) cursor = cursorOf(last);
+    if (page < PAGE_ROWS) break;
+  }
+  const pagedCpuSeconds = (await backendCpu()) - pgBefore;
+  seconds = (performance.now() - started) / 1000;
+  cpuSeconds = cpuSince(cpu);
+  loop = performance.eventLoopUtilization(loopBefore);
+  if (!firstQuery) throw new Error("the export query was not seen");
+  const copyBefore = await backendCpu();
+  await reader.unsafe(`copy (${inlined(firstQuery, rows)}) to '/dev/null'`);
+  floor = { pagedCpuSeconds, copyCpuSeconds: (await backendCpu()) - copyBefore };
+  await reader.end();
 } else {
   let cursor: RunCursor | null = null;
   for (;;) {
@@ -188,7 +255,37 @@ const result: ChildResult = {
   seconds,
   cpuSeconds,
   bytes,
+  eventLoopBusy: (loop ?? performance.eventLoopUtilization(loopBefore)).utilization,
+  floor,
   peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
   rssAfterFile,
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);
+
+/** Reads the CPU seconds (user and system) of the backend serving `reader`'s one connection. */
+async function backendCpuReader(reader: postgres.Sql): Promise<() => Promise<number>> {
+  const [backend] = await reader<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  return async () => {
+    const stat = await readFile(`/proc/${backend?.pid}/stat`, "utf8");
+    const [user = 0, system = 0] = stat
+      .slice(stat.lastIndexOf(")") + 2)
+      .split(" ")
+      .slice(11, 13)
+      .map(Number);
+    return (user + system) / CLOCK_TICKS;
+  };
+}
+
+/**
+ * The first page's query as one statement of text: its parameters (as the driver serialised them)
+ * written in as literals, since COPY takes none, and its row limit raised to the whole partition.
+ */
+function inlined(query: { text: string; parameters: unknown[] }, limit: number): string {
+  const limitParameter = /limit \$(\d+)\s*$/.exec(query.text)?.[1];
+  if (!limitParameter) throw new Error("the export query has no row limit at its end");
+  return query.text.replace(/\$(\d+)/g, (_, n: string) =>
+    n === limitParameter
+      ? String(limit)
+      : `'${String(query.parameters[Number(n) - 1]).replaceAll("'", "''")}'`,
+  );
+}

@@ -49,7 +49,9 @@ export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
  * null. Position {@link CURSOR_START_US} holds the keyset start time in epoch microseconds,
  * {@link CURSOR_ID} the run's id, and position `FIRST_FIELD + i` the query's `fields[i]`:
  * UUIDs and text as text, lists in Postgres's array form (`{a,"b c"}`), timestamps as epoch microseconds and token counts
- * as decimal text (so no precision is lost), JSON fields as JSON text, costs as float8 text and
+ * as decimal text (so no precision is lost), JSON fields as JSON text, costs as numeric's decimal
+ * text (a cast to float8 in Postgres goes through the same text and costs its backend CPU on every
+ * row; the encoder's `Number` rounds the decimal to the nearest double as float8's input does) and
  * booleans as `t` or `f`.
  */
 export type ExportRow = readonly (Buffer | null)[];
@@ -102,10 +104,6 @@ function fieldSql(q: Queryable, field: ExportableRunField): SqlFragment {
     case "prompt_tokens":
     case "completion_tokens":
       return q`${col(field)}::text`;
-    case "total_cost":
-    case "prompt_cost":
-    case "completion_cost":
-      return q`${col(field)}::float8`;
     default:
       return col(field);
   }
