@@ -66,7 +66,7 @@ export interface GraphRegistry {
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
   /** The config file's `store`, `checkpointer`, `http`, `ui` and `auth` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth">;
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth" | "encryption">;
   /** Stops work in progress (a schema extraction); call it when the process stops. */
   close(): Promise<void>;
 }
@@ -141,6 +141,7 @@ export async function createGraphRegistry(
       http: config.http,
       ...(config.ui ? { ui: config.ui } : {}),
       ...(config.auth ? { auth: config.auth } : {}),
+      ...(config.encryption ? { encryption: config.encryption } : {}),
     },
     close: () => extractor.close(),
   };
