@@ -25,8 +25,8 @@ describe("the graphs file's encryption section", () => {
     expect(() =>
       parseGraphConfig({ graphs, encryption: { path: "./e.ts:e", keys: 1 } }, "/p/langgraph.json"),
     ).toThrow(/encryption\.keys: unknown key/);
-    expect(() => parseGraphConfig({ graphs, encryption: { path: "./e.ts:1x" } }, "/p/langgraph.json")).toThrow(
-      /not a valid export name/,
-    );
+    expect(() =>
+      parseGraphConfig({ graphs, encryption: { path: "./e.ts:1x" } }, "/p/langgraph.json"),
+    ).toThrow(/not a valid export name/);
   });
 });
