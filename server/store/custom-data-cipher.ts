@@ -66,7 +66,7 @@ export function createCustomDataCipher(handlers: CustomEncryptionHandlers, log: 
     });
     return new ConnectError(
       `${handlers.source}: the ${handler} handler ${reason}; the data was neither stored nor answered`,
-      Code.FailedPrecondition,
+      Code.Internal,
     );
   };
   const call = <T>(handler: string, fn: (() => unknown) | undefined, check: (out: unknown) => T): T => {
@@ -144,7 +144,10 @@ export function createCustomDataCipher(handlers: CustomEncryptionHandlers, log: 
       for (const [key, field] of Object.entries(plainRow)) {
         if (field === undefined) continue;
         const plainField = toJsonable(field);
-        out[key] = isObject(plainField) ? encryptDocument(plainField, context) : plainField;
+        const own = typeof field === "object" && field !== null ? contextOfDocument(field) : undefined;
+        out[key] = isObject(plainField)
+          ? encryptDocument(plainField, own !== undefined ? own : context)
+          : plainField;
       }
       return out;
     });

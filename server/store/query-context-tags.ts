@@ -10,10 +10,29 @@ import { currentEncryptionContext, type EncryptionContextValue } from "./encrypt
  * each document it carries; the JSON serializer looks it up here ({@link contextOfDocument}).
  */
 const documentContexts = new WeakMap<object, EncryptionContextValue | null>();
+/**
+ * The context of documents submitted to a coalescer (store/coalescer.ts), which sends the items of
+ * many callers as one batch from whichever caller's turn flushes it: the submitter's context wins
+ * over the flusher's.
+ */
+const submittedContexts = new WeakMap<object, EncryptionContextValue | null>();
 
-/** The context `document` was issued with; undefined when it was not issued through a query. */
+/** The context `document` was submitted or issued with; undefined when neither happened. */
 export function contextOfDocument(document: object): EncryptionContextValue | null | undefined {
-  return documentContexts.get(document);
+  const submitted = submittedContexts.get(document);
+  return submitted !== undefined ? submitted : documentContexts.get(document);
+}
+
+/**
+ * Pins the current encryption context to a coalesced item's documents (its object-valued fields);
+ * nothing unless custom encryption is on.
+ */
+export function pinSubmittedContext(item: unknown): void {
+  if (!installed || typeof item !== "object" || item === null) return;
+  const context = currentEncryptionContext() ?? null;
+  for (const value of Object.values(item as Record<string, unknown>))
+    if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !(value instanceof Date))
+      submittedContexts.set(value, context);
 }
 
 /** What a query object of porsager `postgres` holds, as far as tagging reads it. */
@@ -65,10 +84,14 @@ function tagArgs(
       tagArgs((arg as QueryShape).args, context, classes, queryPrototype);
     else if (arg instanceof classes.parameter) tag(arg.value, context);
     else if (arg instanceof classes.builder) tagBuilder(arg.first, context);
-    else if (Array.isArray(arg) && Object.getPrototypeOf(arg[0]) === queryPrototype)
+    else if (Array.isArray(arg) && isQuery(arg[0], queryPrototype))
       tagArgs(arg, context, classes, queryPrototype);
     else tag(arg, context);
   }
+}
+
+function isQuery(value: unknown, queryPrototype: QueryShape): value is QueryShape {
+  return typeof value === "object" && value !== null && Object.getPrototypeOf(value) === queryPrototype;
 }
 
 /** Tags the column values of an insert/update helper's row or rows (`sql(rows)`). */

@@ -16,10 +16,10 @@ if (master.length !== 32)
 
 /**
  * Top-level keys left in the clear because something filters on them: `owner` (the custom auth
- * example's filter), `graph_id` (thread search by graph), `metadata` (trace grouping reads a run's
- * `extra.metadata.thread_id`). agentplane never hands the keys it reads itself to the handlers.
+ * example's filter) and `graph_id` (thread search by graph). agentplane never hands the keys it
+ * reads itself to the handlers.
  */
-const PLAIN_KEYS = new Set(["owner", "graph_id", "metadata"]);
+const PLAIN_KEYS = new Set(["owner", "graph_id"]);
 /** AES-GCM's nonce and tag lengths. */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
