@@ -24,8 +24,10 @@ import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import type { Logger } from "./logger.js";
 import { loadCustomAuth } from "./runtime/custom-auth-module.js";
+import { loadCustomEncryption } from "./runtime/custom-encryption-module.js";
 import type { AuthConfig } from "./runtime/graph-config-auth.js";
 import { mergeWebhookSettings } from "./runtime/graph-config-webhooks.js";
+import type { EncryptionConfig } from "./runtime/graph-config-encryption.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
 import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
@@ -37,16 +39,20 @@ import { explainDatabaseOutage } from "./services/database-outage.js";
 import { createAuthenticator, type Identity } from "./services/iam/authenticator.js";
 import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createCustomAuthentication } from "./services/iam/custom-authenticator.js";
+import { createEncryptionContextHook } from "./services/iam/encryption-context.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
 import { countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createSystemService } from "./services/system/system-service.js";
+import { createCustomDataCipher } from "./store/custom-data-cipher.js";
 import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
+import { scopedHandler } from "./store/encryption-scope.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
+import { installQueryContextTags } from "./store/query-context-tags.js";
 import { createSecretBox, loadSecretKey } from "./store/secret-box.js";
 import { createAesDataCipher } from "./store/stored-data-cipher.js";
 import { explainUnstorableInput } from "./store/unstorable-input.js";
@@ -144,6 +150,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     });
     onStop("graphs", () => graphs.close());
     const http = graphs.settings.http;
+    const customEncryption = await customEncryptionOf(graphs.settings.encryption, config);
     // The custom app loads with the graphs: a broken one stops start-up just as early.
     const userApp = http.app && config.role !== "worker" ? await loadHttpApp(http.app) : undefined;
     const cors = corsPolicyFor(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, config.auth, http);
@@ -171,8 +178,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       max: config.dbPoolMax,
       statementTimeoutMs: config.statementTimeoutMs,
       applicationName,
-      cipher: config.aes && createAesDataCipher(config.aes),
+      cipher: config.aes
+        ? createAesDataCipher(config.aes)
+        : customEncryption && createCustomDataCipher(customEncryption, log),
     });
+    if (customEncryption) installQueryContextTags(sql);
     const gate = createDatabaseGate();
     // Queries still running after the drain get a few seconds; during an outage nothing will finish.
     onStop("database pool", () => sql.end({ timeout: gate.open() ? POOL_END_SECONDS : 0 }));
@@ -317,6 +327,15 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       log,
       identities,
       ...(graphs.settings.auth ? { custom: await customAuthOf(graphs.settings.auth, config, sql, log) } : {}),
+      ...(customEncryption?.context
+        ? {
+            onAuthenticated: createEncryptionContextHook(
+              customEncryption.context,
+              customEncryption.source,
+              log,
+            ),
+          }
+        : {}),
     });
     const { guard } = auth;
     const deps = {
@@ -364,51 +383,57 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
 
     const shutdown = new AbortController();
     const server = createOnePortServer(
-      createHttpHandler({
-        services: servedServices(services, http),
-        health,
-        shutdownSignal: shutdown.signal,
-        adapters: servedAdapters(
-          [
-            createMetricsAdapter(metrics),
-            ...[
-              createHeapDumpAdapter({ heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }), auth }),
-              ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
-            ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
-            ...(config.role === "worker"
-              ? []
-              : [
-                  createDocsAdapter({
-                    services: services.map((bound) => bound.service),
-                    publicServices: new Set([SystemService.typeName]),
-                    adapterRoutes: [
-                      ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
-                      ...METRICS_ROUTES,
-                      ...HEAP_DUMP_ROUTES,
-                    ],
-                    version,
-                  }),
-                ]),
-          ],
-          http,
-        ),
-        log,
-        onRequest: (sample) => metrics.recordHttpRequest(sample),
-        cors,
-        accessLog: config.logLevel === "debug" || config.logLevel === "info",
-        ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
-        ...(userApp
-          ? {
-              customApp: await createCustomAppMount({
-                app: userApp,
-                order: http.middlewareOrder ?? "middleware_first",
-                enableCustomRouteAuth: http.enableCustomRouteAuth ?? false,
-                authenticate: createCustomRouteAuth(auth),
-                log,
-              }),
-            }
-          : {}),
-      }),
+      withEncryptionScopes(
+        customEncryption !== undefined,
+        createHttpHandler({
+          services: servedServices(services, http),
+          health,
+          shutdownSignal: shutdown.signal,
+          adapters: servedAdapters(
+            [
+              createMetricsAdapter(metrics),
+              ...[
+                createHeapDumpAdapter({
+                  heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }),
+                  auth,
+                }),
+                ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
+              ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
+              ...(config.role === "worker"
+                ? []
+                : [
+                    createDocsAdapter({
+                      services: services.map((bound) => bound.service),
+                      publicServices: new Set([SystemService.typeName]),
+                      adapterRoutes: [
+                        ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
+                        ...METRICS_ROUTES,
+                        ...HEAP_DUMP_ROUTES,
+                      ],
+                      version,
+                    }),
+                  ]),
+            ],
+            http,
+          ),
+          log,
+          onRequest: (sample) => metrics.recordHttpRequest(sample),
+          cors,
+          accessLog: config.logLevel === "debug" || config.logLevel === "info",
+          ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
+          ...(userApp
+            ? {
+                customApp: await createCustomAppMount({
+                  app: userApp,
+                  order: http.middlewareOrder ?? "middleware_first",
+                  enableCustomRouteAuth: http.enableCustomRouteAuth ?? false,
+                  authenticate: createCustomRouteAuth(auth),
+                  log,
+                }),
+              }
+            : {}),
+        }),
+      ),
       {
         shutdown,
       },
@@ -431,6 +456,24 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * The graphs file's custom encryption (`encryption.path`), loaded and probed; undefined without one.
+ * It and the built-in AES are exclusive: data sealed by one could not be read by the other.
+ */
+async function customEncryptionOf(encryption: EncryptionConfig | undefined, config: Config) {
+  if (!encryption) return undefined;
+  if (config.aes)
+    throw new Error(
+      "encryption.path in the graphs file and AGENTPLANE_AES_KEY are both set: use one (unset AGENTPLANE_AES_KEY and AGENTPLANE_AES_JSON_KEYS, or remove the encryption section)",
+    );
+  return loadCustomEncryption(encryption);
+}
+
+/** The request handler, each request in its own encryption scope when custom encryption is on. */
+function withEncryptionScopes<A extends unknown[]>(on: boolean, handler: (...args: A) => void) {
+  return on ? scopedHandler(handler) : handler;
 }
 
 /** The graphs file's custom auth (`auth.path`), loaded; a module that cannot be used stops start-up. */

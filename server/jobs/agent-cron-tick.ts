@@ -9,6 +9,7 @@ import {
 } from "../store/agent-cron-store.js";
 import type { AgentRunRecord } from "../store/agent-run-store.js";
 import { pgErrorCode, type Sql, type Transaction } from "../store/db.js";
+import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
 import { nextFireTime } from "./cron-schedule.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
@@ -85,7 +86,9 @@ export async function fireDueCrons(deps: CronTickDeps): Promise<CronPassResult> 
       due.sort((a, b) => threadKey(a).localeCompare(threadKey(b)));
       for (const cron of due) {
         try {
-          await tx.savepoint((sp) => deps.fire(sp, cron));
+          // The run is created with, and later executes in, the cron creator's encryption context.
+          const context = parseEncryptionContext(cron.encryptionContext);
+          await runWithEncryptionContext(context, () => tx.savepoint((sp) => deps.fire(sp, cron)));
           result.fired += 1;
         } catch (error) {
           result.failed += 1;

@@ -35,6 +35,7 @@ import {
 } from "../store/agent-run-thread-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import type { Sql } from "../store/db.js";
+import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
 import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import {
@@ -203,7 +204,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (!stop.signal.aborted) stop.abort(reason);
     };
     if (claim.orphaned) halt({ kind: "orphaned" });
-    const done = withLoopback(deps.loopback, run, () => execute(run, leaseToken, stop, halt))
+    // The run writes as its creator would: with the encryption context stored with it.
+    const context = parseEncryptionContext(run.encryptionContext);
+    const done = runWithEncryptionContext(context, () =>
+      withLoopback(deps.loopback, run, () => execute(run, leaseToken, stop, halt)),
+    )
       .catch((error: unknown) =>
         // Its lease lapses and another attempt takes the run over.
         log.error("run attempt failed; the run is retried when its lease lapses", {

@@ -2,7 +2,7 @@ import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { type AuthConfig, parseAuthConfig } from "./graph-config-auth.js";
-import { checkEncryptionSection } from "./graph-config-encryption.js";
+import { type EncryptionConfig, parseEncryptionConfig } from "./graph-config-encryption.js";
 import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
 import { parseWebhooksSection, type WebhooksSection } from "./graph-config-webhooks.js";
@@ -84,6 +84,8 @@ export interface GraphConfig {
   readonly auth?: AuthConfig;
   /** `webhooks`: headers (templates unfilled) and URL policy (server/runtime/graph-config-webhooks.ts). */
   readonly webhooks?: WebhooksSection;
+  /** `encryption` settings: the custom encryption handlers (server/runtime/graph-config-encryption.ts). */
+  readonly encryption?: EncryptionConfig;
   /** Things worth a log line that do not stop start-up, such as unknown top-level keys. */
   readonly warnings: readonly string[];
 }
@@ -199,7 +201,6 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     )
       warnings.push(`unknown top-level key "${key}" is ignored`);
   }
-  checkEncryptionSection(raw.encryption, problems);
 
   const graphs: GraphSpec[] = [];
   if (raw.graphs === undefined) problems.push('graphs: required, an object of graph id → "./file.ts:export"');
@@ -281,6 +282,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
 
   const ui = parseUiConfig(raw, file, graphs, problems, warnings);
   const auth = parseAuthConfig(raw.auth, dir, problems);
+  const encryption = parseEncryptionConfig(raw.encryption, dir, problems);
 
   if (problems.length > 0) throw new GraphConfigError(file, problems);
   return {
@@ -294,6 +296,7 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
     ...optional("ui", ui),
     ...optional("auth", auth),
     ...optional("webhooks", webhooks),
+    ...optional("encryption", encryption),
     warnings,
   };
 }

@@ -67,8 +67,8 @@ export interface GraphRegistry {
   get(graphId: string): RegisteredGraph | undefined;
   /** Where the graphs came from: the config file, or undefined for the bundled example. */
   readonly configFile: string | undefined;
-  /** The config file's `store`, `checkpointer`, `http`, `ui` and `auth` settings. */
-  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth"> & {
+  /** The config file's `store`, `checkpointer`, `http`, `ui`, `auth`, `encryption` and `webhooks` settings. */
+  readonly settings: Pick<GraphConfig, "store" | "checkpointer" | "http" | "ui" | "auth" | "encryption"> & {
     /** `webhooks`, its header templates filled in at start. */
     readonly webhooks?: WebhooksFileSettings;
   };
@@ -150,6 +150,7 @@ export async function createGraphRegistry(
       ...(config.ui ? { ui: config.ui } : {}),
       ...(config.auth ? { auth: config.auth } : {}),
       ...(webhooks ? { webhooks: webhooks.settings } : {}),
+      ...(config.encryption ? { encryption: config.encryption } : {}),
     },
     close: () => extractor.close(),
   };

@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
+import { encryptionContextText } from "./encryption-scope.js";
 import type { JsonObject } from "./thread-store.js";
 
 /** A cron row (migration 0013). */
@@ -25,6 +26,8 @@ export interface CronRecord {
   nextRunDate: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The creator's custom encryption context (JSON text, store/encryption-scope.ts); null when none. */
+  encryptionContext: string | null;
 }
 
 /** What a cron's owner may change; the service computes it whole (a patch applied to the row). */
@@ -73,6 +76,7 @@ interface CronRow {
   next_run_date: Date | null;
   created_at: Date;
   updated_at: Date;
+  encryption_context: string | null;
 }
 
 function toRecord(row: CronRow): CronRecord {
@@ -92,6 +96,7 @@ function toRecord(row: CronRow): CronRecord {
     nextRunDate: row.next_run_date,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    encryptionContext: row.encryption_context,
   };
 }
 
@@ -100,14 +105,15 @@ const j = (q: Queryable, value: JsonObject) => q.json(value as postgres.JSONValu
 /** Stores a new cron. */
 export async function insertCron(
   q: Queryable,
-  cron: Omit<CronRecord, "createdAt" | "updatedAt">,
+  cron: Omit<CronRecord, "createdAt" | "updatedAt" | "encryptionContext">,
 ): Promise<CronRecord> {
   const [row] = await q<CronRow[]>`
     insert into agent_crons (workspace_id, cron_id, assistant_id, thread_id, schedule, timezone, end_time,
-                             enabled, on_run_completed, payload, metadata, user_id, next_run_date)
+                             enabled, on_run_completed, payload, metadata, user_id, next_run_date,
+                             encryption_context)
     values (${cron.workspaceId}, ${cron.cronId}, ${cron.assistantId}, ${cron.threadId}, ${cron.schedule},
             ${cron.timezone}, ${cron.endTime}, ${cron.enabled}, ${cron.onRunCompleted}, ${j(q, cron.payload)},
-            ${j(q, cron.metadata)}, ${cron.userId}, ${cron.nextRunDate})
+            ${j(q, cron.metadata)}, ${cron.userId}, ${cron.nextRunDate}, ${encryptionContextText()})
     returning *`;
   if (!row) throw new Error("insert into agent_crons returned no row");
   return toRecord(row);

@@ -1,5 +1,6 @@
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
+import { encryptionContextText } from "./encryption-scope.js";
 import type { JsonObject, JsonValue } from "./thread-store.js";
 
 /** Run status values, as the checks of migration 0010 allow. */
@@ -29,6 +30,8 @@ export interface AgentRunRecord {
   notBefore: Date;
   createdAt: Date;
   updatedAt: Date;
+  /** The creator's custom encryption context (JSON text, store/encryption-scope.ts); null when none. */
+  encryptionContext: string | null;
 }
 
 interface RunRow {
@@ -48,6 +51,7 @@ interface RunRow {
   not_before: Date;
   created_at: Date;
   updated_at: Date;
+  encryption_context: string | null;
 }
 
 function toRecord(row: RunRow): AgentRunRecord {
@@ -68,6 +72,7 @@ function toRecord(row: RunRow): AgentRunRecord {
     notBefore: row.not_before,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    encryptionContext: row.encryption_context,
   };
 }
 
@@ -118,14 +123,14 @@ export async function insertRun(
     with inserted as (
       insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                               multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                              lease_token, lease_expires_at, started_at)
+                              lease_token, lease_expires_at, started_at, encryption_context)
       values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
               ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
               now() + make_interval(secs => ${run.afterSeconds}::float8),
               ${claim ? "running" : "pending"}, ${claim ? 1 : 0}, ${claim?.owner ?? null},
               ${claim?.leaseToken ?? null}::uuid,
               ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
-              ${claim ? q`now()` : null})
+              ${claim ? q`now()` : null}, ${encryptionContextText()})
       returning *
     ), busy as (
       update threads set status = 'busy', updated_at = now()
@@ -158,11 +163,12 @@ export async function insertRunOnNewThread(
     )
     insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                             multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                            lease_token, lease_expires_at, started_at)
+                            lease_token, lease_expires_at, started_at, encryption_context)
     select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
            now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
-           ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now()
+           ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now(),
+           ${encryptionContextText()}
     from thread
     returning *`;
   if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);

@@ -1,3 +1,5 @@
+import { pinSubmittedContext } from "./query-context-tags.js";
+
 /**
  * Turns many concurrent one-row statements into a few statements of many rows.
  *
@@ -89,6 +91,9 @@ export function createCoalescer<I, O>({
 
   return (item) =>
     new Promise<O>((resolve, reject) => {
+      // The batch is sent from whichever caller's turn flushes it: each item keeps its own caller's
+      // encryption context (custom encryption at rest).
+      pinSubmittedContext(item);
       pending.push({ item, resolve, reject });
       if (inFlight < maxInFlight && !scheduled) {
         scheduled = true;

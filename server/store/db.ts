@@ -1,5 +1,5 @@
 import postgres from "postgres";
-import { ENCRYPTED_PREFIX, type StoredDataCipher } from "./stored-data-cipher.js";
+import type { StoredDataCipher } from "./stored-data-cipher.js";
 
 /** A Postgres connection pool (porsager `postgres`). */
 export type Sql = postgres.Sql;
@@ -41,7 +41,7 @@ function encryptingJsonType(cipher: StoredDataCipher) {
     serialize: (value: unknown) => cipher.stringifyEncrypted(value),
     parse: (text: string) => {
       const value: unknown = JSON.parse(text);
-      return text.includes(ENCRYPTED_PREFIX) ? cipher.decryptJson(value) : value;
+      return text.includes(cipher.sealedPrefix) ? cipher.decryptJson(value) : value;
     },
   };
 }

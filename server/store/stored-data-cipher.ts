@@ -11,8 +11,10 @@ import { createSecretBox, parseSecretKey, type SecretBox, sealedKeyId } from "./
  * writes are opaque bytes that nothing queries, so they are sealed whole (see {@link sealBlob}).
  */
 export interface StoredDataCipher {
-  /** The allowlisted JSON key names whose values are encrypted. */
+  /** The allowlisted JSON key names whose values are encrypted (none for custom encryption). */
   readonly jsonKeys: ReadonlySet<string>;
+  /** Starts every sealed JSON value: JSON text without it holds nothing to decrypt. */
+  readonly sealedPrefix: string;
   /**
    * A copy of `value` with every allowlisted key's value sealed. A top-level array is a batch of
    * rows (as the stores pass `jsonb_to_recordset` input): its elements' own fields are columns, not
@@ -61,7 +63,7 @@ const jsonContext = (key: string): string => `agentplane json ${key}`;
  * Keys agentplane itself reads inside stored JSON with SQL (the run's webhook in its kwargs, the run
  * and thread ids in checkpoint and thread metadata): encrypting them would break those reads.
  */
-const RESERVED_JSON_KEYS = ["webhook", "run_id", "thread_id", "checkpoint_id", "checkpoint_ns"];
+export const RESERVED_JSON_KEYS = ["webhook", "run_id", "thread_id", "checkpoint_id", "checkpoint_ns"];
 
 /** Longest allowlist entry: a JSON key name, not a document. */
 const MAX_JSON_KEY_LENGTH = 256;
@@ -171,6 +173,7 @@ export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
 
   return {
     jsonKeys,
+    sealedPrefix: ENCRYPTED_PREFIX,
     encryptJson,
     decryptJson,
     encryptJsonText: (text) => (mentionsKey(text) ? JSON.stringify(encryptJson(JSON.parse(text))) : text),
@@ -199,12 +202,12 @@ export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
 }
 
 /** A non-array, non-null object. */
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** What JSON.stringify would write for `value` at the top (Dates and other `toJSON` objects). */
-function toJsonable(value: unknown): unknown {
+export function toJsonable(value: unknown): unknown {
   if (isObject(value) && typeof value.toJSON === "function") return (value.toJSON as () => unknown)();
   return value;
 }

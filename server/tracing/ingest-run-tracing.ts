@@ -1,5 +1,6 @@
 import type { Logger } from "../logger.js";
 import { createRunTracing, type RunTracing, type TraceRecord } from "../runtime/run-tracer.js";
+import { runWithEncryptionContext } from "../store/encryption-scope.js";
 import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import type { IngestService } from "./ingest-service.js";
 
@@ -20,10 +21,15 @@ export function createIngestRunTracing(
     );
   return createRunTracing({
     log,
+    // Outside any run's custom encryption context: the ingest writes batches that mix runs of
+    // different callers, so traces are encrypted under the empty context, never under another
+    // caller's.
     sink: (workspaceId, batch) =>
-      ingest.ingestRuns(
-        { workspaceId, userId: null, apiKeyId: null },
-        cipher ? { post: sealErrors(batch.post), patch: sealErrors(batch.patch) } : batch,
+      runWithEncryptionContext(undefined, () =>
+        ingest.ingestRuns(
+          { workspaceId, userId: null, apiKeyId: null },
+          cipher ? { post: sealErrors(batch.post), patch: sealErrors(batch.patch) } : batch,
+        ),
       ),
   });
 }

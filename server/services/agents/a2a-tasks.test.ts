@@ -25,6 +25,7 @@ function run(overrides: Partial<AgentRunRecord> = {}): AgentRunRecord {
     notBefore: at,
     createdAt: at,
     updatedAt: at,
+    encryptionContext: null,
     ...overrides,
   };
 }

@@ -169,7 +169,14 @@ export function applyCronUpdate(
   now: Date,
 ): Omit<
   CronRecord,
-  "workspaceId" | "cronId" | "assistantId" | "threadId" | "userId" | "createdAt" | "updatedAt"
+  | "workspaceId"
+  | "cronId"
+  | "assistantId"
+  | "threadId"
+  | "userId"
+  | "createdAt"
+  | "updatedAt"
+  | "encryptionContext"
 > {
   const stateless = cron.threadId === null;
   const timezone = nullableText(request.timezone, "timezone");

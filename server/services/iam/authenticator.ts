@@ -52,6 +52,8 @@ export interface AuthenticatorOptions {
   identities: IdentityCache<Identity>;
   /** The graphs file's custom auth, which decides who sends each request; absent: API keys only. */
   custom?: CustomAuthentication;
+  /** Runs after each successful authentication (custom encryption's context, encryption-context.ts). */
+  onAuthenticated?: (principal: Principal) => Promise<void>;
 }
 
 /** The HTTP method and full URL of a request, for custom auth's `Request`. */
@@ -99,6 +101,7 @@ export function createAuthenticator({
   log,
   identities,
   custom,
+  onAuthenticated,
 }: AuthenticatorOptions): Authenticator {
   /** When this process last recorded each key's use, so a busy key costs no UPDATE per request. */
   const touched = new Map<string, number>();
@@ -162,9 +165,18 @@ export function createAuthenticator({
     };
   }
 
-  function authenticate(headers: Headers, target: RequestTarget = UNKNOWN_TARGET): Promise<Principal> {
+  function authenticateCaller(headers: Headers, target: RequestTarget): Promise<Principal> {
     if (!custom) return authenticateKey(headers);
     return custom.authenticate(headers, target, () => authenticateKey(headers));
+  }
+
+  function authenticate(headers: Headers, target: RequestTarget = UNKNOWN_TARGET): Promise<Principal> {
+    const principal = authenticateCaller(headers, target);
+    if (!onAuthenticated) return principal;
+    return principal.then(async (p) => {
+      await onAuthenticated(p);
+      return p;
+    });
   }
 
   return {
