@@ -60,3 +60,32 @@ function expand(filter: AuthFilter): FilterAlternatives | undefined {
     }
   }
 }
+
+/**
+ * `metadata` (a search's own containment filter) and `auth` folded into one containment object
+ * when `auth` is a plain conjunction (one alternative) naming keys that neither it nor `metadata`
+ * names twice, with nothing left over; otherwise `metadata` as it is and `auth` as the rest.
+ * `m @> {a: x} and m @> {b: y}` is `m @> {a: x, b: y}` for distinct keys, so both forms select
+ * the same rows; but a prepared statement's generic plan guesses each containment keeps a small
+ * share of the rows, so two of them look selective enough to read through the GIN index and sort
+ * every match for one page (3× slower than one containment, measured on 10,000 matching threads).
+ */
+export function foldedContainment(
+  metadata: JsonObject | undefined,
+  auth: AuthFilter | undefined,
+): { containment: JsonObject | undefined; rest: AuthFilter | undefined } {
+  const unfolded = { containment: metadata, rest: auth };
+  if (!auth) return unfolded;
+  const alternatives = filterAlternatives(auth);
+  const [only] = alternatives ?? [];
+  if (alternatives?.length !== 1 || !only) return unfolded;
+  // A Map, not assignment: a key such as `__proto__` stays a key.
+  const folded = new Map(Object.entries(metadata ?? {}));
+  for (const part of only) {
+    for (const [key, value] of Object.entries(part)) {
+      if (folded.has(key)) return unfolded;
+      folded.set(key, value);
+    }
+  }
+  return { containment: Object.fromEntries(folded), rest: undefined };
+}

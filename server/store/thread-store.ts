@@ -1,4 +1,4 @@
-import type { FilterAlternatives } from "./auth-filter-alternatives.js";
+import { type FilterAlternatives, foldedContainment } from "./auth-filter-alternatives.js";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 
@@ -258,13 +258,14 @@ export async function existingThreadIds(
 }
 
 function whereFilter(q: Queryable, workspaceId: string, filter: ThreadFilter) {
+  const { containment, rest } = foldedContainment(filter.metadata, filter.auth);
   return q`
     workspace_id = ${workspaceId}
     ${filter.ids ? q`and thread_id = any(${filter.ids}::uuid[])` : q``}
-    ${filter.metadata ? q`and metadata @> ${q.json(filter.metadata)}` : q``}
+    ${containment ? q`and metadata @> ${q.json(containment)}` : q``}
     ${filter.values ? q`and "values" @> ${q.json(filter.values)}` : q``}
     ${filter.status ? q`and status = ${filter.status}` : q``}
-    ${filter.auth ? q`and (${authFilterSql(q, "metadata", filter.auth)})` : q``}`;
+    ${rest ? q`and (${authFilterSql(q, "metadata", rest)})` : q``}`;
 }
 
 /**

@@ -5,14 +5,23 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { filterAlternatives, MAX_FILTER_CONTAINMENTS } from "../../server/store/auth-filter-alternatives.js";
+import {
+  filterAlternatives,
+  foldedContainment,
+  MAX_FILTER_CONTAINMENTS,
+} from "../../server/store/auth-filter-alternatives.js";
 import {
   type AuthFilter,
   authFilterSql,
   MAX_FILTER_BRANCHES,
   parseAuthFilter,
 } from "../../server/store/auth-filter-sql.js";
-import { findVisibleThread, findVisibleThreads, insertThreads } from "../../server/store/thread-store.js";
+import {
+  findVisibleThread,
+  findVisibleThreads,
+  insertThreads,
+  searchThreads,
+} from "../../server/store/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
 import { createTestWorkspace } from "../support/tenancy.js";
 
@@ -144,6 +153,54 @@ describe("findVisibleThreads (filters as data, batched)", () => {
       { workspaceId, threadId: ids[0] as string, alternatives },
     ]);
     expect(found.map((t) => t?.threadId ?? null)).toEqual([null, null, ids[0]]);
+  });
+
+  it("searches alike whether the filter folds into the search's containment or not", async () => {
+    const sql = db().sql;
+    const searches: [Record<string, unknown> | undefined, unknown][] = [
+      [undefined, { owner: "alice" }],
+      [{ n: 1 }, { owner: "alice" }],
+      [{ owner: "alice" }, { owner: "alice" }],
+      [{ owner: "alice" }, { owner: "bob" }],
+      [{ tags: ["b"] }, { tags: { $contains: "a" } }],
+      [{ public: true }, { $or: [{ owner: "alice" }, { owner: "bob" }] }],
+      [{}, { owner: "alice", tags: { $contains: "b" } }],
+    ];
+    for (const [metadata, raw] of searches) {
+      const auth = parsed(raw);
+      const expected = await sql<{ thread_id: string }[]>`
+        select thread_id from threads where workspace_id = ${workspaceId}
+          and metadata @> ${sql.json((metadata ?? {}) as never)} and (${authFilterSql(sql, "metadata", auth)})
+        order by thread_id`;
+      const found = await searchThreads(
+        sql,
+        workspaceId,
+        { ...(metadata ? { metadata: metadata as never } : {}), auth },
+        { sortBy: "thread_id", descending: false, limit: 100, offset: 0 },
+      );
+      expect(
+        found.threads.map((t) => t.threadId),
+        JSON.stringify([metadata, raw]),
+      ).toEqual(expected.map((r) => r.thread_id));
+      expect(found.total).toBe(expected.length);
+    }
+  });
+
+  it("folds a plain conjunction with distinct keys, and nothing else", () => {
+    expect(foldedContainment({ a: 1 }, parsed({ owner: "x", tags: { $contains: "t" } }))).toEqual({
+      containment: { a: 1, owner: "x", tags: ["t"] },
+      rest: undefined,
+    });
+    expect(foldedContainment(undefined, parsed({ owner: "x" }))).toEqual({
+      containment: { owner: "x" },
+      rest: undefined,
+    });
+    const or = parsed({ $or: [{ owner: "x" }, { public: true }] });
+    expect(foldedContainment({ a: 1 }, or)).toEqual({ containment: { a: 1 }, rest: or });
+    const twice = parsed({ owner: "x" });
+    expect(foldedContainment({ owner: "y" }, twice)).toEqual({ containment: { owner: "y" }, rest: twice });
+    const proto = foldedContainment(undefined, parsed({ ["__proto__"]: "x" })).containment;
+    expect(Object.keys(proto ?? {})).toEqual(["__proto__"]);
   });
 
   it("leaves a filter that multiplies out too far to the SQL text form", () => {
