@@ -21,7 +21,8 @@
  * one with the ratio agentplane / baseline. To compare checkouts only, add `--targets agentplane`.
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY,
- * BENCH_OPS and BENCH_TARGETS. `--profile-server` writes agentplane's V8 CPU profile into `<dir>`.
+ * BENCH_OPS and BENCH_TARGETS. `--profile-server` writes the V8 CPU profiles of agentplane and of the
+ * custom-auth variant into `<dir>` (file names carry each process's pid).
  *
  * `--encryption` adds agentplane with built-in encryption at rest (AGENTPLANE_AES_KEY, the seeded
  * metadata's `n`, the created threads' `seq` and the store values' `text` allowlisted) on a database
@@ -350,7 +351,7 @@ async function main(settings: Settings): Promise<void> {
           // The issue measures custom auth and encryption on together.
           encryption: benchEncryption(ENCRYPTED_KEYS),
         },
-        undefined,
+        settings.profileDir,
         THIS_CHECKOUT.root,
       );
       children.push(child);

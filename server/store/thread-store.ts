@@ -1,3 +1,4 @@
+import { type FilterAlternatives, foldedContainment } from "./auth-filter-alternatives.js";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 
@@ -257,13 +258,14 @@ export async function existingThreadIds(
 }
 
 function whereFilter(q: Queryable, workspaceId: string, filter: ThreadFilter) {
+  const { containment, rest } = foldedContainment(filter.metadata, filter.auth);
   return q`
     workspace_id = ${workspaceId}
     ${filter.ids ? q`and thread_id = any(${filter.ids}::uuid[])` : q``}
-    ${filter.metadata ? q`and metadata @> ${q.json(filter.metadata)}` : q``}
+    ${containment ? q`and metadata @> ${q.json(containment)}` : q``}
     ${filter.values ? q`and "values" @> ${q.json(filter.values)}` : q``}
     ${filter.status ? q`and status = ${filter.status}` : q``}
-    ${filter.auth ? q`and (${authFilterSql(q, "metadata", filter.auth)})` : q``}`;
+    ${rest ? q`and (${authFilterSql(q, "metadata", rest)})` : q``}`;
 }
 
 /**
@@ -280,6 +282,50 @@ export async function findVisibleThread(
     where workspace_id = ${key.workspaceId} and thread_id = ${key.threadId}
       and (${authFilterSql(q, "metadata", auth)})`;
   return row && toRecord(row);
+}
+
+/** A thread lookup through a custom auth filter, as {@link findVisibleThreads} takes it. */
+export interface VisibleThreadKey extends ThreadKey {
+  /** The filter the thread must pass, as {@link filterAlternatives} rearranged it. */
+  readonly alternatives: FilterAlternatives;
+}
+
+/**
+ * Threads each behind its own custom auth filter, in one query: result `i` is the thread at
+ * `keys[i]` when it exists and its metadata passes `keys[i].alternatives`. The filters are checked
+ * in SQL, row by row, so a thread the caller may not see never leaves Postgres.
+ */
+export async function findVisibleThreads(
+  q: Queryable,
+  keys: readonly VisibleThreadKey[],
+): Promise<(ThreadRecord | undefined)[]> {
+  const wanted = keys.map((k, i) => ({
+    i,
+    workspace_id: k.workspaceId,
+    thread_id: k.threadId,
+    alternatives: k.alternatives,
+  }));
+  const rows = await q<(ThreadRow & { key_index: number })[]>`
+    select t.*, k.i as key_index
+    from jsonb_to_recordset(${q.json(wanted as never)}) as k(i int, workspace_id uuid, thread_id uuid, alternatives jsonb)
+    -- One primary-key probe per key, kept apart from the planner's join choices by the limit (see
+    -- findThreads); the filter then reads the one row found.
+    cross join lateral (
+      select * from threads t
+      where t.workspace_id = k.workspace_id and t.thread_id = k.thread_id
+        and exists (
+          select from jsonb_array_elements(k.alternatives) alternative
+          where not exists (
+            select from jsonb_array_elements(alternative.value) part where not t.metadata @> part.value
+          )
+        )
+      limit 1
+    ) t`;
+  const byIndex = new Map(rows.map((row) => [row.key_index, row]));
+  return keys.map((_, i) => {
+    const row = byIndex.get(i);
+    return row && toRecord(row);
+  });
 }
 
 /**

@@ -156,6 +156,27 @@ describe("custom auth over REST with the official SDK", () => {
     );
     expect(owners).toEqual(new Set(["alice", "bob"]));
   });
+
+  it("keeps users apart when their concurrent reads go to Postgres together", async () => {
+    // Users of their own: later tests count carol's and dave's threads.
+    const erin = lg("erin");
+    const frank = lg("frank");
+    const own = await Promise.all(
+      [erin, frank].flatMap((user) => [0, 1, 2].map(() => user.threads.create({ metadata: {} }))),
+    );
+    // Every user asks for every thread at once: the server batches lookups in flight together.
+    const asks = [erin, frank].flatMap((user, u) =>
+      own.map(async (thread, i) => ({
+        mine: Math.floor(i / 3) === u,
+        id: thread.thread_id,
+        answer: await user.threads.get(thread.thread_id).then(
+          (found) => found.thread_id,
+          (error: { status?: number }) => error.status,
+        ),
+      })),
+    );
+    for (const { mine, id, answer } of await Promise.all(asks)) expect(answer).toBe(mine ? id : 404);
+  });
 });
 
 describe("bad handler results", () => {

@@ -1,15 +1,29 @@
 /**
  * Custom auth filters against real Postgres: each operator selects exactly the rows it should
- * (authFilterSql), and parseAuthFilter refuses what a handler may not return.
+ * (authFilterSql), the batched thread lookup (filters as data, filterAlternatives) selects the same
+ * rows as the filter as SQL text, and parseAuthFilter refuses what a handler may not return.
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import {
+  filterAlternatives,
+  foldedContainment,
+  MAX_FILTER_CONTAINMENTS,
+} from "../../server/store/auth-filter-alternatives.js";
 import {
   type AuthFilter,
   authFilterSql,
   MAX_FILTER_BRANCHES,
   parseAuthFilter,
 } from "../../server/store/auth-filter-sql.js";
+import {
+  findVisibleThread,
+  findVisibleThreads,
+  insertThreads,
+  searchThreads,
+} from "../../server/store/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
 
@@ -65,6 +79,136 @@ describe("authFilterSql", () => {
   it("keeps keys and values out of the SQL text (quotes cannot break out)", async () => {
     expect(await matching({ "owner') or true --": "x" })).toEqual([]);
     expect(await matching({ owner: "alice' or '1'='1" })).toEqual([]);
+  });
+});
+
+describe("findVisibleThreads (filters as data, batched)", () => {
+  /** Filters of every shape, including ones that expand into several alternatives. */
+  const filters: unknown[] = [
+    { owner: "alice" },
+    { owner: { $eq: "bob" } },
+    { n: 1 },
+    { n: "1" },
+    { owner: null },
+    { tags: { $contains: "a" } },
+    { tags: { $contains: ["a", "b"] } },
+    { owner: "alice", n: 1 },
+    { $or: [{ owner: "bob" }, { public: true }] },
+    { $and: [{ owner: "alice" }, { $or: [{ n: 1 }, { public: true }] }] },
+    {
+      $and: [
+        { $or: [{ owner: "alice" }, { owner: "bob" }] },
+        { $or: [{ tags: { $contains: "b" } }, { n: "1" }] },
+      ],
+    },
+    { $or: [{ $and: [{ owner: "bob" }, { n: 2 }] }, { $and: [{ tags: "a" }, { public: true }] }] },
+    {},
+  ];
+  let workspaceId: string;
+  let otherWorkspaceId: string;
+  const ids: string[] = [];
+
+  beforeAll(async () => {
+    const sql = db().sql;
+    workspaceId = await createTestWorkspace(sql);
+    otherWorkspaceId = await createTestWorkspace(sql);
+    for (const _ of rows) ids.push(uuidv7());
+    await insertThreads(
+      sql,
+      rows.map(([, metadata], i) => ({
+        workspaceId,
+        threadId: ids[i] as string,
+        metadata: metadata as never,
+        ttl: null,
+      })),
+    );
+  });
+
+  it("answers every key, in one statement, exactly as the filter as SQL text does", async () => {
+    const sql = db().sql;
+    const lookups = filters.flatMap((raw) => {
+      const filter = parsed(raw);
+      const alternatives = filterAlternatives(filter);
+      if (!alternatives) throw new Error(`${JSON.stringify(raw)} did not expand`);
+      return ids.map((threadId) => ({ filter, key: { workspaceId, threadId, alternatives } }));
+    });
+    const batched = await findVisibleThreads(
+      sql,
+      lookups.map((l) => l.key),
+    );
+    const alone = await Promise.all(lookups.map((l) => findVisibleThread(sql, l.key, l.filter)));
+    expect(batched.map((t) => t?.threadId ?? null)).toEqual(alone.map((t) => t?.threadId ?? null));
+    // The filters do select: some lookups find their thread and some do not.
+    expect(batched.filter((t) => t).length).toBeGreaterThan(0);
+    expect(batched.filter((t) => !t).length).toBeGreaterThan(0);
+  });
+
+  it("finds nothing in another workspace, nor a thread that does not exist", async () => {
+    const sql = db().sql;
+    const alternatives = filterAlternatives(parsed({}));
+    if (!alternatives) throw new Error("{} did not expand");
+    const found = await findVisibleThreads(sql, [
+      { workspaceId: otherWorkspaceId, threadId: ids[0] as string, alternatives },
+      { workspaceId, threadId: uuidv7(), alternatives },
+      { workspaceId, threadId: ids[0] as string, alternatives },
+    ]);
+    expect(found.map((t) => t?.threadId ?? null)).toEqual([null, null, ids[0]]);
+  });
+
+  it("searches alike whether the filter folds into the search's containment or not", async () => {
+    const sql = db().sql;
+    const searches: [Record<string, unknown> | undefined, unknown][] = [
+      [undefined, { owner: "alice" }],
+      [{ n: 1 }, { owner: "alice" }],
+      [{ owner: "alice" }, { owner: "alice" }],
+      [{ owner: "alice" }, { owner: "bob" }],
+      [{ tags: ["b"] }, { tags: { $contains: "a" } }],
+      [{ public: true }, { $or: [{ owner: "alice" }, { owner: "bob" }] }],
+      [{}, { owner: "alice", tags: { $contains: "b" } }],
+    ];
+    for (const [metadata, raw] of searches) {
+      const auth = parsed(raw);
+      const expected = await sql<{ thread_id: string }[]>`
+        select thread_id from threads where workspace_id = ${workspaceId}
+          and metadata @> ${sql.json((metadata ?? {}) as never)} and (${authFilterSql(sql, "metadata", auth)})
+        order by thread_id`;
+      const found = await searchThreads(
+        sql,
+        workspaceId,
+        { ...(metadata ? { metadata: metadata as never } : {}), auth },
+        { sortBy: "thread_id", descending: false, limit: 100, offset: 0 },
+      );
+      expect(
+        found.threads.map((t) => t.threadId),
+        JSON.stringify([metadata, raw]),
+      ).toEqual(expected.map((r) => r.thread_id));
+      expect(found.total).toBe(expected.length);
+    }
+  });
+
+  it("folds a plain conjunction with distinct keys, and nothing else", () => {
+    expect(foldedContainment({ a: 1 }, parsed({ owner: "x", tags: { $contains: "t" } }))).toEqual({
+      containment: { a: 1, owner: "x", tags: ["t"] },
+      rest: undefined,
+    });
+    expect(foldedContainment(undefined, parsed({ owner: "x" }))).toEqual({
+      containment: { owner: "x" },
+      rest: undefined,
+    });
+    const or = parsed({ $or: [{ owner: "x" }, { public: true }] });
+    expect(foldedContainment({ a: 1 }, or)).toEqual({ containment: { a: 1 }, rest: or });
+    const twice = parsed({ owner: "x" });
+    expect(foldedContainment({ owner: "y" }, twice)).toEqual({ containment: { owner: "y" }, rest: twice });
+    const proto = foldedContainment(undefined, parsed({ ["__proto__"]: "x" })).containment;
+    expect(Object.keys(proto ?? {})).toEqual(["__proto__"]);
+  });
+
+  it("leaves a filter that multiplies out too far to the SQL text form", () => {
+    const branches = (key: string) => ({ $or: Array.from({ length: 10 }, (_, i) => ({ [key]: i })) });
+    expect(filterAlternatives(parsed({ $and: [branches("a"), branches("b")] }))).toBeUndefined();
+    const fits = filterAlternatives(parsed({ $and: [branches("a"), { owner: "x" }] }));
+    expect(fits).toHaveLength(10);
+    expect(fits?.flat().length).toBeLessThanOrEqual(MAX_FILTER_CONTAINMENTS);
   });
 });
 

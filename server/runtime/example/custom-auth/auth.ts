@@ -4,7 +4,10 @@
  * Name it in the graphs file as `"auth": {"path": "./auth.ts:auth"}`.
  */
 import { Auth, HTTPException } from "@langchain/langgraph-sdk/auth";
-import { verifyHs256 } from "./hs256-jwt.js";
+import { createVerifiedTokens } from "./verified-tokens.js";
+
+/** Checks tokens, remembering the good ones until they expire (a client sends one per request). */
+const verifyToken = createVerifiedTokens();
 
 /** What a client without a valid token is told, with the header that says how to authenticate. */
 function unauthorized(message: string): HTTPException {
@@ -17,7 +20,7 @@ export const auth = new Auth()
     if (!secret) throw new HTTPException(503, { message: "the server has no JWT_SECRET set" });
     const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
     if (!token) throw unauthorized("send a JWT in the Authorization header: Bearer <token>");
-    const claims = verifyHs256(token, secret);
+    const claims = verifyToken(token, secret);
     if (!claims || typeof claims.sub !== "string") throw unauthorized("the token is invalid or expired");
     return {
       identity: claims.sub,
