@@ -73,6 +73,7 @@ function accessFields(
     workspaceId: scope.workspaceId ?? null,
     requestId,
   };
-  if (!res.writableFinished) fields.incomplete = true;
+  // writableEnded too: Node's HTTP/2 compatibility layer reports a reset stream as finished.
+  if (!res.writableEnded || !res.writableFinished) fields.incomplete = true;
   return fields;
 }
