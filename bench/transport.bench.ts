@@ -20,7 +20,7 @@
  *
  *   npm run bench:transport -- [--duration-s 5] [--warmup-s 1] [--rounds 2] [--concurrency 1,32]
  *     [--protocols rest,connect,connect-h2,grpc] [--client h2load|node] [--profile-server <dir>]
- *     [--log-level error|info] [--baseline <dir>] [--baseline-log-level error|info]
+ *     [--log-level error|info] [--baseline <dir>] [--baseline-log-level error|info] [--fresh-servers]
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY and
  * BENCH_PROTOCOLS. `--profile-server` writes the server's V8 CPU profile (`.cpuprofile`) into `<dir>`.
@@ -34,6 +34,15 @@
  * log itself, on against off, in one run:
  *
  *   npm run bench:transport -- --log-level info --baseline . --baseline-log-level error
+ *
+ * Two server processes of the same checkout and settings differ by a few percent for their whole
+ * life, and the server CPU is read at nanosecond resolution (schedstat), so short cells count: for
+ * a cost of a few percent, run many short rounds with `--fresh-servers`, which starts every
+ * checkout's server anew before each round, and compare with a control run at one level
+ * (`--baseline-log-level` the same as `--log-level`):
+ *
+ *   npm run bench:transport -- --log-level info --baseline . --baseline-log-level error \
+ *     --protocols rest,connect --rounds 12 --duration-s 2 --warmup-s 0.5 --fresh-servers
  */
 import { Agent, type RequestOptions, request } from "node:http";
 import { availableParallelism } from "node:os";
@@ -48,7 +57,7 @@ import { createBenchApiKey } from "./support/bench-app.js";
 import { startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
-import { cpuSecondsBetween, processCpuMeter } from "./support/cpu-meter.js";
+import { cpuSecondsBetween, preciseProcessCpuMeter } from "./support/cpu-meter.js";
 import { findH2load, runH2load } from "./support/h2load.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
 import { type MeteredResult, runMeteredLoop } from "./support/metered-loop.js";
@@ -113,6 +122,8 @@ interface Settings extends LoopSettings {
   baselineLogLevel: (typeof LOG_LEVELS)[number];
   /** h2load's path when it generates the load; undefined for the Node clients. */
   h2load: string | undefined;
+  /** Start every checkout's server anew before each round after the first. */
+  freshServers: boolean;
 }
 
 function readSettings(): Settings {
@@ -123,6 +134,7 @@ function readSettings(): Settings {
       "log-level": { type: "string", default: "error" },
       "baseline-log-level": { type: "string" },
       client: { type: "string", default: process.env.BENCH_CLIENT ?? (findH2load() ? "h2load" : "node") },
+      "fresh-servers": { type: "boolean", default: false },
       ...BASELINE_OPTION,
     },
   });
@@ -143,6 +155,7 @@ function readSettings(): Settings {
     logLevel: logLevel ?? "error",
     baselineLogLevel: baselineLogLevel ?? logLevel ?? "error",
     h2load,
+    freshServers: values["fresh-servers"],
   };
 }
 
@@ -286,9 +299,11 @@ type Results = Map<string, MeteredResult[]>;
 async function runRounds(
   settings: Settings,
   measure: (checkout: Checkout, protocol: Protocol, concurrency: number) => Promise<MeteredResult>,
+  beforeRound: (round: number) => Promise<void>,
 ): Promise<Results> {
   const results: Results = new Map();
   for (let round = 0; round < settings.rounds; round++) {
+    await beforeRound(round);
     const flip = <T>(items: readonly T[]): T[] => (round % 2 === 0 ? [...items] : [...items].reverse());
     for (const concurrency of settings.concurrencies) {
       for (const protocol of flip(settings.protocols)) {
@@ -415,16 +430,20 @@ async function main(settings: Settings): Promise<void> {
   const servers = new Map<string, AgentplaneChild>();
   try {
     // One at a time: two servers migrating and bootstrapping one database at once is no bench's concern.
-    for (const checkout of settings.checkouts) {
-      const logLevel = checkout === THIS_CHECKOUT ? settings.logLevel : settings.baselineLogLevel;
-      const server = await spawnAgentplane(
-        { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, `data-${checkout.label}`), logLevel },
-        settings.profileDir,
-        checkout.root,
-        logLevel === "error" ? undefined : join(pg.dir, `${checkout.label}.log`),
-      );
-      servers.set(checkout.label, server);
-    }
+    const startCheckouts = async () => {
+      for (const checkout of settings.checkouts) {
+        const logLevel = checkout === THIS_CHECKOUT ? settings.logLevel : settings.baselineLogLevel;
+        await servers.get(checkout.label)?.stop();
+        const server = await spawnAgentplane(
+          { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, `data-${checkout.label}`), logLevel },
+          settings.profileDir,
+          checkout.root,
+          logLevel === "error" ? undefined : join(pg.dir, `${checkout.label}.log`),
+        );
+        servers.set(checkout.label, server);
+      }
+    };
+    await startCheckouts();
     const appServer = settings.protocols.includes("rest-app")
       ? await spawnAgentplane(
           {
@@ -470,7 +489,7 @@ async function main(settings: Settings): Promise<void> {
 
     const pidOf = (checkout: Checkout, protocol: Protocol) => serverOf(checkout, protocol)?.pid ?? 0;
     const measure = async (checkout: Checkout, protocol: Protocol, concurrency: number) => {
-      const meter = processCpuMeter(pidOf(checkout, protocol));
+      const meter = preciseProcessCpuMeter(pidOf(checkout, protocol));
       if (settings.h2load) {
         const before = await meter?.read();
         const cell = h2loadCell(
@@ -500,12 +519,23 @@ async function main(settings: Settings): Promise<void> {
     console.log(
       `transport bench: IdentityService/Whoami (admin key), Node ${process.version}, ${availableParallelism()} cores; ` +
         `${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up, ` +
-        `best of ${settings.rounds} round(s), protocol and checkout order alternating per round; ` +
+        `best of ${settings.rounds} round(s), protocol and checkout order alternating per round` +
+        `${settings.freshServers ? ", fresh server processes each round" : ""}; ` +
         `load from ${settings.h2load ? `h2load (${settings.h2load})` : "Node clients in the bench process"}; ` +
         `server log level ${describeLogLevel(settings.logLevel)}` +
         (settings.checkouts.length > 1 ? `, baselines' ${describeLogLevel(settings.baselineLogLevel)}` : ""),
     );
-    const results = await runRounds(settings, measure);
+    // Each server process has its own luck (what V8 compiled and inlined, where its heap lies): two
+    // of the same checkout and settings differ by a few percent for their whole life. Fresh
+    // processes every round turn that into noise the median of the rounds sees through. A fresh
+    // process first serves one unrecorded cell of each protocol, so that it is measured warm.
+    const results = await runRounds(settings, measure, async (round) => {
+      if (!settings.freshServers) return;
+      if (round > 0) await startCheckouts();
+      for (const checkout of settings.checkouts)
+        for (const protocol of settings.protocols)
+          if (protocol !== "rest-app") await measure(checkout, protocol, Math.max(...settings.concurrencies));
+    });
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {
     for (const server of servers.values()) await server.stop();

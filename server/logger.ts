@@ -20,7 +20,7 @@ const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 
 /**
  * Creates a logger that drops lines below `level`. Lines go to `write`, or by default to stderr in
- * batches (stderr-lines.ts: one write per turn of the event loop, flushed at exit and on a crash).
+ * batches (stderr-lines.ts: one write per 10 ms window at most, flushed at exit and on a crash).
  */
 export function createLogger(level: LogLevel, write: (line: string) => void = stderrLines().write): Logger {
   const log = (at: LogLevel, message: string, fields?: LogFields) => {

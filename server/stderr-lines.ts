@@ -1,26 +1,34 @@
 /**
- * Log lines on their way to stderr, written in batches: the lines of one turn of the event loop go
- * out in one write once it ends (setImmediate) instead of one write system call each, which is most
- * of what a line costs on a busy server. Nothing is lost on the way out: the batch is written
- * synchronously when the process exits (`process.exit`, a signal handler's exit, the loop running
- * dry) and when it dies of an uncaught exception or rejection, before Node prints it. Only SIGKILL
- * or a crash of the runtime itself can lose the lines of the current turn.
+ * Log lines on their way to stderr, written in batches: the lines of a short window
+ * ({@link FLUSH_AFTER_MS}) go out in one write once it ends instead of one write system call each,
+ * which is most of what a line costs on a busy server, and at one request at a time a write per
+ * turn of the event loop is still a write per request. Nothing is lost on the way out: the batch is
+ * written synchronously when the process exits (`process.exit`, a signal handler's exit, the loop
+ * running dry) and when it dies of an uncaught exception or rejection, before Node prints it. Only
+ * SIGKILL or a crash of the runtime itself can lose the lines of the current window.
  */
 
 /** Where batched lines go. */
 export interface LineSink {
-  /** Queues one line (with its newline); it is written by the end of this turn of the event loop. */
+  /** Queues one line (with its newline); it is written within {@link FLUSH_AFTER_MS}. */
   write(line: string): void;
   /** Writes what is queued now. */
   flush(): void;
 }
 
 /**
- * Above this many queued characters a batch is written at once rather than at the end of the turn,
+ * Above this many queued characters a batch is written at once rather than at the end of its window,
  * so a burst (a loop logging thousands of lines) holds bounded memory: 64 Ki characters of JSON lines
  * are about one Linux pipe buffer, so one write still moves the batch whole.
  */
 const MAX_BATCH_CHARS = 64 * 1024;
+
+/**
+ * How long the first line of a batch waits for others: at most a hundred writes a second however
+ * many requests a second are logged, and a line reaches a log collector that much later at most,
+ * well below what anyone watching a log notices.
+ */
+export const FLUSH_AFTER_MS = 10;
 
 /**
  * A {@link LineSink} over `write`, which must be synchronous for files and pipes as
@@ -28,9 +36,12 @@ const MAX_BATCH_CHARS = 64 * 1024;
  */
 export function createLineSink(write: (text: string) => void): LineSink {
   let pending = "";
-  let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
-    scheduled = false;
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     if (pending === "") return;
     const text = pending;
     pending = "";
@@ -40,9 +51,10 @@ export function createLineSink(write: (text: string) => void): LineSink {
     write(line) {
       pending += line;
       if (pending.length >= MAX_BATCH_CHARS) flush();
-      else if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
+      else if (timer === undefined) {
+        timer = setTimeout(flush, FLUSH_AFTER_MS);
+        // The exit hooks write what is left: a pending batch does not keep the process alive.
+        timer.unref();
       }
     },
     flush,

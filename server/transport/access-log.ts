@@ -11,10 +11,19 @@ import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js
  */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+const scopes = new WeakMap<NodeServerRequest, RequestScope>();
+
+/**
+ * Gives `standIn` the scope of `original`: a custom app's middleware replaced the request, and the
+ * workspace the built-in route selects for the replacement is the original's, whose line it is.
+ */
+export function shareScope(standIn: NodeServerRequest, original: NodeServerRequest): void {
+  const scope = scopes.get(original);
+  if (scope) scopes.set(standIn, scope);
+}
+
 /** The header that carries a request's id in and out. */
 export const REQUEST_ID_HEADER = "x-request-id";
-
-const scopes = new WeakMap<NodeServerRequest, RequestScope>();
 
 /**
  * The scope of a request that {@link createAccessLog}'s `begin` saw, for the layers that fill it in
@@ -73,6 +82,7 @@ function accessFields(
     workspaceId: scope.workspaceId ?? null,
     requestId,
   };
-  if (!res.writableFinished) fields.incomplete = true;
+  // writableEnded too: Node's HTTP/2 compatibility layer reports a reset stream as finished.
+  if (!res.writableEnded || !res.writableFinished) fields.incomplete = true;
   return fields;
 }

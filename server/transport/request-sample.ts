@@ -31,10 +31,21 @@ export const UNMATCHED_ROUTE = "unmatched";
 const CLIENT_CLOSED_STATUS = 499;
 
 const routes = new WeakMap<object, string>();
+/** Stand-in requests (see {@link labelAsOriginal}) and the requests they stand for. */
+const originals = new WeakMap<object, NodeServerRequest>();
 
 /** Records which route serves `req`: called by the layer that matched it (RPC, REST or adapter). */
 export function labelRoute(req: NodeServerRequest, route: string): void {
-  routes.set(req, route);
+  routes.set(originals.get(req) ?? req, route);
+}
+
+/**
+ * Makes the label a layer gives `standIn` the label of `original`: a custom app's middleware
+ * replaced the request, and the built-in route that serves the replacement serves the original,
+ * whose metrics and access line are written when its response closes.
+ */
+export function labelAsOriginal(standIn: NodeServerRequest, original: NodeServerRequest): void {
+  originals.set(standIn, original);
 }
 
 /** The route a layer labelled `req` with; undefined when none matched it. */

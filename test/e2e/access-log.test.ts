@@ -3,6 +3,7 @@
  * duration, workspace, request id; never keys, path values or bodies), `x-request-id` taken or made
  * and echoed, HEAD wherever GET answers, and a JSON index at `/`.
  */
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LogFields, Logger } from "../../server/logger.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -122,6 +123,34 @@ describe("access log", () => {
       expect(id, String(sent)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(await accessLine(id)).toMatchObject({ route: "/ok", status: 200 });
     }
+  });
+});
+
+describe("access log behind a custom app's middleware", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    const graphs = fileURLToPath(new URL("../fixtures/http-app/langgraph.json", import.meta.url));
+    app = await startTestApp({ logLevel: "info", graphConfigPath: graphs }, { log });
+  });
+  afterAll(() => app?.stop());
+
+  it("keeps the route and workspace of a request the middleware replaced", async () => {
+    // x-custom-key makes the fixture's middleware build a new Request carrying the key: the built-in
+    // route serves that replacement, and labels it (the route metrics count with, too).
+    const res = await fetch(`${app.baseUrl}/api/v1/whoami`, {
+      headers: { "x-custom-key": app.adminKey, "x-request-id": "req-replaced" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-app-seen")).toBe("yes");
+    const me = (await res.json()) as { workspace?: { id: string } };
+    expect(await accessLine("req-replaced")).toEqual({
+      method: "GET",
+      route: "/api/v1/whoami",
+      status: 200,
+      durationMs: expect.any(Number),
+      workspaceId: me.workspace?.id,
+      requestId: "req-replaced",
+    });
   });
 });
 

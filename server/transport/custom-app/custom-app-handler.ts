@@ -1,7 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
 import type { UserHttpApp } from "../../runtime/http-app-loader.js";
+import { shareScope } from "../access-log.js";
 import type { NodeRequestHandler } from "../one-port-server.js";
+import { labelAsOriginal } from "../request-sample.js";
 import { writeConnectError, writeRestError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
 import { type BuiltInPathMatcher, isPublicBuiltInPath } from "./built-in-routes.js";
@@ -125,6 +127,10 @@ function fallThrough(request: Request, passage: Passage): Promise<Response> {
     if (!res.writableFinished) bridge.destroy();
   });
   const req = toNodeRequest(request, passage.req);
+  if (req !== passage.req) {
+    labelAsOriginal(req, passage.req);
+    shareScope(req, passage.req);
+  }
   passage.builtIn(req, bridge as unknown as Parameters<NodeRequestHandler>[1]);
   return bridge.response.catch((error: unknown) => {
     if (passage.res.destroyed) return new Response(null, { status: 499 });

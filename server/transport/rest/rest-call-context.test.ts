@@ -1,30 +1,32 @@
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
+import { connect, constants, createServer as createH2Server, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { TranscodingService } from "../../../test/gen/agentplane/testing/v1/transcoding_service_pb.js";
+import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { createRestCallContext, type RestCallContext } from "./rest-call-context.js";
 
 /** How long a test waits for the server side to see what the client did. */
 const SETTLE_MS = 2_000;
 
 let server: Server | undefined;
+let h2Server: Http2Server | undefined;
 afterEach(async () => {
   server?.closeAllConnections();
   server?.close();
   server = undefined;
+  h2Server?.close();
+  h2Server = undefined;
 });
 
-/**
- * A real HTTP server whose handler builds a REST call context and gives it, with the request's
- * response, to `handle`; resolves with the server's base URL.
- */
-async function serve(
-  handle: (call: RestCallContext, res: ServerResponse, req: IncomingMessage) => void,
-  shutdownSignal?: AbortSignal,
-): Promise<string> {
+/** The request handler of {@link serve} and {@link serveH2}. */
+type Handle = (call: RestCallContext, res: NodeServerResponse, req: NodeServerRequest) => void;
+
+/** Node's request listener that builds a REST call context and gives it to `handle`. */
+function listener(handle: Handle, shutdownSignal?: AbortSignal) {
   const method = TranscodingService.methods[0]!;
-  server = createServer((req, res) => {
+  return (req: NodeServerRequest, res: NodeServerResponse) => {
     const call = createRestCallContext({
       service: TranscodingService,
       method,
@@ -34,10 +36,26 @@ async function serve(
       shutdownSignal,
     });
     handle(call, res, req);
-  });
+  };
+}
+
+/**
+ * A real HTTP server whose handler builds a REST call context and gives it, with the request's
+ * response, to `handle`; resolves with the server's base URL.
+ */
+async function serve(handle: Handle, shutdownSignal?: AbortSignal): Promise<string> {
+  server = createServer(listener(handle, shutdownSignal));
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** {@link serve} over h2c (HTTP/2 without TLS, as the one-port server serves it). */
+async function serveH2(handle: Handle): Promise<string> {
+  h2Server = createH2Server(listener(handle));
+  h2Server.listen(0, "127.0.0.1");
+  await once(h2Server, "listening");
+  return `http://127.0.0.1:${(h2Server.address() as AddressInfo).port}`;
 }
 
 /** Resolves once `signal` is aborted (at once if it already is). */
@@ -93,6 +111,25 @@ describe("createRestCallContext", () => {
     await expect.poll(() => reasons.length, { timeout: SETTLE_MS }).toBe(2);
     for (const reason of await Promise.all(reasons)) {
       expect(reason).toMatchObject({ name: "AbortError", message: "the client went away" });
+    }
+  });
+
+  it("aborts the signal when an HTTP/2 client resets the stream", async () => {
+    const reasons: Promise<unknown>[] = [];
+    const base = await serveH2((call) => {
+      reasons.push(aborted(call.ctx.signal));
+    });
+    const session = connect(base);
+    try {
+      const stream = session.request({ ":path": "/" });
+      stream.on("error", () => undefined);
+      await expect.poll(() => reasons.length, { timeout: SETTLE_MS }).toBe(1);
+      // Node's compatibility layer reports a reset stream's response as finished (writableFinished),
+      // though nothing was answered: only writableEnded tells the client left.
+      stream.close(constants.NGHTTP2_CANCEL);
+      expect(await reasons[0]).toMatchObject({ name: "AbortError", message: "the client went away" });
+    } finally {
+      session.close();
     }
   });
 

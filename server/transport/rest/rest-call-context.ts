@@ -62,7 +62,8 @@ export function createRestCallContext(init: RestCallInit): RestCallContext {
   let finished = false;
   const onClose = () => {
     // A response that finished closes too; only a close before the end means the client went away.
-    if (!res.writableFinished) controller?.abort(new DOMException("the client went away", "AbortError"));
+    // Not writableFinished: Node's HTTP/2 compatibility layer reports a reset stream as finished.
+    if (!res.writableEnded) controller?.abort(new DOMException("the client went away", "AbortError"));
   };
   const onShutdown = () => controller?.abort(shutdownSignal?.reason);
 
@@ -71,7 +72,7 @@ export function createRestCallContext(init: RestCallInit): RestCallContext {
     controller = new AbortController();
     if (finished) controller.abort(callCompleted);
     else if (shutdownSignal?.aborted) controller.abort(shutdownSignal.reason);
-    else if (res.destroyed && !res.writableFinished) onClose();
+    else if (res.destroyed && !res.writableEnded) onClose();
     else {
       res.once("close", onClose);
       shutdownSignal?.addEventListener("abort", onShutdown, { once: true });
