@@ -26,7 +26,6 @@ import type { Logger } from "./logger.js";
 import { loadCustomAuth } from "./runtime/custom-auth-module.js";
 import { loadCustomEncryption } from "./runtime/custom-encryption-module.js";
 import type { AuthConfig } from "./runtime/graph-config-auth.js";
-import type { EncryptionConfig } from "./runtime/graph-config-encryption.js";
 import { mergeWebhookSettings } from "./runtime/graph-config-webhooks.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
@@ -150,7 +149,11 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     });
     onStop("graphs", () => graphs.close());
     const http = graphs.settings.http;
-    const customEncryption = await customEncryptionOf(graphs.settings.encryption, config);
+    const customEncryption =
+      graphs.settings.encryption &&
+      (await loadCustomEncryption(graphs.settings.encryption, {
+        builtInAesConfigured: config.aes !== undefined,
+      }));
     // The custom app loads with the graphs: a broken one stops start-up just as early.
     const userApp = http.app && config.role !== "worker" ? await loadHttpApp(http.app) : undefined;
     const cors = corsPolicyFor(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, config.auth, http);
@@ -456,19 +459,6 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
-}
-
-/**
- * The graphs file's custom encryption (`encryption.path`), loaded and probed; undefined without one.
- * It and the built-in AES are exclusive: data sealed by one could not be read by the other.
- */
-async function customEncryptionOf(encryption: EncryptionConfig | undefined, config: Config) {
-  if (!encryption) return undefined;
-  if (config.aes)
-    throw new Error(
-      "encryption.path in the graphs file and AGENTPLANE_AES_KEY are both set: use one (unset AGENTPLANE_AES_KEY and AGENTPLANE_AES_JSON_KEYS, or remove the encryption section)",
-    );
-  return loadCustomEncryption(encryption);
 }
 
 /** The request handler, each request in its own encryption scope when custom encryption is on. */

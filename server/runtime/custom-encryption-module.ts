@@ -46,9 +46,18 @@ const PROBE_DOCUMENT = { agentplane_probe: "round trip" };
  * Imports the module of `encryption.path` (tsx runs the process, so `.ts` loads) and reads its
  * export: `{ encrypt: { json, blob }, decrypt: { json, blob }, context }`, each handler optional but
  * encrypt and decrypt in pairs. Each pair is probed once with a round trip, which also refuses a
- * handler that answers a Promise: handlers run synchronously inside the database driver.
+ * handler that answers a Promise: handlers run synchronously inside the database driver. Refused
+ * when the built-in AES is configured too.
  */
-export async function loadCustomEncryption(config: EncryptionConfig): Promise<CustomEncryptionModule> {
+export async function loadCustomEncryption(
+  config: EncryptionConfig,
+  options: { builtInAesConfigured: boolean },
+): Promise<CustomEncryptionModule> {
+  // Exclusive: data sealed by one could not be read by the other.
+  if (options.builtInAesConfigured)
+    throw new Error(
+      "encryption.path in the graphs file and AGENTPLANE_AES_KEY are both set: use one (unset AGENTPLANE_AES_KEY and AGENTPLANE_AES_JSON_KEYS, or remove the encryption section)",
+    );
   let module: Record<string, unknown>;
   try {
     module = (await import(pathToFileURL(config.file).href)) as Record<string, unknown>;
