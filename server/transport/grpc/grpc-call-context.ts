@@ -1,6 +1,7 @@
 import { constants } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createLazyCallSignal } from "../lazy-call-signal.js";
 import { requestHeaders } from "../request-headers.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
 
@@ -46,34 +47,22 @@ export interface GrpcCallInit {
 export function createGrpcCallContext(init: GrpcCallInit): GrpcCallContext {
   const { req, res, shutdownSignal } = init;
   const deadline = init.timeoutMs === undefined ? undefined : Date.now() + init.timeoutMs;
-  let controller: AbortController | undefined;
-  let timer: NodeJS.Timeout | undefined;
   let responseHeader: Headers | undefined;
   let responseTrailer: Headers | undefined;
-  let finished = false;
-  const onClose = () => {
-    // A close before the answer was ended means the client went away. (Not writableFinished: on an
-    // HTTP/2 stream the client reset, Node's compatibility layer reports that as finished.)
-    if (!res.writableEnded) controller?.abort(clientGoneError(req));
-  };
-  const onShutdown = () => controller?.abort(shutdownSignal?.reason);
-  const onDeadline = () =>
-    controller?.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-
-  const signal = (): AbortSignal => {
-    if (controller) return controller.signal;
-    controller = new AbortController();
-    if (finished) controller.abort(callCompleted);
-    else if (shutdownSignal?.aborted) controller.abort(shutdownSignal.reason);
-    else if (res.destroyed && !res.writableEnded) onClose();
-    else if (deadline !== undefined && deadline <= Date.now()) onDeadline();
-    else {
-      res.once("close", onClose);
-      shutdownSignal?.addEventListener("abort", onShutdown, { once: true });
-      if (deadline !== undefined) timer = setTimeout(onDeadline, deadline - Date.now());
-    }
-    return controller.signal;
-  };
+  const call = createLazyCallSignal({
+    res,
+    shutdownSignal,
+    clientGone: () => clientGoneError(req),
+    completed: callCompleted,
+    ...(deadline === undefined
+      ? {}
+      : {
+          deadline: {
+            at: deadline,
+            reason: () => new ConnectError("the operation timed out", Code.DeadlineExceeded),
+          },
+        }),
+  });
 
   let url: string | undefined;
   const ctx: HandlerContext = {
@@ -95,7 +84,7 @@ export function createGrpcCallContext(init: GrpcCallInit): GrpcCallContext {
       return responseTrailer;
     },
     get signal() {
-      return signal();
+      return call.signal();
     },
     timeoutMs: () => (deadline === undefined ? undefined : deadline - Date.now()),
     values: init.values,
@@ -105,14 +94,7 @@ export function createGrpcCallContext(init: GrpcCallInit): GrpcCallContext {
     ctx,
     setHeaders: () => responseHeader,
     setTrailers: () => responseTrailer,
-    finish() {
-      finished = true;
-      if (!controller) return;
-      clearTimeout(timer);
-      res.off("close", onClose);
-      shutdownSignal?.removeEventListener("abort", onShutdown);
-      controller.abort(callCompleted);
-    },
+    finish: call.finish,
   };
 }
 

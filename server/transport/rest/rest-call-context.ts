@@ -1,6 +1,8 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createLazyCallSignal } from "../lazy-call-signal.js";
+import { requestHeaders } from "../request-headers.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 /**
@@ -56,29 +58,14 @@ export interface RestCallInit {
  */
 export function createRestCallContext(init: RestCallInit): RestCallContext {
   const { req, res, shutdownSignal } = init;
-  let controller: AbortController | undefined;
   let responseHeader: Headers | undefined;
   let responseTrailer: Headers | undefined;
-  let finished = false;
-  const onClose = () => {
-    // A response that finished closes too; only a close before the end means the client went away.
-    // Not writableFinished: Node's HTTP/2 compatibility layer reports a reset stream as finished.
-    if (!res.writableEnded) controller?.abort(new DOMException("the client went away", "AbortError"));
-  };
-  const onShutdown = () => controller?.abort(shutdownSignal?.reason);
-
-  const signal = (): AbortSignal => {
-    if (controller) return controller.signal;
-    controller = new AbortController();
-    if (finished) controller.abort(callCompleted);
-    else if (shutdownSignal?.aborted) controller.abort(shutdownSignal.reason);
-    else if (res.destroyed && !res.writableEnded) onClose();
-    else {
-      res.once("close", onClose);
-      shutdownSignal?.addEventListener("abort", onShutdown, { once: true });
-    }
-    return controller.signal;
-  };
+  const call = createLazyCallSignal({
+    res,
+    shutdownSignal,
+    clientGone: () => new DOMException("the client went away", "AbortError"),
+    completed: callCompleted,
+  });
 
   const ctx: HandlerContext = {
     service: init.service,
@@ -96,7 +83,7 @@ export function createRestCallContext(init: RestCallInit): RestCallContext {
       return responseTrailer;
     },
     get signal() {
-      return signal();
+      return call.signal();
     },
     timeoutMs: () => undefined,
     values: createContextValues(),
@@ -111,23 +98,6 @@ export function createRestCallContext(init: RestCallInit): RestCallContext {
       });
       return headers;
     },
-    finish() {
-      finished = true;
-      if (!controller) return;
-      res.off("close", onClose);
-      shutdownSignal?.removeEventListener("abort", onShutdown);
-      controller.abort(callCompleted);
-    },
+    finish: call.finish,
   };
-}
-
-/** The request headers; HTTP/2 pseudo-headers (`:path`...) are left out. */
-function requestHeaders(req: NodeServerRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name.startsWith(":")) continue;
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else headers.append(name, value);
-  }
-  return headers;
 }
