@@ -38,6 +38,8 @@ export interface DeclaredIds {
   readonly parentRunId: string | undefined;
 }
 
+import { digitsAt, isRealDateTime, isUuidAt, UUID_LENGTH } from "./fixed-width-time.js";
+
 const SEGMENT =
   /^(\d{8})T(\d{6})(?:\.?(\d*))Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 /** Microseconds: the width LangSmith requires (a 3-digit fraction is rejected). */
@@ -109,16 +111,41 @@ export function rootDottedOrder(startTimeIso: string, id: string): string {
 }
 
 /**
- * The last segment parsed. A trace's runs arrive together and each child's dotted_order starts with
- * its root's segment, so this single entry spares most of the parsing of a batch's first segments.
+ * The last first segment parsed, and the last other one. A trace's runs arrive together and each
+ * child's dotted_order starts with its root's segment, so the first entry spares most of the
+ * parsing of a batch's first segments; the second, a run's own segment sent again (its patch).
  */
-let lastSegment: { part: string; segment: DottedOrderSegment } | undefined;
+let lastFirst: { part: string; segment: DottedOrderSegment } | undefined;
+let lastOther: { part: string; segment: DottedOrderSegment } | undefined;
 
 function parseSegment(part: string, index: number): DottedOrderSegment {
-  if (lastSegment?.part === part) return lastSegment.segment;
-  const segment = parseNewSegment(part, index);
-  lastSegment = { part, segment };
+  const last = index === 0 ? lastFirst : lastOther;
+  if (last?.part === part) return last.segment;
+  const segment = canonicalSegment(part) ?? parseNewSegment(part, index);
+  if (index === 0) lastFirst = { part, segment };
+  else lastOther = { part, segment };
   return segment;
+}
+
+/** Length of a segment as the SDKs write it: `<YYYYMMDD>T<HHMMSS><ffffff>Z<run uuid>`. */
+const CANONICAL_SEGMENT_LENGTH = 22 + UUID_LENGTH;
+
+/**
+ * A segment in the exact layout the SDKs write (upper-case `T` and `Z`, a real date), read from its
+ * character codes; undefined for anything else, which {@link parseNewSegment} then judges.
+ */
+function canonicalSegment(part: string): DottedOrderSegment | undefined {
+  if (part.length !== CANONICAL_SEGMENT_LENGTH || part[8] !== "T" || part[21] !== "Z") return undefined;
+  if (digitsAt(part, 15, FRACTION_DIGITS) < 0 || !isUuidAt(part, 22)) return undefined;
+  const real = isRealDateTime(
+    digitsAt(part, 0, 4),
+    digitsAt(part, 4, 2),
+    digitsAt(part, 6, 2),
+    digitsAt(part, 9, 2),
+    digitsAt(part, 11, 2),
+    digitsAt(part, 13, 2),
+  );
+  return real ? { stamp: part.slice(0, 21), runId: part.slice(22) } : undefined;
 }
 
 function parseNewSegment(part: string, index: number): DottedOrderSegment {
