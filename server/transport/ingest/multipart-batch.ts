@@ -5,7 +5,7 @@ import type { RunAttachment } from "../../store/run-store.js";
 import type { IngestBatch } from "../../tracing/ingest-service.js";
 import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
 import { describeProblem, textProblem } from "../input/input-problem.js";
-import { findJsonProblem } from "../input/json-screen.js";
+import { findDecodedJsonProblem } from "../input/json-screen.js";
 import { malformedRequestError } from "../rest/http-status.js";
 import type { MultipartPart } from "./multipart-parser.js";
 
@@ -132,7 +132,7 @@ function parseJson(part: MultipartPart, keepText = false): unknown {
   } catch (error) {
     throw malformedRequestError(`part "${part.name}" is not valid JSON: ${(error as Error).message}`);
   }
-  const problem = findJsonProblem(value);
+  const problem = findDecodedJsonProblem(value, text);
   if (problem) throw invalid(`part "${part.name}": ${describeProblem(problem, "", "its value")}`);
   if (keepText && typeof value === "object" && value !== null) rememberJsonText(value, text);
   return value;

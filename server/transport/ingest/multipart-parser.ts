@@ -80,15 +80,16 @@ export async function parseMultipart(
   limits: MultipartLimits,
 ): Promise<MultipartPart[]> {
   const maxHeaderBytes = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  // Every delimiter, the first included, is searched as CRLF "--" boundary: a virtual CRLF before
-  // the body lets a body that starts with the boundary match too.
+  // Every delimiter but one at the very start of the body is searched as CRLF "--" boundary.
   const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const opening = delimiter.subarray(CRLF.length);
   const parts: MultipartPart[] = [];
   // Typed with `as`: advance() changes it, which control-flow narrowing in this scope cannot see.
-  let state = "preamble" as "preamble" | "after-delimiter" | "headers" | "body" | "done";
+  let state = "start" as "start" | "preamble" | "after-delimiter" | "headers" | "body" | "done";
   // The unread bytes are buffer[at...]: positions move through the buffer, which is only sliced for
-  // a part's bytes (a Buffer view is an object, and a body holds hundreds of parts).
-  let buffer: Buffer = CRLF;
+  // a part's bytes (a Buffer view is an object, and a body holds hundreds of parts), and a chunk
+  // that arrives when all is read becomes the buffer as it is, uncopied.
+  let buffer: Buffer = Buffer.alloc(0);
   let at = 0;
   let received = 0;
   let headers = new Map<string, string>();
@@ -103,6 +104,14 @@ export async function parseMultipart(
 
   const advance = (): boolean => {
     switch (state) {
+      case "start": {
+        // A body that opens with its boundary has no preamble (nor a CRLF before the boundary).
+        if (buffer.length - at < opening.length) return false;
+        const opens = buffer.subarray(at, at + opening.length).equals(opening);
+        if (opens) at += opening.length;
+        state = opens ? "after-delimiter" : "preamble";
+        return true;
+      }
       case "preamble":
       case "body": {
         const found = buffer.indexOf(delimiter, at);
