@@ -53,13 +53,13 @@ const FRACTION_DIGITS = 6;
 export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedDottedOrder {
   const parts = dottedOrder.split(".");
   const segments = parts.map((part, index) => parseSegment(part, index));
-  const describe = () =>
-    `run_id:${run.id} trace_id:${run.traceId ?? "None"} dotted_order:${dottedOrder} parent_run_id:${run.parentRunId ?? "None"}`;
   if (run.parentRunId === undefined && segments.length !== 1)
-    throw new DottedOrderError(`dotted_order must contain a single part for root runs for ${describe()}`);
+    throw new DottedOrderError(
+      `dotted_order must contain a single part for root runs for ${describeRun(dottedOrder, run)}`,
+    );
   if (run.parentRunId !== undefined && segments.length < 2) {
     throw new DottedOrderError(
-      `invalid 'dotted_order': dotted_order must contain at least two parts for child runs for ${describe()}`,
+      `invalid 'dotted_order': dotted_order must contain at least two parts for child runs for ${describeRun(dottedOrder, run)}`,
     );
   }
   const first = segments[0] as DottedOrderSegment;
@@ -100,6 +100,14 @@ export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedD
     parentRunIds: segments.slice(0, -1).map((s) => s.runId.toLowerCase()),
     startTime: isoOf(last.stamp),
   };
+}
+
+/**
+ * The run as LangSmith's errors name it. A function of the module rather than a closure per call:
+ * the server runs under tsx, whose transform gives every named closure its name at each creation.
+ */
+function describeRun(dottedOrder: string, run: DeclaredIds): string {
+  return `run_id:${run.id} trace_id:${run.traceId ?? "None"} dotted_order:${dottedOrder} parent_run_id:${run.parentRunId ?? "None"}`;
 }
 
 /** The dotted_order of a root run that came without one: its start time and id. */
