@@ -1,5 +1,5 @@
 import type { Queryable } from "./db.js";
-import { jsonTextOf } from "./json-text.js";
+import type { JsonTexts } from "./json-text.js";
 import type { NormalizedFeedback, NormalizedRun } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
@@ -82,14 +82,14 @@ function batchColumns(r: RunRow): Record<string, unknown> {
  * The batch JSON as text: each run's columns stringified, its documents appended as the text they
  * arrived in where that was kept, so they are not serialized a second time.
  */
-function batchText(rows: readonly RunRow[]): string {
+function batchText(rows: readonly RunRow[], texts: JsonTexts): string {
   let text = "";
   for (const r of rows) {
     const columns = JSON.stringify(batchColumns(r));
     let documents = "";
     for (const key of DOCUMENTS) {
       const value = r[key];
-      if (value !== null) documents += `,"${key}":${jsonTextOf(value)}`;
+      if (value !== null) documents += `,"${key}":${texts.textOf(value)}`;
     }
     text += `${text === "" ? "[" : ","}${columns.slice(0, -1)}${documents}}`;
   }
@@ -97,19 +97,20 @@ function batchText(rows: readonly RunRow[]): string {
 }
 
 /**
- * How a write sends its batch: `sourceText` sends the documents as the text they arrived in, which
- * is only right when the pool does not encrypt JSON (its serializer, which encrypts, is then skipped).
+ * How a write sends its batch: with `sourceTexts`, as text, the documents as the text they arrived
+ * in where it was kept, which is only right when the pool does not encrypt JSON (its serializer,
+ * which encrypts, is then skipped); without, as a JSON parameter through the pool's serializer.
  */
 export interface RunWriteOptions {
-  sourceText?: boolean;
+  sourceTexts?: JsonTexts;
 }
 
 /** The columns of `runs` a write fills, as `jsonb_to_recordset` reads them from the batch JSON. */
-function recordset(q: Queryable, rows: readonly RunRow[], { sourceText = false }: RunWriteOptions) {
+function recordset(q: Queryable, rows: readonly RunRow[], { sourceTexts }: RunWriteOptions) {
   // One JSON parameter for the whole batch: one round trip and one parse, whatever the batch size.
   // As text it is cast through text, so that the driver sends it as it is rather than as a JSON string.
-  const batch = sourceText
-    ? q`${batchText(rows)}::text::jsonb`
+  const batch = sourceTexts
+    ? q`${batchText(rows, sourceTexts)}::text::jsonb`
     : q`${q.json(rows.map((r) => ({ ...batchColumns(r), ...documentsOf(r) })) as never)}::jsonb`;
   return q`jsonb_to_recordset(${batch}) as excluded (
     id uuid, session_id uuid, trace_id uuid, parent_run_id uuid, parent_run_ids uuid[],

@@ -10,6 +10,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
+import { JsonTexts } from "../store/json-text.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
@@ -44,6 +45,8 @@ export interface IngestBatch {
   patch?: readonly RunInput[];
   feedback?: readonly FeedbackInput[];
   attachments?: readonly RunAttachment[];
+  /** The text the documents were parsed from, where the reader kept it (multipart parts). */
+  texts?: JsonTexts;
 }
 
 /** What an ingest stored. */
@@ -82,7 +85,7 @@ const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 /** Creates the {@link IngestService}. */
 export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
   // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
-  const writeOptions = { sourceText: storedCipherOf(sql) === undefined };
+  const plainJson = storedCipherOf(sql) === undefined;
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -90,6 +93,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       const patches = mergeById(batch.patch ?? []).map((raw) => normalizeRun(raw, "patch", now));
       const feedback = (batch.feedback ?? []).map(normalizeFeedback);
       const attachments = batch.attachments ?? [];
+      const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
       try {
         // begin, the scope and the statements up to the runs' upsert go to Postgres together.
         return await inWorkspaceScope(sql, [actor.workspaceId], async (tx) => {
