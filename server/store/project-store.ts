@@ -231,13 +231,17 @@ export async function ensureProjectsByName(
 ): Promise<Map<string, string>> {
   if (names.length === 0) return new Map();
   const ids = names.map(() => uuidv7());
-  await q`
-    insert into tracing_projects (id, workspace_id, name)
-    select id, ${workspaceId}::uuid, name from unnest(${ids}::uuid[], ${names as string[]}::text[]) as n (id, name)
-    order by name
-    on conflict (workspace_id, name) do nothing`;
-  const rows = await q<{ id: string; name: string }[]>`
-    select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${names as string[]}::text[])`;
+  // Two statements sent together: the select, with a snapshot of its own taken after the insert,
+  // sees a row that a concurrent ingest committed while the insert waited on it.
+  const [, rows] = await Promise.all([
+    q`
+      insert into tracing_projects (id, workspace_id, name)
+      select id, ${workspaceId}::uuid, name from unnest(${ids}::uuid[], ${names as string[]}::text[]) as n (id, name)
+      order by name
+      on conflict (workspace_id, name) do nothing`,
+    q<{ id: string; name: string }[]>`
+      select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${names as string[]}::text[])`,
+  ]);
   return new Map(rows.map((r) => [r.name, r.id]));
 }
 

@@ -1,5 +1,5 @@
 import type { Queryable } from "./db.js";
-import { jsonTextOf } from "./json-text.js";
+import type { JsonTexts } from "./json-text.js";
 import type { NormalizedFeedback, NormalizedRun } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
@@ -82,14 +82,14 @@ function batchColumns(r: RunRow): Record<string, unknown> {
  * The batch JSON as text: each run's columns stringified, its documents appended as the text they
  * arrived in where that was kept, so they are not serialized a second time.
  */
-function batchText(rows: readonly RunRow[]): string {
+function batchText(rows: readonly RunRow[], texts: JsonTexts): string {
   let text = "";
   for (const r of rows) {
     const columns = JSON.stringify(batchColumns(r));
     let documents = "";
     for (const key of DOCUMENTS) {
       const value = r[key];
-      if (value !== null) documents += `,"${key}":${jsonTextOf(value)}`;
+      if (value !== null) documents += `,"${key}":${texts.textOf(value)}`;
     }
     text += `${text === "" ? "[" : ","}${columns.slice(0, -1)}${documents}}`;
   }
@@ -97,19 +97,20 @@ function batchText(rows: readonly RunRow[]): string {
 }
 
 /**
- * How a write sends its batch: `sourceText` sends the documents as the text they arrived in, which
- * is only right when the pool does not encrypt JSON (its serializer, which encrypts, is then skipped).
+ * How a write sends its batch: with `sourceTexts`, as text, the documents as the text they arrived
+ * in where it was kept, which is only right when the pool does not encrypt JSON (its serializer,
+ * which encrypts, is then skipped); without, as a JSON parameter through the pool's serializer.
  */
 export interface RunWriteOptions {
-  sourceText?: boolean;
+  sourceTexts?: JsonTexts;
 }
 
 /** The columns of `runs` a write fills, as `jsonb_to_recordset` reads them from the batch JSON. */
-function recordset(q: Queryable, rows: readonly RunRow[], { sourceText = false }: RunWriteOptions) {
+function recordset(q: Queryable, rows: readonly RunRow[], { sourceTexts }: RunWriteOptions) {
   // One JSON parameter for the whole batch: one round trip and one parse, whatever the batch size.
   // As text it is cast through text, so that the driver sends it as it is rather than as a JSON string.
-  const batch = sourceText
-    ? q`${batchText(rows)}::text::jsonb`
+  const batch = sourceTexts
+    ? q`${batchText(rows, sourceTexts)}::text::jsonb`
     : q`${q.json(rows.map((r) => ({ ...batchColumns(r), ...documentsOf(r) })) as never)}::jsonb`;
   return q`jsonb_to_recordset(${batch}) as excluded (
     id uuid, session_id uuid, trace_id uuid, parent_run_id uuid, parent_run_ids uuid[],
@@ -141,28 +142,26 @@ const OWN_USAGE = [
   "first_token_time",
 ] as const;
 
-function ownColumns(q: Queryable) {
-  return OWN_USAGE.map((c) => q`${q(`own_${c}`)}`).reduce((a, b) => q`${a}, ${b}`);
-}
-
-/** A new row's own_* values: the sent ones on a root run, null on the others. */
-function ownValues(q: Queryable) {
-  return OWN_USAGE.map((c) => q`case when is_root then ${q(c)} end`).reduce((a, b) => q`${a}, ${b}`);
-}
-
 /**
- * The own_* merge of a root run, by the same rule as the other usage columns: a post fills what is
- * unset, a patch overrides with what it carries. Non-root runs keep them null.
+ * The SQL text of the own_* lists and merges, built once from constant column names: the upserts
+ * are written per batch, and as nested fragments these lists were most of each statement's
+ * building in the driver.
  */
-function ownMerge(q: Queryable, kind: "post" | "patch") {
-  return OWN_USAGE.map((c) => {
-    const own = q`${q("runs")}.${q(`own_${c}`)}`;
-    const sent = q`${q("excluded")}.${q(c)}`;
-    return kind === "post"
-      ? q`${q(`own_${c}`)} = case when excluded.is_root then coalesce(${own}, ${sent}) end`
-      : q`${q(`own_${c}`)} = case when runs.is_root then coalesce(${sent}, ${own}) end`;
-  }).reduce((a, b) => q`${a}, ${b}`);
-}
+const OWN_SQL = {
+  columns: OWN_USAGE.map((c) => `own_${c}`).join(", "),
+  /** A new row's own_* values: the sent ones on a root run, null on the others. */
+  values: OWN_USAGE.map((c) => `case when is_root then ${c} end`).join(", "),
+  /**
+   * The own_* merge of a root run, by the same rule as the other usage columns: a post fills what
+   * is unset, a patch overrides with what it carries. Non-root runs keep them null.
+   */
+  post: OWN_USAGE.map(
+    (c) => `own_${c} = case when excluded.is_root then coalesce(runs.own_${c}, excluded.${c}) end`,
+  ).join(", "),
+  patch: OWN_USAGE.map(
+    (c) => `own_${c} = case when runs.is_root then coalesce(excluded.${c}, runs.own_${c}) end`,
+  ).join(", "),
+};
 
 function insertRuns(
   q: Queryable,
@@ -176,13 +175,13 @@ function insertRuns(
       id, workspace_id, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
       run_type, start_time, end_time, status, is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
-      prompt_cost, completion_cost, first_token_time, user_id, api_key_id, ${ownColumns(q)})
+      prompt_cost, completion_cost, first_token_time, user_id, api_key_id, ${q.unsafe(OWN_SQL.columns)})
     select
       id, ${workspaceId}::uuid, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
       run_type, start_time, end_time, 'pending', is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
       prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid,
-      ${ownValues(q)}
+      ${q.unsafe(OWN_SQL.values)}
     from ${recordset(q, rows, options)}
     order by id`;
 }
@@ -230,7 +229,7 @@ export async function upsertPostedRuns(
       prompt_cost = coalesce(runs.prompt_cost, excluded.prompt_cost),
       completion_cost = coalesce(runs.completion_cost, excluded.completion_cost),
       first_token_time = coalesce(runs.first_token_time, excluded.first_token_time),
-      ${ownMerge(q, "post")},
+      ${q.unsafe(OWN_SQL.post)},
       updated_at = now()
     returning id, session_id, trace_id, is_root, received_at, (xmax = 0) as inserted`;
   return written.map(toWritten);
@@ -260,7 +259,7 @@ function patchAssignments(q: Queryable) {
     prompt_cost = coalesce(excluded.prompt_cost, runs.prompt_cost),
     completion_cost = coalesce(excluded.completion_cost, runs.completion_cost),
     first_token_time = coalesce(excluded.first_token_time, runs.first_token_time),
-    ${ownMerge(q, "patch")},
+    ${q.unsafe(OWN_SQL.patch)},
     updated_at = now()`;
 }
 

@@ -5,8 +5,8 @@
  * says: a condition that is forgotten or bound wrongly yields nothing of another workspace.
  *
  * The tracing stores take a {@link WorkspaceBound} connection, which only this module makes: a
- * request gets one from {@link inWorkspaceScope} or {@link enterWorkspaceScope}; what runs without
- * the scope says so with {@link unconfined}. So a new path to those tables cannot skip the scope
+ * request gets one from {@link inWorkspaceScope}; what runs without the scope says so with
+ * {@link unconfined}. So a new path to those tables cannot skip the scope
  * without saying so.
  *
  * A scope costs about 0.45 ms of CPU per request (begin, the scope and commit: three statements
@@ -15,7 +15,7 @@
  * condition is the workspace and the key, so that read runs {@link unconfined} (README, "Tenant
  * isolation").
  */
-import type { Queryable, Sql, Transaction } from "./db.js";
+import type { Queryable, Sql } from "./db.js";
 
 declare const workspaceBound: unique symbol;
 
@@ -68,18 +68,6 @@ export async function inWorkspaceScope<T>(
   } finally {
     conn.release();
   }
-}
-
-/**
- * Confines an open transaction to `workspaceIds` from here to its end, like
- * {@link inWorkspaceScope}: for a request that already runs in a transaction (trace ingest).
- */
-export async function enterWorkspaceScope(
-  tx: Transaction,
-  workspaceIds: readonly string[],
-): Promise<WorkspaceBound> {
-  await scopeStatement(tx, workspaceIds);
-  return tx as unknown as WorkspaceBound;
 }
 
 /**

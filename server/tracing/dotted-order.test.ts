@@ -103,4 +103,30 @@ describe("rootDottedOrder", () => {
   it("builds the segment of a root run from its start time", () => {
     expect(rootDottedOrder("2024-09-19T17:16:48.521691Z", ROOT)).toBe(ROOT_SEGMENT);
   });
+
+  it("reads a segment in the SDKs' layout as it reads any other (the fast path), valid or not", () => {
+    for (const stamp of [
+      "20240229T235959999999",
+      "00000229T000000000000",
+      "20260230T000000000000",
+      "19000229T000000000000",
+      "20260101T240000000000",
+      "20261301T000000000000",
+      "20260101T000060000000",
+    ]) {
+      // A lower-case t: the same segment, which only the general parser reads.
+      const read = (segment: string) => {
+        try {
+          return parseDottedOrder(`${segment}Z${ROOT}`, {
+            id: ROOT,
+            traceId: undefined,
+            parentRunId: undefined,
+          }).startTime;
+        } catch (error) {
+          return (error as Error).message;
+        }
+      };
+      expect(read(stamp)).toBe(read(stamp.replace("T", "t")));
+    }
+  });
 });

@@ -38,6 +38,8 @@ export interface DeclaredIds {
   readonly parentRunId: string | undefined;
 }
 
+import { digitsAt, isRealDateTime, isUuidAt, UUID_LENGTH } from "./fixed-width-time.js";
+
 const SEGMENT =
   /^(\d{8})T(\d{6})(?:\.?(\d*))Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 /** Microseconds: the width LangSmith requires (a 3-digit fraction is rejected). */
@@ -51,13 +53,13 @@ const FRACTION_DIGITS = 6;
 export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedDottedOrder {
   const parts = dottedOrder.split(".");
   const segments = parts.map((part, index) => parseSegment(part, index));
-  const describe = () =>
-    `run_id:${run.id} trace_id:${run.traceId ?? "None"} dotted_order:${dottedOrder} parent_run_id:${run.parentRunId ?? "None"}`;
   if (run.parentRunId === undefined && segments.length !== 1)
-    throw new DottedOrderError(`dotted_order must contain a single part for root runs for ${describe()}`);
+    throw new DottedOrderError(
+      `dotted_order must contain a single part for root runs for ${describeRun(dottedOrder, run)}`,
+    );
   if (run.parentRunId !== undefined && segments.length < 2) {
     throw new DottedOrderError(
-      `invalid 'dotted_order': dotted_order must contain at least two parts for child runs for ${describe()}`,
+      `invalid 'dotted_order': dotted_order must contain at least two parts for child runs for ${describeRun(dottedOrder, run)}`,
     );
   }
   const first = segments[0] as DottedOrderSegment;
@@ -100,6 +102,14 @@ export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedD
   };
 }
 
+/**
+ * The run as LangSmith's errors name it. A function of the module rather than a closure per call:
+ * the server runs under tsx, whose transform gives every named closure its name at each creation.
+ */
+function describeRun(dottedOrder: string, run: DeclaredIds): string {
+  return `run_id:${run.id} trace_id:${run.traceId ?? "None"} dotted_order:${dottedOrder} parent_run_id:${run.parentRunId ?? "None"}`;
+}
+
 /** The dotted_order of a root run that came without one: its start time and id. */
 export function rootDottedOrder(startTimeIso: string, id: string): string {
   const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{6})Z$/.exec(startTimeIso);
@@ -109,16 +119,41 @@ export function rootDottedOrder(startTimeIso: string, id: string): string {
 }
 
 /**
- * The last segment parsed. A trace's runs arrive together and each child's dotted_order starts with
- * its root's segment, so this single entry spares most of the parsing of a batch's first segments.
+ * The last first segment parsed, and the last other one. A trace's runs arrive together and each
+ * child's dotted_order starts with its root's segment, so the first entry spares most of the
+ * parsing of a batch's first segments; the second, a run's own segment sent again (its patch).
  */
-let lastSegment: { part: string; segment: DottedOrderSegment } | undefined;
+let lastFirst: { part: string; segment: DottedOrderSegment } | undefined;
+let lastOther: { part: string; segment: DottedOrderSegment } | undefined;
 
 function parseSegment(part: string, index: number): DottedOrderSegment {
-  if (lastSegment?.part === part) return lastSegment.segment;
-  const segment = parseNewSegment(part, index);
-  lastSegment = { part, segment };
+  const last = index === 0 ? lastFirst : lastOther;
+  if (last?.part === part) return last.segment;
+  const segment = canonicalSegment(part) ?? parseNewSegment(part, index);
+  if (index === 0) lastFirst = { part, segment };
+  else lastOther = { part, segment };
   return segment;
+}
+
+/** Length of a segment as the SDKs write it: `<YYYYMMDD>T<HHMMSS><ffffff>Z<run uuid>`. */
+const CANONICAL_SEGMENT_LENGTH = 22 + UUID_LENGTH;
+
+/**
+ * A segment in the exact layout the SDKs write (upper-case `T` and `Z`, a real date), read from its
+ * character codes; undefined for anything else, which {@link parseNewSegment} then judges.
+ */
+function canonicalSegment(part: string): DottedOrderSegment | undefined {
+  if (part.length !== CANONICAL_SEGMENT_LENGTH || part[8] !== "T" || part[21] !== "Z") return undefined;
+  if (digitsAt(part, 15, FRACTION_DIGITS) < 0 || !isUuidAt(part, 22)) return undefined;
+  const real = isRealDateTime(
+    digitsAt(part, 0, 4),
+    digitsAt(part, 4, 2),
+    digitsAt(part, 6, 2),
+    digitsAt(part, 9, 2),
+    digitsAt(part, 11, 2),
+    digitsAt(part, 13, 2),
+  );
+  return real ? { stamp: part.slice(0, 21), runId: part.slice(22) } : undefined;
 }
 
 function parseNewSegment(part: string, index: number): DottedOrderSegment {

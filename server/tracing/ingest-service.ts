@@ -10,6 +10,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
+import { JsonTexts } from "../store/json-text.js";
 import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
@@ -25,7 +26,7 @@ import {
 import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
 import type { NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
-import { enterWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
+import { inWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -44,6 +45,8 @@ export interface IngestBatch {
   patch?: readonly RunInput[];
   feedback?: readonly FeedbackInput[];
   attachments?: readonly RunAttachment[];
+  /** The text the documents were parsed from, where the reader kept it (multipart parts). */
+  texts?: JsonTexts;
 }
 
 /** What an ingest stored. */
@@ -82,7 +85,7 @@ const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 /** Creates the {@link IngestService}. */
 export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
   // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
-  const writeOptions = { sourceText: storedCipherOf(sql) === undefined };
+  const plainJson = storedCipherOf(sql) === undefined;
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -90,9 +93,10 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       const patches = mergeById(batch.patch ?? []).map((raw) => normalizeRun(raw, "patch", now));
       const feedback = (batch.feedback ?? []).map(normalizeFeedback);
       const attachments = batch.attachments ?? [];
+      const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
       try {
-        return await sql.begin(async (transaction) => {
-          const tx = await enterWorkspaceScope(transaction, [actor.workspaceId]);
+        // begin, the scope and the statements up to the runs' upsert go to Postgres together.
+        return await inWorkspaceScope(sql, [actor.workspaceId], async (tx) => {
           // Every trace the batch writes is locked before anything is written (projects
           // included), in one ordered statement: batches of one trace then queue on its lock
           // instead of each holding a row the other needs while waiting for the lock it holds.
@@ -106,8 +110,11 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               updateOnly.map((p) => p.id),
             )),
           ]);
-          await lockTraces(tx, actor.workspaceId, [...locked]);
-          const projectOf = await resolveProjects(tx, actor.workspaceId, [...posts, ...patches]);
+          // Sent together (postgres.js pipelines them), the lock first: Postgres runs them in order.
+          const [, projectOf] = await Promise.all([
+            lockTraces(tx, actor.workspaceId, [...locked]),
+            resolveProjects(tx, actor.workspaceId, [...posts, ...patches]),
+          ]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
           const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
           const written: WrittenRun[] = [
@@ -230,7 +237,11 @@ async function resolveProjects(
     if ("id" in run.project) ids.add(run.project.id);
     else names.add(run.project.name);
   }
-  const found = await existingProjectIds(tx, workspaceId, [...ids]);
+  // Both sent at once; a batch that names an unknown project fails below and is rolled back whole.
+  const [found, byName] = await Promise.all([
+    existingProjectIds(tx, workspaceId, [...ids]),
+    ensureProjectsByName(tx, workspaceId, [...names].sort()),
+  ]);
   const unknown = [...ids].filter((id) => !found.has(id));
   if (unknown.length > 0) {
     throw new ConnectError(
@@ -238,7 +249,6 @@ async function resolveProjects(
       Code.NotFound,
     );
   }
-  const byName = await ensureProjectsByName(tx, workspaceId, [...names].sort());
   return (run) => {
     if ("id" in run.project) return run.project.id;
     const id = byName.get(run.project.name);

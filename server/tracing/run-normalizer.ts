@@ -82,7 +82,7 @@ export function normalizeRun(raw: unknown, kind: "post" | "patch", now: Date = n
   if (typeof run.id !== "string" || !isUuid(run.id))
     throw invalid(`every ${kind} run needs an "id" that is a UUID, got ${JSON.stringify(run.id ?? null)}`);
   const id = run.id.toLowerCase();
-  const fail = (rule: string) => invalid(`run ${id}: ${rule}`);
+  const fail = failureOf(`run ${id}`);
 
   const traceId = optionalUuid(run.trace_id, "trace_id", fail);
   let parentRunId = optionalUuid(run.parent_run_id, "parent_run_id", fail);
@@ -158,7 +158,7 @@ export function normalizeFeedback(raw: unknown): NormalizedFeedback {
   const item = raw as FeedbackInput;
   if (typeof item.id !== "string" || !isUuid(item.id))
     throw invalid(`every feedback item needs an "id" that is a UUID, got ${JSON.stringify(item.id ?? null)}`);
-  const fail = (rule: string) => invalid(`feedback ${item.id}: ${rule}`);
+  const fail = failureOf(`feedback ${item.id}`);
   const traceId = optionalUuid(item.trace_id, "trace_id", fail) ?? null;
   // Feedback on a trace is feedback on its root run, whose id is the trace id.
   const runId = optionalUuid(item.run_id, "run_id", fail) ?? traceId;
@@ -196,6 +196,15 @@ export function feedbackScore(score: unknown, fail: (rule: string) => ConnectErr
 }
 
 type Fail = (rule: string) => ConnectError;
+
+/**
+ * The failure of one item: INVALID_ARGUMENT naming `subject` and the rule. Returned unnamed: the
+ * server runs under tsx, whose transform gives a closure bound to a name that name at each creation
+ * (a property definition per run).
+ */
+function failureOf(subject: string): Fail {
+  return (rule) => invalid(`${subject}: ${rule}`);
+}
 
 function invalid(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);

@@ -26,4 +26,29 @@ describe("normalizeTimestamp", () => {
     expect(normalizeTimestamp(Number.POSITIVE_INFINITY, "end_time")).toHaveProperty("error");
     expect(normalizeTimestamp(true, "t")).toHaveProperty("error");
   });
+
+  it("answers the canonical form as the general parser does (the fast path), valid or not", () => {
+    for (const text of [
+      "2024-02-29T23:59:59.999999Z",
+      "2000-02-29T00:00:00.000000Z",
+      "1970-01-01T00:00:00.000000Z",
+      "9999-12-31T23:59:59.999999Z",
+      "2023-02-29T00:00:00.000000Z",
+      "1900-02-29T00:00:00.000000Z",
+      "2026-04-31T00:00:00.000000Z",
+      "2026-01-01T24:00:00.000000Z",
+      "2026-01-01T00:00:60.000000Z",
+      "1969-12-31T23:59:59.999999Z",
+      "2026-1a-01T00:00:00.000000Z",
+    ]) {
+      // A space for the T: the same instant, which only the general parser reads.
+      const general = normalizeTimestamp(text.replace("T", " "), "t");
+      const canonical = normalizeTimestamp(text, "t");
+      if ("error" in general) expect(canonical).toHaveProperty("error");
+      else expect(canonical).toEqual(general);
+    }
+    expect(normalizeTimestamp("2024-02-29T23:59:59.999999Z", "t")).toEqual({
+      iso: "2024-02-29T23:59:59.999999Z",
+    });
+  });
 });

@@ -4,6 +4,8 @@
  * string with microseconds, which Postgres stores without losing the SDK's sub-millisecond order.
  */
 
+import { digitsAt, isRealDateTime } from "./fixed-width-time.js";
+
 const ISO =
   /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 /** Digits of a microsecond fraction. */
@@ -31,6 +33,7 @@ export function normalizeTimestamp(value: unknown, field: string): { iso: string
   }
   if (typeof value !== "string")
     return { error: `${field} must be an ISO 8601 string or epoch milliseconds` };
+  if (isCanonical(value)) return { iso: value };
   const match = ISO.exec(value.trim());
   const [, date, hm, seconds = "00", fraction = "", zone] = match ?? [];
   const micro = fraction.padEnd(MICRO_DIGITS, "0").slice(0, MICRO_DIGITS);
@@ -43,6 +46,41 @@ export function normalizeTimestamp(value: unknown, field: string): { iso: string
   if (ms < 0 || ms > MAX_EPOCH_MS)
     return { error: `${field} must be a time ${RANGE_TEXT}, got ${JSON.stringify(value)}` };
   return { iso: `${new Date(ms).toISOString().slice(0, 23)}${micro.slice(3)}Z` };
+}
+
+/** Length of the canonical form `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
+const CANONICAL_LENGTH = 27;
+/** Where the canonical form has each separator, and which. */
+const CANONICAL_SEPARATORS: readonly [number, string][] = [
+  [4, "-"],
+  [7, "-"],
+  [10, "T"],
+  [13, ":"],
+  [16, ":"],
+  [19, "."],
+  [26, "Z"],
+];
+
+/**
+ * Whether `text` is already the form this module returns, for a real instant in the accepted range:
+ * what the JS SDK sends as `start_time`, returned as it is without a regular expression or a `Date`.
+ */
+function isCanonical(text: string): boolean {
+  if (text.length !== CANONICAL_LENGTH) return false;
+  for (const [at, separator] of CANONICAL_SEPARATORS) if (text[at] !== separator) return false;
+  const year = digitsAt(text, 0, 4);
+  return (
+    year >= 1970 &&
+    digitsAt(text, 20, 6) >= 0 &&
+    isRealDateTime(
+      year,
+      digitsAt(text, 5, 2),
+      digitsAt(text, 8, 2),
+      digitsAt(text, 11, 2),
+      digitsAt(text, 14, 2),
+      digitsAt(text, 17, 2),
+    )
+  );
 }
 
 /** A zone suffix JavaScript's ISO parser reads: `Z` or `±HH:MM`. */

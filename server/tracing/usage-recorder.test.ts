@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "../../test/support/database.js";
 import { uuidv7 } from "../ids.js";
 import { insertOrganization } from "../store/organization-store.js";
-import { enterWorkspaceScope, inWorkspaceScope } from "../store/workspace-scope.js";
+import { inWorkspaceScope } from "../store/workspace-scope.js";
 import { insertWorkspace } from "../store/workspace-store.js";
 import { NO_DIMENSION_ID, recordTracesUsage, recordTraceUsage } from "./usage-recorder.js";
 
@@ -48,8 +48,7 @@ describe("recordTraceUsage", () => {
       apiKeyId,
       receivedAt: new Date("2026-03-01T23:59:59.999Z"),
     };
-    await db().sql.begin(async (tx) => {
-      const scoped = await enterWorkspaceScope(tx, [workspaceId]);
+    await inWorkspaceScope(db().sql, [workspaceId], async (scoped) => {
       await recordTraceUsage(scoped, trace);
       await recordTraceUsage(scoped, trace);
     });

@@ -44,6 +44,16 @@ describe("batchFromParts", () => {
     ]);
   });
 
+  it("keeps the text of each run field as it arrived, for that parsed object only", () => {
+    const batch = batchFromParts([
+      part(`post.${RUN}`, `{"id":"${RUN}","name":"n","run_type":"chain"}`),
+      part(`post.${RUN}.inputs`, '{ "q": 12345678901234567890 }'),
+    ]);
+    const inputs = batch.post?.[0]?.inputs as object;
+    expect(batch.texts?.textOf(inputs)).toBe('{ "q": 12345678901234567890 }');
+    expect(batch.texts?.textOf({ ...inputs })).toBe('{"q":12345678901234567000}');
+  });
+
   it("rejects unknown parts and fields, bad ids, per-part encodings, missing lengths and bad JSON", () => {
     expect(failure([part(`put.${RUN}`, "{}")]).rawMessage).toContain(`unknown part "put.${RUN}"`);
     expect(failure([part(`post.${RUN}.metadata`, "{}")]).rawMessage).toContain(

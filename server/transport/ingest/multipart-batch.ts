@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import { rememberJsonText } from "../../store/json-text.js";
+import { JsonTexts } from "../../store/json-text.js";
 import type { RunAttachment } from "../../store/run-store.js";
 import type { IngestBatch } from "../../tracing/ingest-service.js";
 import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
 import { describeProblem, textProblem } from "../input/input-problem.js";
-import { findJsonProblem } from "../input/json-screen.js";
+import { findDecodedJsonProblem } from "../input/json-screen.js";
 import { malformedRequestError } from "../rest/http-status.js";
 import type { MultipartPart } from "./multipart-parser.js";
 
@@ -27,6 +27,7 @@ export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
   const runs = { post: new Map<string, RunDraft>(), patch: new Map<string, RunDraft>() };
   const feedback: FeedbackInput[] = [];
   const attachments: RunAttachment[] = [];
+  const texts = new JsonTexts();
   for (const part of parts) {
     checkHeaders(part);
     const { event, id, field } = splitName(part.name);
@@ -46,7 +47,7 @@ export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
           throw invalid(`part "${part.name}" must hold a JSON object`);
         draft.main = value as RunInput;
       } else if (RUN_FIELDS.has(field)) {
-        draft.fields[field] = parseJson(part, true);
+        draft.fields[field] = parseJson(part, texts);
       } else {
         throw invalid(
           `part "${part.name}": unknown run field "${field}"; fields are ${[...RUN_FIELDS].join(", ")}`,
@@ -79,7 +80,7 @@ export function batchFromParts(parts: readonly MultipartPart[]): IngestBatch {
     }
     return assembled;
   };
-  return { post: assemble(runs.post), patch: assemble(runs.patch), feedback, attachments };
+  return { post: assemble(runs.post), patch: assemble(runs.patch), feedback, attachments, texts };
 }
 
 interface RunDraft {
@@ -121,10 +122,10 @@ function requireUuid(id: string, name: string): string {
 }
 
 /**
- * The JSON value of a part, screened. With `keepText`, an object or array keeps the text it was
- * parsed from (store/json-text.ts), so that the store sends that text rather than a serialization.
+ * The JSON value of a part, screened. With `texts`, an object or array keeps the text it was parsed
+ * from (store/json-text.ts), so that the store sends that text rather than a serialization.
  */
-function parseJson(part: MultipartPart, keepText = false): unknown {
+function parseJson(part: MultipartPart, texts?: JsonTexts): unknown {
   const text = part.data.toString("utf8");
   let value: unknown;
   try {
@@ -132,9 +133,9 @@ function parseJson(part: MultipartPart, keepText = false): unknown {
   } catch (error) {
     throw malformedRequestError(`part "${part.name}" is not valid JSON: ${(error as Error).message}`);
   }
-  const problem = findJsonProblem(value);
+  const problem = findDecodedJsonProblem(value, text);
   if (problem) throw invalid(`part "${part.name}": ${describeProblem(problem, "", "its value")}`);
-  if (keepText && typeof value === "object" && value !== null) rememberJsonText(value, text);
+  if (texts && typeof value === "object" && value !== null) texts.remember(value, text);
   return value;
 }
 

@@ -80,13 +80,17 @@ export async function parseMultipart(
   limits: MultipartLimits,
 ): Promise<MultipartPart[]> {
   const maxHeaderBytes = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  // Every delimiter, the first included, is searched as CRLF "--" boundary: a virtual CRLF before
-  // the body lets a body that starts with the boundary match too.
+  // Every delimiter but one at the very start of the body is searched as CRLF "--" boundary.
   const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const opening = delimiter.subarray(CRLF.length);
   const parts: MultipartPart[] = [];
   // Typed with `as`: advance() changes it, which control-flow narrowing in this scope cannot see.
-  let state = "preamble" as "preamble" | "after-delimiter" | "headers" | "body" | "done";
-  let buffer: Buffer = CRLF;
+  let state = "start" as "start" | "preamble" | "after-delimiter" | "headers" | "body" | "done";
+  // The unread bytes are buffer[at...]: positions move through the buffer, which is only sliced for
+  // a part's bytes (a Buffer view is an object, and a body holds hundreds of parts), and a chunk
+  // that arrives when all is read becomes the buffer as it is, uncopied.
+  let buffer: Buffer = Buffer.alloc(0);
+  let at = 0;
   let received = 0;
   let headers = new Map<string, string>();
   let chunks: Buffer[] = [];
@@ -100,29 +104,37 @@ export async function parseMultipart(
 
   const advance = (): boolean => {
     switch (state) {
+      case "start": {
+        // A body that opens with its boundary has no preamble (nor a CRLF before the boundary).
+        if (buffer.length - at < opening.length) return false;
+        const opens = buffer.subarray(at, at + opening.length).equals(opening);
+        if (opens) at += opening.length;
+        state = opens ? "after-delimiter" : "preamble";
+        return true;
+      }
       case "preamble":
       case "body": {
-        const at = buffer.indexOf(delimiter);
-        if (at === -1) {
+        const found = buffer.indexOf(delimiter, at);
+        if (found === -1) {
           // Keep what could be the start of a delimiter split across chunks; the rest is settled.
-          const keep = Math.min(buffer.length, delimiter.length - 1);
-          if (state === "body") chunks.push(buffer.subarray(0, buffer.length - keep));
-          buffer = buffer.subarray(buffer.length - keep);
+          const settled = Math.max(at, buffer.length - (delimiter.length - 1));
+          if (state === "body" && settled > at) chunks.push(buffer.subarray(at, settled));
+          at = settled;
           return false;
         }
-        if (state === "body") finishPart(buffer.subarray(0, at));
-        buffer = buffer.subarray(at + delimiter.length);
+        if (state === "body") finishPart(buffer.subarray(at, found));
+        at = found + delimiter.length;
         state = "after-delimiter";
         return true;
       }
       case "after-delimiter": {
-        if (buffer.length < 2) return false;
-        if (buffer[0] === 0x2d && buffer[1] === 0x2d) {
+        if (buffer.length - at < 2) return false;
+        if (buffer[at] === 0x2d && buffer[at + 1] === 0x2d) {
           state = "done";
           return false;
         }
         // RFC 2046 allows linear whitespace after a delimiter before its CRLF.
-        let i = 0;
+        let i = at;
         while (i < buffer.length && (buffer[i] === 0x20 || buffer[i] === 0x09)) i++;
         if (buffer.length < i + 2) return false;
         if (buffer[i] !== 0x0d || buffer[i + 1] !== 0x0a) {
@@ -131,15 +143,22 @@ export async function parseMultipart(
             "malformed",
           );
         }
-        buffer = buffer.subarray(i + 2);
+        at = i + 2;
         state = "headers";
         return true;
       }
       case "headers": {
+        if (buffer.length - at < 2) return false;
         // A part without headers: its header block is just the empty line.
-        const end = buffer.subarray(0, 2).equals(CRLF) ? -2 : buffer.indexOf(HEADER_END);
+        if (buffer[at] === 0x0d && buffer[at + 1] === 0x0a) {
+          headers = new Map();
+          at += 2;
+          state = "body";
+          return true;
+        }
+        const end = buffer.indexOf(HEADER_END, at);
         if (end === -1) {
-          if (buffer.length > maxHeaderBytes) {
+          if (buffer.length - at > maxHeaderBytes) {
             throw new MultipartError(
               `malformed multipart body: the headers of part ${parts.length + 1} exceed ${maxHeaderBytes} bytes`,
               "malformed",
@@ -147,9 +166,8 @@ export async function parseMultipart(
           }
           return false;
         }
-        headers =
-          end === -2 ? new Map() : parseHeaders(buffer.subarray(0, end).toString("latin1"), parts.length + 1);
-        buffer = buffer.subarray(end + HEADER_END.length);
+        headers = parseHeaders(buffer.toString("latin1", at, end), parts.length + 1);
+        at = end + HEADER_END.length;
         state = "body";
         return true;
       }
@@ -164,7 +182,11 @@ export async function parseMultipart(
       throw new MultipartError(`the request body exceeds the limit of ${limits.maxBytes} bytes`, "too-large");
     }
     if (state === "done") continue;
-    buffer = buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([buffer, chunk]);
+    const bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    buffer = at === buffer.length ? bytes : Buffer.concat([buffer.subarray(at), bytes]);
+    at = 0;
     while (advance()) {
       // advance() consumes as much of the buffer as it can.
     }
@@ -180,15 +202,19 @@ export async function parseMultipart(
 
 function parseHeaders(block: string, index: number): Map<string, string> {
   const headers = new Map<string, string>();
-  for (const line of block.split("\r\n")) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) {
+  // Line by line without splitting the block: parts carry two or three short headers each.
+  for (let start = 0; start <= block.length; ) {
+    const lineEnd = block.indexOf("\r\n", start);
+    const end = lineEnd === -1 ? block.length : lineEnd;
+    const colon = block.indexOf(":", start);
+    if (colon <= start || colon >= end) {
       throw new MultipartError(
-        `malformed multipart body: part ${index} has a bad header line "${line}"`,
+        `malformed multipart body: part ${index} has a bad header line "${block.slice(start, end)}"`,
         "malformed",
       );
     }
-    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+    headers.set(block.slice(start, colon).trim().toLowerCase(), block.slice(colon + 1, end).trim());
+    start = end + 2;
   }
   return headers;
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { InputShapesSchema } from "../../../test/gen/agentplane/testing/v1/input_shapes_pb.js";
 import { MAX_JSON_DEPTH } from "./input-limits.js";
 import { describeProblem, type InputProblem, textProblem } from "./input-problem.js";
-import { findJsonProblem } from "./json-screen.js";
+import { findDecodedJsonProblem, findJsonProblem } from "./json-screen.js";
 import { findMessageProblem } from "./message-screen.js";
 
 const NUL = "contains the NUL character (\\u0000), which cannot be stored";
@@ -77,6 +77,24 @@ describe("findJsonProblem", () => {
     expect(sentence(findJsonProblem(JSON.parse('{"n":[1e999]}')))).toBe(
       'field "n[0]" must be a finite number, got Infinity',
     );
+  });
+});
+
+describe("findDecodedJsonProblem", () => {
+  const screen = (text: string) => findDecodedJsonProblem(JSON.parse(text), text);
+
+  it("refuses NUL and lone surrogates, which only a \\u escape can put in text decoded from UTF-8", () => {
+    expect(sentence(screen('{"a":["ok","x\\u0000"]}'))).toBe(`field "a[1]" ${NUL}`);
+    expect(sentence(screen('{"k\\u0000":1}'))).toBe(`the request has a member name "k\\u0000" that ${NUL}`);
+    expect(sentence(screen('{"a":"\\udfff"}'))).toMatch(/^field "a" contains an unpaired UTF-16 surrogate/);
+    expect(screen('{"a":"\\ud83d\\ude00 \\u00e9"}')).toBeUndefined();
+  });
+
+  it("checks nesting and numbers in text without escapes", () => {
+    expect(screen(JSON.stringify(nestedObjects(MAX_JSON_DEPTH)))).toBeUndefined();
+    expect(screen(JSON.stringify(nestedObjects(MAX_JSON_DEPTH + 1)))?.reason).toBe(tooDeep);
+    expect(sentence(screen('{"n":[1e999]}'))).toBe('field "n[0]" must be a finite number, got Infinity');
+    expect(screen('{"text":"plain, é and 😀 as UTF-8","n":[1,2.5e10]}')).toBeUndefined();
   });
 });
 

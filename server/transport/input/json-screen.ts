@@ -19,6 +19,27 @@ import {
  * level of `value` itself when it sits inside a larger request (a Struct field of a message).
  */
 export function findJsonProblem(value: unknown, at?: PathStep, depth = 1): InputProblem | undefined {
+  return walkJson(value, at, depth, true);
+}
+
+/**
+ * {@link findJsonProblem} of `value`, which `JSON.parse` made from `text`, itself decoded from UTF-8.
+ * Such text holds no lone surrogate (the decoder replaces bad bytes with U+FFFD), and raw control
+ * characters are not JSON: without a `\u` escape in the text, no string or member name can hold
+ * what the screen refuses, so only nesting and numbers are checked. Trace ingest screens a few
+ * hundred documents per request this way.
+ */
+export function findDecodedJsonProblem(value: unknown, text: string): InputProblem | undefined {
+  return walkJson(value, undefined, 1, text.includes("\\u"));
+}
+
+function walkJson(
+  value: unknown,
+  at: PathStep | undefined,
+  depth: number,
+  checkTexts: boolean,
+): InputProblem | undefined {
+  const scalarProblem = checkTexts ? anyScalarProblem : numberOnlyProblem;
   const scalar = scalarProblem(value);
   if (scalar !== undefined) return { path: pathOf(at), reason: scalar };
   if (typeof value !== "object" || value === null) return undefined;
@@ -37,7 +58,7 @@ export function findJsonProblem(value: unknown, at?: PathStep, depth = 1): Input
       continue;
     }
     for (const key of Object.keys(container)) {
-      const nameProblem = memberNameProblem(key);
+      const nameProblem = checkTexts ? memberNameProblem(key) : undefined;
       if (nameProblem !== undefined) return { path: pathOf(step), reason: nameProblem };
       const item: unknown = (container as Record<string, unknown>)[key];
       const problem = scalarProblem(item);
@@ -48,7 +69,11 @@ export function findJsonProblem(value: unknown, at?: PathStep, depth = 1): Input
   return undefined;
 }
 
-function scalarProblem(value: unknown): string | undefined {
+function numberOnlyProblem(value: unknown): string | undefined {
+  return typeof value === "number" ? numberProblem(value) : undefined;
+}
+
+function anyScalarProblem(value: unknown): string | undefined {
   if (typeof value === "string") return textProblem(value);
   if (typeof value === "number") return numberProblem(value);
   return undefined;
