@@ -17,7 +17,7 @@ import { timestamp } from "./run-message.js";
 import { runFilterParameter, uuidOf } from "./run-query-request.js";
 import { pageSize, requiredUuid, requireProject, timeWindow } from "./v2-request.js";
 import { jsonColumnsOf, selectedV2Fields } from "./v2-run-fields.js";
-import { decimal, v2RunMessage } from "./v2-run-message.js";
+import { decimal, v2RunEncoder } from "./v2-run-message.js";
 
 /** The `selects` values that go to `trace_aggregates` rather than to the root run. */
 const AGGREGATE_SELECTS = new Set(["TOTAL_TOKENS", "TOTAL_COST", "FIRST_TOKEN_TIME"]);
@@ -75,9 +75,10 @@ export function createV2TraceService({
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       const more = rows.length > query.limit && last !== undefined;
+      const rootRun = v2RunEncoder(rootFields);
       return {
         items: page.map((row) => ({
-          rootRun: v2RunMessage(row, rootFields),
+          rootRun: rootRun(row),
           ...(aggregates.length > 0
             ? { traceAggregates: aggregatesOf(totals.get(row.trace_id), aggregates) }
             : {}),
@@ -118,7 +119,7 @@ export function createV2TraceService({
           Code.ResourceExhausted,
         );
       }
-      return { items: rows.map((row) => v2RunMessage(row, fields)) };
+      return { items: rows.map(v2RunEncoder(fields)) };
     },
   };
 }
