@@ -17,7 +17,7 @@ import { timestamp } from "./run-message.js";
 import { runFilterParameter, uuidOf } from "./run-query-request.js";
 import { pageSize, requiredUuid, requireProject, timeWindow } from "./v2-request.js";
 import { jsonColumnsOf, selectedV2Fields } from "./v2-run-fields.js";
-import { decimal, v2RunEncoder } from "./v2-run-message.js";
+import { decimal, v2RowColumns, v2RunEncoder } from "./v2-run-message.js";
 
 /** The `selects` values that go to `trace_aggregates` rather than to the root run. */
 const AGGREGATE_SELECTS = new Set(["TOTAL_TOKENS", "TOTAL_COST", "FIRST_TOKEN_TIME"]);
@@ -64,6 +64,8 @@ export function createV2TraceService({
         limit: pageSize(request.pageSize),
         after: request.cursor ? decodeRunCursor(request.cursor) : undefined,
         json: jsonColumnsOf(rootFields),
+        // The page's trace ids look up the trace totals.
+        columns: new Set([...v2RowColumns(rootFields), "trace_id"]),
       };
       const { rows, totals } = await inWorkspaceScope(sql, [workspace.id], async (q) => {
         await requireProject(q, workspace.id, projectId);
@@ -108,6 +110,7 @@ export function createV2TraceService({
         order: "asc",
         limit: MAX_TRACE_RUNS,
         json: jsonColumnsOf(fields),
+        columns: v2RowColumns(fields),
       };
       const rows = await inWorkspaceScope(sql, [workspace.id], async (q) => {
         await requireProject(q, workspace.id, projectId);
