@@ -95,27 +95,72 @@ export interface RunQuery {
   after?: RunKey;
   /** The large JSON columns to read; the others come back null. */
   json: ReadonlySet<RunJsonColumn>;
+  /**
+   * When set, the only columns read (besides `id` and `start_time`, which the cursor needs); the
+   * rows leave the others out, so a caller must read no other. Absent: every column.
+   */
+  columns?: ReadonlySet<RunColumn>;
 }
 
 /** ISO 8601 UTC with exactly six fractional digits: `2026-11-21T04:37:55.244001Z`. */
 const ISO_MICROS = `YYYY-MM-DD"T"HH24:MI:SS.US"Z"`;
 
-/** The columns of a run row under the alias `run`, JSON columns only when selected. */
-function columns(q: Queryable, json: ReadonlySet<RunJsonColumn>): SqlFragment {
+/** A column of {@link RunRow}. */
+export type RunColumn = keyof RunRow;
+
+/**
+ * The columns every row of a query with `columns` still carries: the page's keyset cursor needs
+ * `start_time` and `id`.
+ */
+const KEY_COLUMNS: readonly RunColumn[] = ["id", "start_time"];
+
+/**
+ * The columns of a run row under the alias `run`: JSON columns only when in `json` (null
+ * otherwise); with `only`, just those columns and {@link KEY_COLUMNS}, the rest left out of the row.
+ */
+function columns(q: Queryable, json: ReadonlySet<RunJsonColumn>, only?: ReadonlySet<RunColumn>): SqlFragment {
   const iso = (column: string) => q`to_char(${q("run")}.${q(column)} at time zone 'UTC', ${ISO_MICROS})`;
   const maybe = (column: RunJsonColumn) => (json.has(column) ? q`${q("run")}.${q(column)}` : q`null::jsonb`);
-  return q`
+  if (only === undefined) {
+    return q`
     run.workspace_id, run.id, run.session_id, run.trace_id, run.parent_run_id, run.parent_run_ids,
     run.reference_example_id, run.name, run.run_type, ${iso("start_time")} as start_time,
     ${iso("end_time")} as end_time, run.status, run.is_root, run.dotted_order, run.trace_tier,
     run.error, run.tags, run.total_tokens, run.prompt_tokens, run.completion_tokens, run.total_cost,
     run.prompt_cost, run.completion_cost, ${iso("first_token_time")} as first_token_time,
-    ${iso("received_at")} as received_at,
-    coalesce(run.extra -> 'metadata' ->> 'thread_id', run.extra -> 'metadata' ->> 'session_id',
-             run.extra -> 'metadata' ->> 'conversation_id') as thread_id,
+    ${iso("received_at")} as received_at, ${threadId(q)} as thread_id,
     ${maybe("inputs")} as inputs, ${maybe("outputs")} as outputs, ${maybe("extra")} as extra,
     ${maybe("events")} as events, ${maybe("serialized")} as serialized,
     ${maybe("feedback_stats")} as feedback_stats`;
+  }
+  const wanted = new Set<RunColumn>([...KEY_COLUMNS, ...only]);
+  const column = (name: RunColumn): SqlFragment => {
+    switch (name) {
+      case "start_time":
+      case "end_time":
+      case "first_token_time":
+      case "received_at":
+        return q`${iso(name)} as ${q(name)}`;
+      case "thread_id":
+        return q`${threadId(q)} as thread_id`;
+      case "inputs":
+      case "outputs":
+      case "extra":
+      case "events":
+      case "serialized":
+      case "feedback_stats":
+        return q`${maybe(name)} as ${q(name)}`;
+      default:
+        return q`${q("run")}.${q(name)}`;
+    }
+  };
+  return [...wanted].map(column).reduce((list, c) => q`${list}, ${c}`);
+}
+
+/** The run's conversation: metadata `thread_id`, else `session_id`, else `conversation_id`. */
+function threadId(q: Queryable): SqlFragment {
+  return q`coalesce(run.extra -> 'metadata' ->> 'thread_id', run.extra -> 'metadata' ->> 'session_id',
+             run.extra -> 'metadata' ->> 'conversation_id')`;
 }
 
 const ALL_JSON: ReadonlySet<RunJsonColumn> = new Set(RUN_JSON_COLUMNS);
@@ -133,7 +178,7 @@ export async function findRun(
 }
 
 /** What selects runs in a {@link RunQuery}, without its paging: what run stats aggregate over. */
-export type RunSelection = Omit<RunQuery, "order" | "limit" | "after" | "json">;
+export type RunSelection = Omit<RunQuery, "order" | "limit" | "after" | "json" | "columns">;
 
 /**
  * The conditions on `run` (the alias of `runs`) of a selection, besides its workspace: pass them to
@@ -190,7 +235,7 @@ export async function queryRuns(q: WorkspaceBound, query: RunQuery): Promise<Run
   }
   const orderBy = desc ? q`run.start_time desc, run.id desc` : q`run.start_time asc, run.id asc`;
   return q<RunRow[]>`
-    select ${columns(q, query.json)} from runs as run
+    select ${columns(q, query.json, query.columns)} from runs as run
     where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by ${orderBy}
     limit ${query.limit + 1}`;

@@ -7,6 +7,7 @@ import { decodeRunCursor } from "./run-cursor.js";
 import { runFilterParameter, uuidOf } from "./run-query-request.js";
 import { pageSize, timeWindow } from "./v2-request.js";
 import { jsonColumnsOf, selectedV2Fields, type V2RunField } from "./v2-run-fields.js";
+import { v2RowColumns } from "./v2-run-message.js";
 
 /** The v2 run types (uppercase) and the stored ones they name. */
 const RUN_TYPES = ["TOOL", "CHAIN", "LLM", "RETRIEVER", "EMBEDDING", "PROMPT", "PARSER"] as const;
@@ -58,6 +59,7 @@ export function parseV2RunQuery(
     limit: pageSize(request.pageSize),
     after: request.cursor ? decodeRunCursor(request.cursor) : undefined,
     json: jsonColumnsOf(fields),
+    columns: v2RowColumns(fields),
   };
   return { query, fields };
 }

@@ -10,7 +10,7 @@ import { appPath } from "./run-message.js";
 import { uuidOf } from "./run-query-request.js";
 import { requiredUuid } from "./v2-request.js";
 import { selectedV2Fields } from "./v2-run-fields.js";
-import { v2RunMessage } from "./v2-run-message.js";
+import { v2RunEncoder, v2RunMessage } from "./v2-run-message.js";
 import { parseV2RunQuery } from "./v2-run-query.js";
 
 /** Dependencies of {@link createV2RunService}. */
@@ -49,7 +49,7 @@ export function createV2RunService({
       const last = page.at(-1);
       const more = rows.length > query.limit && last !== undefined;
       return {
-        items: page.map((row) => v2RunMessage(row, fields)),
+        items: page.map(v2RunEncoder(fields)),
         ...(more ? { nextCursor: encodeRunCursor({ startTime: last.start_time, id: last.id }) } : {}),
       };
     },

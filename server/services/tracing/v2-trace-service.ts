@@ -17,7 +17,7 @@ import { timestamp } from "./run-message.js";
 import { runFilterParameter, uuidOf } from "./run-query-request.js";
 import { pageSize, requiredUuid, requireProject, timeWindow } from "./v2-request.js";
 import { jsonColumnsOf, selectedV2Fields } from "./v2-run-fields.js";
-import { decimal, v2RunMessage } from "./v2-run-message.js";
+import { decimal, v2RowColumns, v2RunEncoder } from "./v2-run-message.js";
 
 /** The `selects` values that go to `trace_aggregates` rather than to the root run. */
 const AGGREGATE_SELECTS = new Set(["TOTAL_TOKENS", "TOTAL_COST", "FIRST_TOKEN_TIME"]);
@@ -64,6 +64,8 @@ export function createV2TraceService({
         limit: pageSize(request.pageSize),
         after: request.cursor ? decodeRunCursor(request.cursor) : undefined,
         json: jsonColumnsOf(rootFields),
+        // The page's trace ids look up the trace totals.
+        columns: new Set([...v2RowColumns(rootFields), "trace_id"]),
       };
       const { rows, totals } = await inWorkspaceScope(sql, [workspace.id], async (q) => {
         await requireProject(q, workspace.id, projectId);
@@ -75,9 +77,10 @@ export function createV2TraceService({
       const page = rows.slice(0, query.limit);
       const last = page.at(-1);
       const more = rows.length > query.limit && last !== undefined;
+      const rootRun = v2RunEncoder(rootFields);
       return {
         items: page.map((row) => ({
-          rootRun: v2RunMessage(row, rootFields),
+          rootRun: rootRun(row),
           ...(aggregates.length > 0
             ? { traceAggregates: aggregatesOf(totals.get(row.trace_id), aggregates) }
             : {}),
@@ -107,6 +110,7 @@ export function createV2TraceService({
         order: "asc",
         limit: MAX_TRACE_RUNS,
         json: jsonColumnsOf(fields),
+        columns: v2RowColumns(fields),
       };
       const rows = await inWorkspaceScope(sql, [workspace.id], async (q) => {
         await requireProject(q, workspace.id, projectId);
@@ -118,7 +122,7 @@ export function createV2TraceService({
           Code.ResourceExhausted,
         );
       }
-      return { items: rows.map((row) => v2RunMessage(row, fields)) };
+      return { items: rows.map(v2RunEncoder(fields)) };
     },
   };
 }
