@@ -8,48 +8,59 @@ import type { RunField } from "./run-fields.js";
 export type RunInit = MessageInitShape<typeof RunSchema>;
 
 /**
+ * How each field's value is read from a stored run, at module level: a table of closures built per
+ * row cost more than the rest of building the message (the server runs under tsx, which names every
+ * closure with a property write).
+ */
+const FIELD_VALUES: { readonly [K in RunField]: (row: RunRow) => RunInit[keyof RunInit] } = {
+  id: (row) => row.id,
+  name: (row) => row.name,
+  run_type: (row) => row.run_type,
+  start_time: (row) => timestamp(row.start_time),
+  end_time: (row) => timestamp(row.end_time),
+  status: (row) => row.status,
+  error: (row) => row.error ?? undefined,
+  inputs: (row) => object(row.inputs),
+  outputs: (row) => object(row.outputs),
+  extra: (row) => object(row.extra),
+  events: (row) => list(row.events),
+  tags: (row) => list(row.tags),
+  parent_run_id: (row) => row.parent_run_id ?? undefined,
+  parent_run_ids: (row) => list(row.parent_run_ids),
+  trace_id: (row) => row.trace_id,
+  dotted_order: (row) => row.dotted_order,
+  session_id: (row) => row.session_id,
+  reference_example_id: (row) => row.reference_example_id ?? undefined,
+  feedback_stats: (row) => object(row.feedback_stats),
+  total_tokens: (row) => count(row.total_tokens),
+  prompt_tokens: (row) => count(row.prompt_tokens),
+  completion_tokens: (row) => count(row.completion_tokens),
+  total_cost: (row) => row.total_cost ?? undefined,
+  prompt_cost: (row) => row.prompt_cost ?? undefined,
+  completion_cost: (row) => row.completion_cost ?? undefined,
+  first_token_time: (row) => timestamp(row.first_token_time),
+  app_path: (row) => appPath(row),
+  thread_id: (row) => row.thread_id ?? undefined,
+  is_root: (row) => row.is_root,
+  trace_tier: (row) => row.trace_tier ?? undefined,
+  inserted_at: (row) => timestamp(row.received_at),
+  serialized: (row) => object(row.serialized),
+};
+
+/** Message property name of each field (`run_type` → `runType`), worked out once. */
+const MESSAGE_NAMES = new Map<RunField, string>(
+  (Object.keys(FIELD_VALUES) as RunField[]).map((field) => [field, camel(field)]),
+);
+
+/**
  * The Run message of a stored run with only `fields` set. A field the run has no value for stays
  * unset, so REST leaves it out.
  */
 export function runMessage(row: RunRow, fields: ReadonlySet<RunField>): RunInit {
-  const all: { [K in RunField]: () => RunInit[keyof RunInit] } = {
-    id: () => row.id,
-    name: () => row.name,
-    run_type: () => row.run_type,
-    start_time: () => timestamp(row.start_time),
-    end_time: () => timestamp(row.end_time),
-    status: () => row.status,
-    error: () => row.error ?? undefined,
-    inputs: () => object(row.inputs),
-    outputs: () => object(row.outputs),
-    extra: () => object(row.extra),
-    events: () => list(row.events),
-    tags: () => list(row.tags),
-    parent_run_id: () => row.parent_run_id ?? undefined,
-    parent_run_ids: () => list(row.parent_run_ids),
-    trace_id: () => row.trace_id,
-    dotted_order: () => row.dotted_order,
-    session_id: () => row.session_id,
-    reference_example_id: () => row.reference_example_id ?? undefined,
-    feedback_stats: () => object(row.feedback_stats),
-    total_tokens: () => count(row.total_tokens),
-    prompt_tokens: () => count(row.prompt_tokens),
-    completion_tokens: () => count(row.completion_tokens),
-    total_cost: () => row.total_cost ?? undefined,
-    prompt_cost: () => row.prompt_cost ?? undefined,
-    completion_cost: () => row.completion_cost ?? undefined,
-    first_token_time: () => timestamp(row.first_token_time),
-    app_path: () => appPath(row),
-    thread_id: () => row.thread_id ?? undefined,
-    is_root: () => row.is_root,
-    trace_tier: () => row.trace_tier ?? undefined,
-    inserted_at: () => timestamp(row.received_at),
-    serialized: () => object(row.serialized),
-  };
   const message: Record<string, unknown> = {};
   for (const field of fields) {
-    const value = all[field]();
-    if (value !== undefined) message[camel(field)] = value;
+    const value = FIELD_VALUES[field](row);
+    if (value !== undefined) message[MESSAGE_NAMES.get(field) as string] = value;
   }
   return message as RunInit;
 }
