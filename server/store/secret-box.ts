@@ -108,7 +108,10 @@ export function createSecretBox(key: Uint8Array): SecretBox {
     const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(ivAt, ivAt + IV_BYTES));
     decipher.setAAD(Buffer.from(context));
     decipher.setAuthTag(bytes.subarray(ivAt + IV_BYTES, header));
-    return Buffer.concat([decipher.update(bytes.subarray(header)), decipher.final()]);
+    const body = decipher.update(bytes.subarray(header));
+    // GCM holds nothing back, so final() only checks the tag (and returns no bytes to join).
+    const rest = decipher.final();
+    return rest.length === 0 ? body : Buffer.concat([body, rest]);
   };
   return {
     keyId,
