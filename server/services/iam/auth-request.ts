@@ -32,11 +32,29 @@ const STATE = Symbol("auth request state");
 
 /** What a lazy request knows, and the Request once built. */
 interface LazyState {
-  readonly method: string;
-  readonly url: string;
+  method: string;
+  /** The target's URL until {@link resolveTarget} ran, then the URL Fetch reports. */
+  url: string;
+  /** Whether `method` and `url` are what Fetch would report (parsing the URL costs a few µs). */
+  resolved: boolean;
   readonly given: Headers;
   own: Headers | undefined;
   built: Request | undefined;
+}
+
+/**
+ * The state with `method` and `url` as the built Request reports them: the URL normalised, or a
+ * plain GET of the server when Fetch would refuse the target (as {@link builtRequest} does).
+ */
+function resolveTarget(state: LazyState): LazyState {
+  if (state.resolved) return state;
+  const url = requestUrl(state.url);
+  if (url === undefined) {
+    state.method = "GET";
+    state.url = "http://localhost/";
+  } else state.url = url;
+  state.resolved = true;
+  return state;
 }
 
 /** A lazy request's proxy target: a Request's prototype, and the state. */
@@ -50,7 +68,8 @@ function ownHeaders(state: LazyState): Headers {
 
 /** The real Fetch Request, built on first use from the same method, URL and headers copy. */
 function realRequest(state: LazyState): Request {
-  state.built ??= builtRequest(state.method, state.url, ownHeaders(state));
+  const { method, url } = resolveTarget(state);
+  state.built ??= builtRequest(method, url, ownHeaders(state));
   return state.built;
 }
 
@@ -61,8 +80,8 @@ function realRequest(state: LazyState): Request {
 const LAZY_TRAPS: ProxyHandler<LazyTarget> = {
   get(target, property) {
     const state = target[STATE];
-    if (property === "method") return state.method;
-    if (property === "url") return state.url;
+    if (property === "method") return resolveTarget(state).method;
+    if (property === "url") return resolveTarget(state).url;
     if (property === "headers") return ownHeaders(state);
     const request = realRequest(state);
     const value: unknown = Reflect.get(request, property, request);
@@ -94,7 +113,7 @@ const LAZY_TRAPS: ProxyHandler<LazyTarget> = {
  */
 function lazyRequest(method: string, url: string, headers: Headers): Request {
   const target = Object.create(Request.prototype) as LazyTarget;
-  target[STATE] = { method, url, given: headers, own: undefined, built: undefined };
+  target[STATE] = { method, url, resolved: false, given: headers, own: undefined, built: undefined };
   return new Proxy(target, LAZY_TRAPS);
 }
 
@@ -125,12 +144,11 @@ const LAZY_REQUESTS_WORK = (() => {
  * headers, without its body. Building a `Request` costs Node 10–30 µs (an AbortController, URL
  * parsing, a copy of the headers), a sizable share of a fast request, while handlers mostly read
  * its headers; so where the runtime allows it (see {@link LAZY_REQUESTS_WORK}) it is built only
- * when the handler uses more than `method`, `url` and `headers`. A target Fetch would refuse
- * falls back to a plain GET of the server, as before.
+ * when the handler uses more than `method`, `url` and `headers`, and the URL is parsed only when
+ * `method` or `url` is read. A target Fetch would refuse falls back to a plain GET of the server.
  */
 export function authRequest(headers: Headers, target: RequestTarget): Request {
-  const url = LAZY_REQUESTS_WORK && PLAIN_METHODS.has(target.method) ? requestUrl(target.url) : undefined;
-  return url === undefined
-    ? builtRequest(target.method, target.url, headers)
-    : lazyRequest(target.method, url, headers);
+  return LAZY_REQUESTS_WORK && PLAIN_METHODS.has(target.method)
+    ? lazyRequest(target.method, target.url, headers)
+    : builtRequest(target.method, target.url, headers);
 }
