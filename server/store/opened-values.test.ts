@@ -10,17 +10,22 @@ describe("createOpenedValues", () => {
     expect(opened.get("ssn", "$sealed-2")).toBeUndefined();
   });
 
-  it("lets the least recently read go past its size, and keeps no value too large", () => {
-    // Each entry is 2 + 1 + 3 + 1 = 7 characters: three fit in 21.
-    const opened = createOpenedValues({ maxChars: 21, maxSealedChars: 3 });
-    opened.remember("k", "$s1", "1");
-    opened.remember("k", "$s2", "2");
-    opened.remember("k", "$s3", "3");
+  it("keeps what is read again, lets go what is not, and keeps no value too large", () => {
+    // Each entry is 3 + 1 + 1 = 5 characters; a generation turns over past 10.
+    const opened = createOpenedValues({ maxChars: 20, maxSealedChars: 3 });
+    for (const n of [1, 2, 3]) opened.remember("k", `$s${n}`, String(n));
+    // $s1–$s3 are now the old generation. Reading $s1 brings it back into the young one.
     expect(opened.get("k", "$s1")).toBe("1");
-    opened.remember("k", "$s4", "4");
-    expect(opened.get("k", "$s2")).toBeUndefined();
-    expect([opened.get("k", "$s1"), opened.get("k", "$s3"), opened.get("k", "$s4")]).toEqual(["1", "3", "4"]);
-    opened.remember("k", "$s55", "5");
-    expect(opened.get("k", "$s55")).toBeUndefined();
+    for (const n of [4, 5]) opened.remember("k", `$s${n}`, String(n));
+    // The young generation ($s1, $s4, $s5) turned over: $s2 and $s3, never read again, are gone.
+    expect([1, 2, 3, 4, 5].map((n) => opened.get("k", `$s${n}`))).toEqual([
+      "1",
+      undefined,
+      undefined,
+      "4",
+      "5",
+    ]);
+    opened.remember("k", "$s66", "6");
+    expect(opened.get("k", "$s66")).toBeUndefined();
   });
 });

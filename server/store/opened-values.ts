@@ -1,6 +1,6 @@
 /**
  * A bounded memory of the sealed JSON values a process opened (built-in encryption at rest,
- * stored-data-cipher.ts), least recently used first out. Opening one AES-GCM value costs Node
+ * stored-data-cipher.ts), least recently read first out. Opening one AES-GCM value costs Node
  * 10–20 µs, nearly all of it OpenSSL's per-call cipher set-up rather than the bytes, and the same
  * stored values are read again and again (a thread polled for its state, the first page of a
  * search). A value read again costs a map lookup instead.
@@ -35,36 +35,50 @@ const DEFAULT_MAX_CHARS = 4 * 1024 * 1024;
 /** 4 KiB of sealed text: decrypting that many bytes costs about as much as the set-up saved. */
 const DEFAULT_MAX_SEALED_CHARS = 4096;
 
-/** An {@link OpenedValues} within `limits`. */
+/** A remembered value: the JSON key it was sealed under, and its plaintext JSON. */
+interface Opened {
+  readonly key: string;
+  readonly plain: string;
+}
+
+/**
+ * An {@link OpenedValues} within `limits`, in two generations (no reordering on every read, which
+ * in a Map of tens of thousands of entries costs more than the lookup): new and recently read
+ * values go to the young one; when it holds half of `maxChars`, it becomes the old one and the
+ * previous old one is dropped. A value read while old moves to the young one, so what is read
+ * again within a generation stays.
+ */
 export function createOpenedValues(
   limits: OpenedValuesLimits = { maxChars: DEFAULT_MAX_CHARS, maxSealedChars: DEFAULT_MAX_SEALED_CHARS },
 ): OpenedValues {
-  // A Map iterates in insertion order: re-inserting on every read keeps the least recent first.
-  const entries = new Map<string, string>();
-  let chars = 0;
-  // A sealed text holds no NUL (a prefix, then base64): the last NUL splits the pair, unambiguously.
-  const entryKey = (key: string, sealed: string) => `${key}\u0000${sealed}`;
+  // Keyed by the sealed text alone (a string the driver just read, hashed once); the JSON key is
+  // checked on the entry, so a value moved to another key is never answered.
+  let young = new Map<string, Opened>();
+  let old = new Map<string, Opened>();
+  let youngChars = 0;
+  const add = (sealed: string, opened: Opened) => {
+    young.set(sealed, opened);
+    youngChars += sealed.length + opened.key.length + opened.plain.length;
+    if (youngChars > limits.maxChars / 2) {
+      old = young;
+      young = new Map();
+      youngChars = 0;
+    }
+  };
   return {
     get(key, sealed) {
-      const at = entryKey(key, sealed);
-      const plain = entries.get(at);
-      if (plain === undefined) return undefined;
-      entries.delete(at);
-      entries.set(at, plain);
-      return plain;
+      let opened = young.get(sealed);
+      if (opened === undefined) {
+        opened = old.get(sealed);
+        if (opened === undefined) return undefined;
+        add(sealed, opened);
+      }
+      return opened.key === key ? opened.plain : undefined;
     },
     remember(key, sealed, plain) {
       if (sealed.length > limits.maxSealedChars) return;
-      const at = entryKey(key, sealed);
-      const size = at.length + plain.length;
-      if (size > limits.maxChars || entries.has(at)) return;
-      entries.set(at, plain);
-      chars += size;
-      for (const [oldest, value] of entries) {
-        if (chars <= limits.maxChars) break;
-        entries.delete(oldest);
-        chars -= oldest.length + value.length;
-      }
+      if (sealed.length + key.length + plain.length > limits.maxChars / 2 || young.has(sealed)) return;
+      add(sealed, { key, plain });
     },
   };
 }
