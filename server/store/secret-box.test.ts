@@ -22,6 +22,13 @@ describe("secret box", () => {
     expect(() => box.open(a, "c")).toThrow();
   });
 
+  it("gives every sealing an IV of its own, across many batches of random bytes", () => {
+    // A sealed value is version (1), key id (4), then the 12-byte IV.
+    const ivs = new Set<string>();
+    for (let i = 0; i < 2000; i++) ivs.add(Buffer.from(box.seal("x", "c")).subarray(5, 17).toString("hex"));
+    expect(ivs.size).toBe(2000);
+  });
+
   it("says so when another key sealed it", () => {
     const other = createSecretBox(randomBytes(32));
     expect(() => other.open(box.seal("x", "c"), "c")).toThrow("encrypted with another key");

@@ -84,12 +84,32 @@ export function sealedKeyId(sealed: Uint8Array): Buffer | undefined {
   return Buffer.from(sealed.subarray(1, 1 + KEY_ID_BYTES));
 }
 
+/**
+ * IVs drawn from the CSPRNG in one call: a call costs more than sealing a small value (it was the
+ * largest part of encrypting a store item), and 256 IVs are 3 KiB.
+ */
+const IV_BATCH = 256;
+/** Random bytes not yet handed out as IVs; replaced, never rewritten, so handed-out IVs stay put. */
+let ivPool = Buffer.alloc(0);
+let ivPoolAt = 0;
+
+/** A fresh random IV: each one a different slice of CSPRNG output, never handed out twice. */
+function nextIv(): Buffer {
+  if (ivPoolAt + IV_BYTES > ivPool.length) {
+    ivPool = randomBytes(IV_BYTES * IV_BATCH);
+    ivPoolAt = 0;
+  }
+  const iv = ivPool.subarray(ivPoolAt, ivPoolAt + IV_BYTES);
+  ivPoolAt += IV_BYTES;
+  return iv;
+}
+
 /** A {@link SecretBox} on a 32-byte key. */
 export function createSecretBox(key: Uint8Array): SecretBox {
   if (key.length !== SECRET_KEY_BYTES) throw new Error(`a secret key has ${SECRET_KEY_BYTES} bytes`);
   const keyId = createHash("sha256").update(key).digest().subarray(0, KEY_ID_BYTES);
   const sealBytes = (plaintext: Uint8Array, context: string): Buffer => {
-    const iv = randomBytes(IV_BYTES);
+    const iv = nextIv();
     const cipher = createCipheriv("aes-256-gcm", key, iv);
     cipher.setAAD(Buffer.from(context));
     const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
@@ -108,7 +128,10 @@ export function createSecretBox(key: Uint8Array): SecretBox {
     const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(ivAt, ivAt + IV_BYTES));
     decipher.setAAD(Buffer.from(context));
     decipher.setAuthTag(bytes.subarray(ivAt + IV_BYTES, header));
-    return Buffer.concat([decipher.update(bytes.subarray(header)), decipher.final()]);
+    const body = decipher.update(bytes.subarray(header));
+    // GCM holds nothing back, so final() only checks the tag (and returns no bytes to join).
+    const rest = decipher.final();
+    return rest.length === 0 ? body : Buffer.concat([body, rest]);
   };
   return {
     keyId,

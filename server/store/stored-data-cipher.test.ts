@@ -53,6 +53,13 @@ describe("createAesDataCipher", () => {
     expect((cipher.encryptJson(doc) as Record<string, unknown>).ssn).not.toBe(sealed.ssn);
   });
 
+  it("opens a value read again to an equal copy of its own, which a caller may change", () => {
+    const sealed = cipher.encryptJson({ messages: [{ content: "hi" }] });
+    const first = cipher.decryptJson(sealed) as { messages: { content: string }[] };
+    first.messages.push({ content: "changed by the first reader" });
+    expect(cipher.decryptJson(sealed)).toEqual({ messages: [{ content: "hi" }] });
+  });
+
   it("treats a top-level array as rows: their own fields stay, what lies below is sealed", () => {
     const rows = [{ ssn: "column, not data", value: { ssn: "data" } }];
     const sealed = cipher.encryptJson(rows) as Array<Record<string, { ssn: string }>>;
@@ -63,6 +70,8 @@ describe("createAesDataCipher", () => {
 
   it("authenticates: a sealed value moved to another key or altered does not open", () => {
     const sealed = cipher.encryptJson({ ssn: "x" }) as { ssn: string };
+    // Opened once under its own key first: what the cipher remembers must not open it under another.
+    expect(cipher.decryptJson(sealed)).toEqual({ ssn: "x" });
     expect(() => cipher.decryptJson({ messages: sealed.ssn })).toThrow();
     const altered = `${sealed.ssn.slice(0, -4)}AAAA`;
     expect(() => cipher.decryptJson({ ssn: altered })).toThrow();

@@ -1,3 +1,4 @@
+import { createOpenedValues } from "./opened-values.js";
 import { createSecretBox, parseSecretKey, type SecretBox, sealedKeyId } from "./secret-box.js";
 
 /**
@@ -130,9 +131,15 @@ export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
   const seal = (key: string, value: unknown): string =>
     ENCRYPTED_PREFIX +
     current.sealBytes(Buffer.from(JSON.stringify(value)), jsonContext(key)).toString("base64");
+  const opened = createOpenedValues();
   const open = (key: string, text: string): unknown => {
+    const known = opened.get(key, text);
+    if (known !== undefined) return JSON.parse(known);
     const sealed = Buffer.from(text.slice(ENCRYPTED_PREFIX.length), "base64");
-    return JSON.parse(boxOf(sealed).open(sealed, jsonContext(key)));
+    const plain = boxOf(sealed).open(sealed, jsonContext(key));
+    const value: unknown = JSON.parse(plain);
+    opened.remember(key, text, plain);
+    return value;
   };
 
   const encrypt = (value: unknown): unknown => {

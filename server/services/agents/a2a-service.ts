@@ -5,7 +5,8 @@ import { A2A_TASK_METADATA_KEY, hasLaterRun, latestRunOfTask } from "../../store
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
-import { findThreads, findVisibleThread } from "../../store/thread-store.js";
+import { createThreadBatches } from "../../store/thread-batches.js";
+import { findThreads } from "../../store/thread-store.js";
 import { authorizeEvent, type Principal } from "../iam/principal.js";
 import {
   A2A_ERRORS,
@@ -94,6 +95,8 @@ function hasEnded(run: AgentRunRecord): boolean {
 /** Creates the {@link A2aService}. */
 export function createA2aService(deps: A2aServiceDeps): A2aService {
   const { sql, launcher } = deps;
+  // Custom auth's thread checks, batched with the other lookups in flight like the thread service's.
+  const threads = createThreadBatches(sql);
 
   /** What decides how the task's newest run looks as a task. */
   const contextOf = async (
@@ -119,7 +122,7 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     if (!first || first.assistantId !== assistant.assistantId) throw taskNotFound(rawId);
     // A task is its context's thread: one custom auth hides is no task of the caller's.
     const auth = await authorizeEvent(caller.principal, "threads:read", { thread_id: first.threadId });
-    if (auth && !(await findVisibleThread(sql, { workspaceId, threadId: first.threadId }, auth)))
+    if (auth && !(await threads.findVisible({ workspaceId, threadId: first.threadId }, auth)))
       throw taskNotFound(rawId);
     const latestId = await latestRunOfTask(sql, workspaceId, first.threadId, id);
     const latest =

@@ -27,7 +27,7 @@ import {
 import { threadExists } from "../../store/agent-run-thread-store.js";
 import { pgErrorCode, type Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
-import { findVisibleThread } from "../../store/thread-store.js";
+import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
@@ -188,6 +188,8 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
   const readers = { sql, bus, localRuns: deps.localRuns };
+  // Custom auth's thread checks, batched with the other lookups in flight like the thread service's.
+  const threads = createThreadBatches(sql);
 
   const start = async (
     ctx: HandlerContext,
@@ -234,7 +236,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     event: ThreadEvent,
   ): Promise<boolean> => {
     const auth = await authorizeEvent(principal, event, { thread_id: threadId });
-    return !auth || (await findVisibleThread(sql, { workspaceId, threadId }, auth)) !== undefined;
+    return !auth || (await threads.findVisible({ workspaceId, threadId }, auth)) !== undefined;
   };
 
   const loadRun = async (

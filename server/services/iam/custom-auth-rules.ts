@@ -5,6 +5,15 @@ import { type AuthFilter, parseAuthFilter } from "../../store/auth-filter-sql.js
 import { httpExceptionError, isHttpException } from "./auth-http-exception.js";
 import type { AuthRules, AuthUser } from "./principal.js";
 
+/** An event's handler, as {@link createAuthRules} resolves it by the documented priority. */
+interface Route {
+  readonly resource: string;
+  readonly action: string;
+  /** The key the handler was registered under; undefined when none applies. */
+  readonly handlerKey: string | undefined;
+  readonly handler: CustomAuthHandlers["callbacks"][string] | undefined;
+}
+
 /**
  * The `Auth.on()` handlers as {@link AuthRules}. The handler of an event is the first registered of
  * `resource:action`, `resource`, `*:action`, `*` (the SDK's documented priority); none allows all.
@@ -26,15 +35,31 @@ export function createAuthRules(handlers: CustomAuthHandlers, log: Logger, sourc
     });
     return new ConnectError(`the auth handler for ${event} ${problem}`, Code.PermissionDenied);
   };
+  // Which handler an event has never changes (the Auth object is loaded once), so each event's is
+  // looked up once: the events are a few dozen `resource:action` names of ours.
+  const routes = new Map<string, Route>();
+  const routeOf = (event: string): Route => {
+    let route = routes.get(event);
+    if (!route) {
+      const [resource = "", action = ""] = event.split(":");
+      const handlerKey = [event, resource, `*:${action}`, "*"].find((key) => key in callbacks);
+      route = {
+        resource,
+        action,
+        handlerKey,
+        handler: handlerKey === undefined ? undefined : callbacks[handlerKey],
+      };
+      routes.set(event, route);
+    }
+    return route;
+  };
   return {
     async authorize(
       event: string,
       value: Record<string, unknown>,
       user: AuthUser,
     ): Promise<AuthFilter | undefined> {
-      const [resource = "", action = ""] = event.split(":");
-      const handlerKey = [event, resource, `*:${action}`, "*"].find((key) => key in callbacks);
-      const handler = handlerKey === undefined ? undefined : callbacks[handlerKey];
+      const { resource, action, handlerKey, handler } = routeOf(event);
       if (handlerKey === undefined || !handler) return undefined;
       let result: unknown;
       try {

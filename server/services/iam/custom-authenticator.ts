@@ -9,6 +9,7 @@ import type { WorkspaceRole } from "../../store/member-store.js";
 import { findFirstOrganization, type OrganizationRecord } from "../../store/organization-store.js";
 import { listGrantedWorkspaces, type WorkspaceRecord } from "../../store/workspace-store.js";
 import { httpExceptionError, isHttpException } from "./auth-http-exception.js";
+import { authRequest } from "./auth-request.js";
 import type { CustomAuthentication, RequestTarget } from "./authenticator.js";
 import { createAuthRules } from "./custom-auth-rules.js";
 import type { AuthRules, AuthUser, Principal } from "./principal.js";
@@ -96,7 +97,7 @@ export function createCustomAuthentication({
       );
     let result: unknown;
     try {
-      result = await authenticate(fetchRequest(headers, target));
+      result = await authenticate(authRequest(headers, target));
     } catch (error) {
       if (isHttpException(error)) throw httpExceptionError(error);
       throw refuse("failed (the server log has its error)", error);
@@ -167,15 +168,6 @@ function presentedKey(headers: Headers): string | undefined {
   if (key) return key;
   const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization") ?? "")?.[1];
   return bearer && AGENTPLANE_KEY_PATTERN.test(bearer) ? bearer : undefined;
-}
-
-/** The Fetch `Request` handed to `authenticate`; a target Fetch refuses falls back to a plain GET. */
-function fetchRequest(headers: Headers, target: RequestTarget): Request {
-  try {
-    return new Request(target.url, { method: target.method, headers });
-  } catch {
-    return new Request("http://localhost/", { method: "GET", headers });
-  }
 }
 
 /** The user of `authenticate`'s result, as LangGraph's servers normalise it; or what is wrong. */
