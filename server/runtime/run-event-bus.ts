@@ -47,8 +47,9 @@ export interface RunEventBus {
   /**
    * Hands the watchers of `runId` in this process the events its writer here just stored, and
    * wakes them: a stream of a run executing here gets them without a NOTIFY and a read.
-   * `previousSeq` is the last seq the same writer stored before them (undefined for its first
-   * batch): a watcher takes them only when it has read up to there, so nothing is skipped.
+   * `previousSeq` is the last seq the same writer stored before them (for its first batch: 0 when
+   * they are the run's first events, else undefined): a watcher takes them only when it has read
+   * up to there, so nothing is skipped.
    */
   deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */

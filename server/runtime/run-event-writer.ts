@@ -1,6 +1,11 @@
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { appendRunEvents, type NewRunEvent, type RunEventRecord } from "../store/run-event-store.js";
+import {
+  appendFirstRunEvents,
+  appendRunEvents,
+  type NewRunEvent,
+  type RunEventRecord,
+} from "../store/run-event-store.js";
 import { toPlainJson } from "./plain-json.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
 
@@ -21,16 +26,17 @@ export interface RunEventWriter {
 }
 
 /**
- * Told of each batch once it is stored: the seq of the batch stored before it by the same writer
- * (undefined for the first), and the batch as stored.
+ * Told of each batch once it is stored: the seq of the batch stored before it by the same writer,
+ * and the batch as stored. A writer's first batch follows 0 when no event of the run was stored
+ * before it (the run's first events), and undefined when some were (an earlier attempt's).
  */
 export type StoredEvents = (previousSeq: number | undefined, rows: RunEventRecord[]) => void;
 
 /**
- * Batches a run's events: the first event starts a write at the end of the current turn, events
- * pushed until then or while it runs go out together in the next, so a fast graph costs one
- * statement per batch rather than per event. Memory is bounded by what the graph produces while one
- * write is in flight. `stored` hears of each batch once it is written.
+ * Batches a run's events: an event pushed while no write runs starts one at once (after the
+ * microtasks queued before it), events pushed while it runs go out together in the next, so a fast
+ * graph costs one statement per batch rather than per event. Memory is bounded by what the graph
+ * produces while one write is in flight. `stored` hears of each batch once it is written.
  */
 export function createRunEventWriter(
   sql: Sql,
@@ -40,6 +46,7 @@ export function createRunEventWriter(
 ): RunEventWriter {
   let pending: NewRunEvent[] = [];
   let last: number | undefined;
+  let first = true;
   let writing: Promise<void> | undefined;
   let failure: unknown;
 
@@ -47,17 +54,25 @@ export function createRunEventWriter(
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
-      const rows = await appendRunEvents(sql, run, batch);
-      const previous = last;
+      let rows: RunEventRecord[];
+      let previous = last;
+      if (first) {
+        const written = await appendFirstRunEvents(sql, run, batch);
+        first = false;
+        rows = written.rows;
+        if (written.fromStart) previous = 0;
+      } else rows = await appendRunEvents(sql, run, batch);
       last = rows[rows.length - 1]?.seq ?? last;
       stored?.(previous, rows);
     }
   };
   const start = (): void => {
     if (writing) return;
-    // The write starts after the events the graph produces in the same turn (the metadata event
-    // and the input's values, typically), so they share one statement and one NOTIFY.
-    writing = new Promise<void>((resolve) => setImmediate(resolve))
+    // The write goes out now rather than at the end of the turn: a graph runs its next nodes (and
+    // their tracing callbacks) in the same turn as the chunk that produced the event, and the
+    // statement then travels while they run instead of after them. Events they produce meanwhile
+    // go together in the next statement.
+    writing = new Promise<void>((resolve) => queueMicrotask(resolve))
       .then(drain)
       .catch((error: unknown) => {
         failure ??= error;
