@@ -261,9 +261,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     // Streams of the run in this process get its events as they are stored, without a read.
-    const writer = createRunEventWriter(sql, run, log, (previousSeq, rows) =>
-      deps.bus().deliver(run.runId, previousSeq, rows),
-    );
+    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId));
     const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()

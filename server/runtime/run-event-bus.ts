@@ -52,10 +52,23 @@ export interface RunEventBus {
    * up to there, so nothing is skipped.
    */
   deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
+  /**
+   * Notes that a writer here is storing events of `runId`; call what it returns once the write is
+   * over, with the batch as stored ({@link RunEventBus.deliver}) or nothing when it failed. Until
+   * then the run's notifications wake nobody: the write's own NOTIFY often arrives before its
+   * answer, and a stream woken by it would read Postgres for events about to be handed over.
+   */
+  writing(runId: string): (stored?: StoredBatch) => void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
   close(): Promise<void>;
+}
+
+/** A batch of a run's events as its writer stored it (see {@link RunEventBus.deliver}). */
+export interface StoredBatch {
+  previousSeq: number | undefined;
+  rows: readonly RunEventRecord[];
 }
 
 /** The key a waiter watches to learn that a run ended (not every event of it). */
@@ -77,6 +90,8 @@ interface KeyState {
 export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const keys = new Map<string, KeyState>();
   const cancels = new Map<string, Set<CancelHandler>>();
+  // Runs with a write of their events in flight in this process, and how many.
+  const writes = new Map<string, number>();
   let open = 0;
 
   const bump = (key: string): void => {
@@ -85,6 +100,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     state.version += 1;
     for (const wake of state.waiters) wake();
     state.waiters.clear();
+  };
+  const deliver = (runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
+    const state = keys.get(runId);
+    if (!state || rows.length === 0) return;
+    feedEvents(state.feed, previousSeq, rows);
+    bump(runId);
   };
   /** After a reconnect notifications may have been missed: wake every waiter to re-read. */
   const bumpAll = (): void => {
@@ -98,8 +119,9 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const seq = Number(seqText);
       const run = runId ? keys.get(runId) : undefined;
       if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
-      // Events this process already handed to its watchers wake nobody a second time.
-      if (runId && !(run && seq <= run.feed.through)) bump(runId);
+      // Events this process already handed to its watchers wake nobody a second time, and those
+      // of a write still in flight here wake them when it hands them over.
+      if (runId && !(run && seq <= run.feed.through) && !writes.has(runId)) bump(runId);
       if (threadId) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
@@ -176,11 +198,24 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       };
     },
 
-    deliver(runId, previousSeq, rows) {
-      const state = keys.get(runId);
-      if (!state || rows.length === 0) return;
-      feedEvents(state.feed, previousSeq, rows);
-      bump(runId);
+    deliver,
+
+    writing(runId) {
+      writes.set(runId, (writes.get(runId) ?? 0) + 1);
+      let over = false;
+      return (stored) => {
+        if (over) return;
+        over = true;
+        const left = (writes.get(runId) ?? 1) - 1;
+        if (left > 0) writes.set(runId, left);
+        else writes.delete(runId);
+        if (stored && stored.rows.length > 0) deliver(runId, stored.previousSeq, stored.rows);
+        else {
+          // A failed write: wake the watchers if a notification was held back meanwhile.
+          const state = keys.get(runId);
+          if (state && state.notifiedThrough > state.feed.through) bump(runId);
+        }
+      };
     },
 
     async notifyCancel(q, runId, action) {

@@ -7,6 +7,7 @@ import {
   type RunEventRecord,
 } from "../store/run-event-store.js";
 import { toPlainJson } from "./plain-json.js";
+import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
 
 /**
@@ -26,23 +27,24 @@ export interface RunEventWriter {
 }
 
 /**
- * Told of each batch once it is stored: the seq of the batch stored before it by the same writer,
- * and the batch as stored. A writer's first batch follows 0 when no event of the run was stored
- * before it (the run's first events), and undefined when some were (an earlier attempt's).
+ * Told that a batch is being written; returns what hears, once the write is over, the batch as
+ * stored (nothing when it failed): the seq the same writer stored before it, and its rows. A
+ * writer's first batch follows 0 when no event of the run was stored before it (the run's first
+ * events), and undefined when some were (an earlier attempt's).
  */
-export type StoredEvents = (previousSeq: number | undefined, rows: RunEventRecord[]) => void;
+export type EventHandOff = () => (stored?: StoredBatch) => void;
 
 /**
  * Batches a run's events: an event pushed while no write runs starts one at once (after the
  * microtasks queued before it), events pushed while it runs go out together in the next, so a fast
  * graph costs one statement per batch rather than per event. Memory is bounded by what the graph
- * produces while one write is in flight. `stored` hears of each batch once it is written.
+ * produces while one write is in flight. `handOff` hears of each batch as it is written.
  */
 export function createRunEventWriter(
   sql: Sql,
   run: { workspaceId: string; runId: string; threadId: string },
   log: Logger,
-  stored?: StoredEvents,
+  handOff?: EventHandOff,
 ): RunEventWriter {
   let pending: NewRunEvent[] = [];
   let last: number | undefined;
@@ -54,16 +56,22 @@ export function createRunEventWriter(
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
-      let rows: RunEventRecord[];
-      let previous = last;
-      if (first) {
-        const written = await appendFirstRunEvents(sql, run, batch);
-        first = false;
-        rows = written.rows;
-        if (written.fromStart) previous = 0;
-      } else rows = await appendRunEvents(sql, run, batch);
-      last = rows[rows.length - 1]?.seq ?? last;
-      stored?.(previous, rows);
+      const handOver = handOff?.();
+      let stored: StoredBatch | undefined;
+      try {
+        let rows: RunEventRecord[];
+        let previousSeq = last;
+        if (first) {
+          const written = await appendFirstRunEvents(sql, run, batch);
+          first = false;
+          rows = written.rows;
+          if (written.fromStart) previousSeq = 0;
+        } else rows = await appendRunEvents(sql, run, batch);
+        last = rows[rows.length - 1]?.seq ?? last;
+        stored = { previousSeq, rows };
+      } finally {
+        handOver?.(stored);
+      }
     }
   };
   const start = (): void => {
