@@ -34,11 +34,18 @@ export interface RunEventWriter {
  */
 export type EventHandOff = () => (stored?: StoredBatch) => void;
 
+/** The event every run's stream starts with (run-executor.ts); the first output comes after it. */
+const METADATA_EVENT = "metadata";
+
 /**
- * Batches a run's events: an event pushed while no write runs starts one at once (after the
- * microtasks queued before it), events pushed while it runs go out together in the next, so a fast
- * graph costs one statement per batch rather than per event. Memory is bounded by what the graph
- * produces while one write is in flight. `handOff` hears of each batch as it is written.
+ * Batches a run's events: an event pushed while no write runs starts one at the end of the current
+ * turn, events pushed until then or while it runs go out together in the next, so a fast graph
+ * costs one statement per batch rather than per event. Until the run's first output (its first
+ * event after `metadata`) has gone out, a write starts at once instead (after the microtasks queued
+ * before it): a graph runs its next nodes, and their tracing callbacks, in the same turn as the
+ * chunk that produced the event, and the statement then travels while they run rather than after
+ * them. Memory is bounded by what the graph produces while one write is in flight. `handOff`
+ * hears of each batch as it is written.
  */
 export function createRunEventWriter(
   sql: Sql,
@@ -49,6 +56,8 @@ export function createRunEventWriter(
   let pending: NewRunEvent[] = [];
   let last: number | undefined;
   let first = true;
+  // Whether the run's first output has yet to go out: until then writes start at once.
+  let eager = true;
   let writing: Promise<void> | undefined;
   let failure: unknown;
 
@@ -56,6 +65,7 @@ export function createRunEventWriter(
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
+      if (batch.some((e) => e.event !== METADATA_EVENT)) eager = false;
       const handOver = handOff?.();
       let stored: StoredBatch | undefined;
       try {
@@ -76,11 +86,7 @@ export function createRunEventWriter(
   };
   const start = (): void => {
     if (writing) return;
-    // The write goes out now rather than at the end of the turn: a graph runs its next nodes (and
-    // their tracing callbacks) in the same turn as the chunk that produced the event, and the
-    // statement then travels while they run instead of after them. Events they produce meanwhile
-    // go together in the next statement.
-    writing = new Promise<void>((resolve) => queueMicrotask(resolve))
+    writing = new Promise<void>((resolve) => (eager ? queueMicrotask(resolve) : setImmediate(resolve)))
       .then(drain)
       .catch((error: unknown) => {
         failure ??= error;
