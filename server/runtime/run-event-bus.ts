@@ -21,7 +21,7 @@ export interface Watch {
    */
   changed(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /**
-   * The events of the watched run this process wrote and handed over ({@link RunEventBus.deliver})
+   * The events of the watched run this process wrote and handed over ({@link RunEventBus.writing})
    * that follow seq `after` with none missing between (none when nothing waits), and the seq they
    * reach; undefined on a gap. `behind` says that events past `upTo` exist that were not handed
    * over here (another writer's, or dropped at the bound): read Postgres then. Only a watcher that
@@ -45,18 +45,14 @@ export interface RunEventBus {
   /** Notifies every process that `runId` must stop (inside `q`'s transaction when it is one). */
   notifyCancel(q: Queryable, runId: string, action: string): Promise<void>;
   /**
-   * Hands the watchers of `runId` in this process the events its writer here just stored, and
-   * wakes them: a stream of a run executing here gets them without a NOTIFY and a read.
-   * `previousSeq` is the last seq the same writer stored before them (for its first batch: 0 when
-   * they are the run's first events, else undefined): a watcher takes them only when it has read
-   * up to there, so nothing is skipped.
-   */
-  deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
-  /**
    * Notes that a writer here is storing events of `runId`; call what it returns once the write is
-   * over, with the batch as stored ({@link RunEventBus.deliver}) or nothing when it failed. Until
-   * then the run's notifications wake nobody: the write's own NOTIFY often arrives before its
-   * answer, and a stream woken by it would read Postgres for events about to be handed over.
+   * over, with the batch as stored, or nothing when it failed. The batch goes to the run's watchers
+   * in this process, which are woken: a stream of a run executing here gets its events without a
+   * NOTIFY and a read. Its `previousSeq` is the last seq the same writer stored before it (for its
+   * first batch: 0 when these are the run's first events, else undefined): a watcher takes it only
+   * when it has read up to there, so nothing is skipped. Until then the run's notifications wake
+   * nobody: a write's own NOTIFY often arrives before its answer, and a stream woken by it would
+   * read Postgres for events about to be handed over.
    */
   writing(runId: string): (stored?: StoredBatch) => void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
@@ -65,7 +61,7 @@ export interface RunEventBus {
   close(): Promise<void>;
 }
 
-/** A batch of a run's events as its writer stored it (see {@link RunEventBus.deliver}). */
+/** A batch of a run's events as its writer stored it (see {@link RunEventBus.writing}). */
 export interface StoredBatch {
   previousSeq: number | undefined;
   rows: readonly RunEventRecord[];
@@ -197,8 +193,6 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         if (set.size === 0) cancels.delete(runId);
       };
     },
-
-    deliver,
 
     writing(runId) {
       writes.set(runId, (writes.get(runId) ?? 0) + 1);
