@@ -7,7 +7,7 @@ import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
-import type { RunEventBus } from "../runtime/run-event-bus.js";
+import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
 import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
@@ -261,9 +261,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     // Streams of the run in this process get its events as they are stored, without a read.
-    const writer = createRunEventWriter(sql, run, log, (previousSeq, rows) =>
-      deps.bus().deliver(run.runId, previousSeq, rows),
-    );
+    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId));
     const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
@@ -384,7 +382,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // Awaited before the transaction opens: a transaction holding a connection while the events
     // wait for one could starve the pool.
     await flushed;
-    await sql.begin(async (tx) => {
+    // The end event's NOTIFY may arrive before the commit's answer: the run's streams here wait
+    // for its hand-off rather than read Postgres for it.
+    const handOver = deps.bus().writing(run.runId);
+    const committed = sql.begin(async (tx) => {
       // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
       // A temporary thread's deletion goes with them: it only happens when no run is pending or
       // running on the thread, so when this attempt did not end the run it deletes nothing the
@@ -431,12 +432,20 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       }
       await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
     });
+    let stored: StoredBatch | undefined;
+    try {
+      await committed;
+      const end = ended?.endEvent;
+      if (end)
+        stored = {
+          previousSeq: writer.lastSeq(),
+          rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: "null" }],
+        };
+    } finally {
+      // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
+      handOver(stored);
+    }
     if (!ended) return;
-    deps
-      .bus()
-      .deliver(run.runId, writer.lastSeq(), [
-        { seq: ended.endEvent.seq, runId: run.runId, ms: ended.endEvent.ms, event: END_EVENT, data: "null" },
-      ]);
     reportEnded(run.runId, outcome.status);
     const attempt = running.get(run.runId);
     if (attempt && kept)

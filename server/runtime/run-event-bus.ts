@@ -21,7 +21,7 @@ export interface Watch {
    */
   changed(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /**
-   * The events of the watched run this process wrote and handed over ({@link RunEventBus.deliver})
+   * The events of the watched run this process wrote and handed over ({@link RunEventBus.writing})
    * that follow seq `after` with none missing between (none when nothing waits), and the seq they
    * reach; undefined on a gap. `behind` says that events past `upTo` exist that were not handed
    * over here (another writer's, or dropped at the bound): read Postgres then. Only a watcher that
@@ -45,16 +45,26 @@ export interface RunEventBus {
   /** Notifies every process that `runId` must stop (inside `q`'s transaction when it is one). */
   notifyCancel(q: Queryable, runId: string, action: string): Promise<void>;
   /**
-   * Hands the watchers of `runId` in this process the events its writer here just stored, and
-   * wakes them: a stream of a run executing here gets them without a NOTIFY and a read.
-   * `previousSeq` is the last seq the same writer stored before them (undefined for its first
-   * batch): a watcher takes them only when it has read up to there, so nothing is skipped.
+   * Notes that a writer here is storing events of `runId`; call what it returns once the write is
+   * over, with the batch as stored, or nothing when it failed. The batch goes to the run's watchers
+   * in this process, which are woken: a stream of a run executing here gets its events without a
+   * NOTIFY and a read. Its `previousSeq` is the last seq the same writer stored before it (for its
+   * first batch: 0 when these are the run's first events, else undefined): a watcher takes it only
+   * when it has read up to there, so nothing is skipped. Until then the run's notifications wake
+   * nobody: a write's own NOTIFY often arrives before its answer, and a stream woken by it would
+   * read Postgres for events about to be handed over.
    */
-  deliver(runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void;
+  writing(runId: string): (stored?: StoredBatch) => void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
   close(): Promise<void>;
+}
+
+/** A batch of a run's events as its writer stored it (see {@link RunEventBus.writing}). */
+export interface StoredBatch {
+  previousSeq: number | undefined;
+  rows: readonly RunEventRecord[];
 }
 
 /** The key a waiter watches to learn that a run ended (not every event of it). */
@@ -76,6 +86,8 @@ interface KeyState {
 export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const keys = new Map<string, KeyState>();
   const cancels = new Map<string, Set<CancelHandler>>();
+  // Runs with a write of their events in flight in this process, and how many.
+  const writes = new Map<string, number>();
   let open = 0;
 
   const bump = (key: string): void => {
@@ -84,6 +96,12 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     state.version += 1;
     for (const wake of state.waiters) wake();
     state.waiters.clear();
+  };
+  const deliver = (runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
+    const state = keys.get(runId);
+    if (!state || rows.length === 0) return;
+    feedEvents(state.feed, previousSeq, rows);
+    bump(runId);
   };
   /** After a reconnect notifications may have been missed: wake every waiter to re-read. */
   const bumpAll = (): void => {
@@ -97,8 +115,9 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const seq = Number(seqText);
       const run = runId ? keys.get(runId) : undefined;
       if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
-      // Events this process already handed to its watchers wake nobody a second time.
-      if (runId && !(run && seq <= run.feed.through)) bump(runId);
+      // Events this process already handed to its watchers wake nobody a second time, and those
+      // of a write still in flight here wake them when it hands them over.
+      if (runId && !(run && seq <= run.feed.through) && !writes.has(runId)) bump(runId);
       if (threadId) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
@@ -175,11 +194,22 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       };
     },
 
-    deliver(runId, previousSeq, rows) {
-      const state = keys.get(runId);
-      if (!state || rows.length === 0) return;
-      feedEvents(state.feed, previousSeq, rows);
-      bump(runId);
+    writing(runId) {
+      writes.set(runId, (writes.get(runId) ?? 0) + 1);
+      let over = false;
+      return (stored) => {
+        if (over) return;
+        over = true;
+        const left = (writes.get(runId) ?? 1) - 1;
+        if (left > 0) writes.set(runId, left);
+        else writes.delete(runId);
+        if (stored && stored.rows.length > 0) deliver(runId, stored.previousSeq, stored.rows);
+        else {
+          // A failed write: wake the watchers if a notification was held back meanwhile.
+          const state = keys.get(runId);
+          if (state && state.notifiedThrough > state.feed.through) bump(runId);
+        }
+      };
     },
 
     async notifyCancel(q, runId, action) {

@@ -35,6 +35,15 @@ describe("run event feed", () => {
     expect(takeFedEvents(feed, 5)).toEqual({ rows: [], upTo: 5 });
   });
 
+  it("hands a stream that has seen nothing the run's first events, declared as following 0", () => {
+    const feed = createRunEventFeed();
+    feedEvents(feed, 0, [row(5, "metadata")]);
+    feedEvents(feed, 5, [row(9)]);
+    const taken = takeFedEvents(feed, 0);
+    expect(seqs(taken)).toEqual([5, 9]);
+    expect(taken?.upTo).toBe(9);
+  });
+
   it("refuses a batch whose writer's previous batch the stream has not seen", () => {
     const feed = createRunEventFeed();
     feedEvents(feed, 7, [row(9)]);

@@ -17,7 +17,10 @@ export interface RunEventFeed {
 
 /** Events handed over together. */
 interface FedBatch {
-  /** The seq the writer stored right before the batch; undefined for its first batch. */
+  /**
+   * The seq the writer stored right before the batch; for its first batch 0 when nothing of the
+   * run was stored before it, else undefined.
+   */
   previousSeq: number | undefined;
   rows: readonly RunEventRecord[];
 }

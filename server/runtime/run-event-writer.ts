@@ -1,7 +1,13 @@
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { appendRunEvents, type NewRunEvent, type RunEventRecord } from "../store/run-event-store.js";
+import {
+  appendFirstRunEvents,
+  appendRunEvents,
+  type NewRunEvent,
+  type RunEventRecord,
+} from "../store/run-event-store.js";
 import { toPlainJson } from "./plain-json.js";
+import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
 
 /**
@@ -21,25 +27,37 @@ export interface RunEventWriter {
 }
 
 /**
- * Told of each batch once it is stored: the seq of the batch stored before it by the same writer
- * (undefined for the first), and the batch as stored.
+ * Told that a batch is being written; returns what hears, once the write is over, the batch as
+ * stored (nothing when it failed): the seq the same writer stored before it, and its rows. A
+ * writer's first batch follows 0 when no event of the run was stored before it (the run's first
+ * events), and undefined when some were (an earlier attempt's).
  */
-export type StoredEvents = (previousSeq: number | undefined, rows: RunEventRecord[]) => void;
+export type EventHandOff = () => (stored?: StoredBatch) => void;
+
+/** The event every run's stream starts with (run-executor.ts); the first output comes after it. */
+const METADATA_EVENT = "metadata";
 
 /**
- * Batches a run's events: the first event starts a write at the end of the current turn, events
- * pushed until then or while it runs go out together in the next, so a fast graph costs one
- * statement per batch rather than per event. Memory is bounded by what the graph produces while one
- * write is in flight. `stored` hears of each batch once it is written.
+ * Batches a run's events: an event pushed while no write runs starts one at the end of the current
+ * turn, events pushed until then or while it runs go out together in the next, so a fast graph
+ * costs one statement per batch rather than per event. Until the run's first output (its first
+ * event after `metadata`) has gone out, a write starts at once instead (after the microtasks queued
+ * before it): a graph runs its next nodes, and their tracing callbacks, in the same turn as the
+ * chunk that produced the event, and the statement then travels while they run rather than after
+ * them. Memory is bounded by what the graph produces while one write is in flight. `handOff`
+ * hears of each batch as it is written.
  */
 export function createRunEventWriter(
   sql: Sql,
   run: { workspaceId: string; runId: string; threadId: string },
   log: Logger,
-  stored?: StoredEvents,
+  handOff?: EventHandOff,
 ): RunEventWriter {
   let pending: NewRunEvent[] = [];
   let last: number | undefined;
+  let first = true;
+  // Whether the run's first output has yet to go out: until then writes start at once.
+  let eager = true;
   let writing: Promise<void> | undefined;
   let failure: unknown;
 
@@ -47,17 +65,28 @@ export function createRunEventWriter(
     while (pending.length > 0) {
       const batch = pending;
       pending = [];
-      const rows = await appendRunEvents(sql, run, batch);
-      const previous = last;
-      last = rows[rows.length - 1]?.seq ?? last;
-      stored?.(previous, rows);
+      if (batch.some((e) => e.event !== METADATA_EVENT)) eager = false;
+      const handOver = handOff?.();
+      let stored: StoredBatch | undefined;
+      try {
+        let rows: RunEventRecord[];
+        let previousSeq = last;
+        if (first) {
+          const written = await appendFirstRunEvents(sql, run, batch);
+          first = false;
+          rows = written.rows;
+          if (written.fromStart) previousSeq = 0;
+        } else rows = await appendRunEvents(sql, run, batch);
+        last = rows[rows.length - 1]?.seq ?? last;
+        stored = { previousSeq, rows };
+      } finally {
+        handOver?.(stored);
+      }
     }
   };
   const start = (): void => {
     if (writing) return;
-    // The write starts after the events the graph produces in the same turn (the metadata event
-    // and the input's values, typically), so they share one statement and one NOTIFY.
-    writing = new Promise<void>((resolve) => setImmediate(resolve))
+    writing = new Promise<void>((resolve) => (eager ? queueMicrotask(resolve) : setImmediate(resolve)))
       .then(drain)
       .catch((error: unknown) => {
         failure ??= error;

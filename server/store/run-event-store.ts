@@ -56,13 +56,41 @@ export async function appendRunEvents(
   run: { workspaceId: string; runId: string; threadId: string },
   events: readonly NewRunEvent[],
 ): Promise<RunEventRecord[]> {
-  if (events.length === 0) return [];
+  return (await insertRunEvents(q, run, events, false)).rows;
+}
+
+/**
+ * {@link appendRunEvents} for a writer's first batch, which also learns, in the same statement,
+ * whether these are the run's first events (no event of the run was stored before them): a stream
+ * in this process that has seen nothing of the run can then take them without reading Postgres.
+ */
+export async function appendFirstRunEvents(
+  q: Queryable,
+  run: { workspaceId: string; runId: string; threadId: string },
+  events: readonly NewRunEvent[],
+): Promise<{ rows: RunEventRecord[]; fromStart: boolean }> {
+  return insertRunEvents(q, run, events, true);
+}
+
+async function insertRunEvents(
+  q: Queryable,
+  run: { workspaceId: string; runId: string; threadId: string },
+  events: readonly NewRunEvent[],
+  checkStart: boolean,
+): Promise<{ rows: RunEventRecord[]; fromStart: boolean }> {
+  if (events.length === 0) return { rows: [], fromStart: false };
   const ends = events.some((e) => e.event === END_EVENT);
   const notice = `${run.runId} ${run.threadId} ${ends ? "end" : "more"} `;
   const cipher = storedCipherOf(q);
   const data = cipher ? events.map((e) => cipher.encryptJsonText(e.data)) : events.map((e) => e.data);
+  // Every part of the statement sees the table as it was before the insert, so `earlier` finds
+  // only events stored before these.
+  const earlier = checkStart
+    ? q`exists (select 1 from agent_run_events
+                where run_id = ${run.runId} and workspace_id = ${run.workspaceId})`
+    : q`true`;
   // Rows are inserted in the events' order, so their seqs (drawn as each row is inserted) rise in it.
-  const rows = await q<{ seq: string }[]>`
+  const rows = await q<{ seq: string; earlier: boolean }[]>`
     with added as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data)
       select ${run.workspaceId}, ${run.runId}, ${run.threadId}, e.ms, e.event, e.data
@@ -73,14 +101,17 @@ export async function appendRunEvents(
     ), notified as (
       select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice} || max(seq)::text) from added
     )
-    select seq from added, (select count(*) from notified) n order by seq`;
-  return events.map((e, i) => ({
-    seq: Number(rows[i]?.seq),
-    runId: run.runId,
-    ms: e.ms,
-    event: e.event,
-    data: e.data,
-  }));
+    select seq, ${earlier} as earlier from added, (select count(*) from notified) n order by seq`;
+  return {
+    rows: events.map((e, i) => ({
+      seq: Number(rows[i]?.seq),
+      runId: run.runId,
+      ms: e.ms,
+      event: e.event,
+      data: e.data,
+    })),
+    fromStart: rows[0]?.earlier === false,
+  };
 }
 
 /** Events of a run (or of every run of a thread) after `afterSeq`, oldest first, at most `limit`. */

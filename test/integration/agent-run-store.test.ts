@@ -20,6 +20,7 @@ import {
   renewRunLease,
 } from "../../server/store/agent-run-store.js";
 import {
+  appendFirstRunEvents,
   appendRunEvents,
   END_EVENT,
   eventId,
@@ -263,6 +264,31 @@ describe("stream events", () => {
     expect(() => parseLastEventId("abc")).toThrow(/Last-Event-ID/);
     // Another workspace reads nothing of the run.
     expect(await eventsAfter(db().sql, uuidv7(), { runId: run.runId }, 0, 100)).toEqual([]);
+  });
+
+  it("a writer's first batch learns whether it holds the run's first events", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    const target = { workspaceId, runId: run.runId, threadId };
+    const first = await appendFirstRunEvents(db().sql, target, [
+      { ms: Date.now(), event: "metadata", data: "{}" },
+      { ms: Date.now(), event: "values", data: '{"a":1}' },
+    ]);
+    expect(first.fromStart).toBe(true);
+    expect(first.rows.map((r) => r.event)).toEqual(["metadata", "values"]);
+    const stored = await eventsAfter(db().sql, workspaceId, { runId: run.runId }, 0, 100);
+    expect(stored.map((e) => e.seq)).toEqual(first.rows.map((r) => r.seq));
+    // A later attempt's first batch comes after these: it does not start the run's stream.
+    const later = await appendFirstRunEvents(db().sql, target, [
+      { ms: Date.now(), event: "metadata", data: "{}" },
+    ]);
+    expect(later.fromStart).toBe(false);
+    // Another run's events do not count.
+    const other = await newRun(threadId);
+    const alone = await appendFirstRunEvents(db().sql, { ...target, runId: other.runId }, [
+      { ms: Date.now(), event: "metadata", data: "{}" },
+    ]);
+    expect(alone.fromStart).toBe(true);
   });
 
   it("events are swept once their TTL has passed after the run ended", async () => {

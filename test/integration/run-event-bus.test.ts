@@ -1,0 +1,88 @@
+/**
+ * The run event bus on a real database: a run's NOTIFY that arrives while this process's writer of
+ * the run is still storing the batch wakes no stream (it would read Postgres for events about to be
+ * handed over); the hand-off wakes them, and a failed write wakes them when a notification was held.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import { createRunEventBus, type RunEventBus } from "../../server/runtime/run-event-bus.js";
+import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../../server/store/run-event-store.js";
+import { useTestDatabase } from "../support/database.js";
+
+const db = useTestDatabase();
+/** Generous: the notification crosses a loaded machine's Postgres. */
+const WAKE_TIMEOUT_MS = 10_000;
+
+let bus: RunEventBus | undefined;
+afterEach(async () => {
+  await bus?.close();
+  bus = undefined;
+});
+
+const row = (runId: string, seq: number): RunEventRecord => ({
+  seq,
+  runId,
+  ms: 1_700_000_000_000 + seq,
+  event: "values",
+  data: "{}",
+});
+
+/**
+ * Sends the run's NOTIFY for `seq` as a batch's insert does, then one for a thread the test
+ * watches, and waits for the second: notifications of one channel arrive in order, so the run's
+ * has been handled by then.
+ */
+async function notifyAndSettle(events: RunEventBus, runId: string, seq: number): Promise<void> {
+  const marker = uuidv7();
+  const watch = events.watch(marker);
+  try {
+    const seen = watch.version();
+    await db().sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${`${runId} ${uuidv7()} more ${seq}`})`;
+    await db().sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${`${uuidv7()} ${marker} more 1`})`;
+    await watch.changed(seen, WAKE_TIMEOUT_MS);
+    expect(watch.version()).toBeGreaterThan(seen);
+  } finally {
+    watch.close();
+  }
+}
+
+describe("run event bus", () => {
+  it("holds a run's notification while its write is in flight here, and wakes the stream with the batch", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    const stream = bus.watch(runId);
+    const done = bus.writing(runId);
+    await notifyAndSettle(bus, runId, 7);
+    expect(stream.version()).toBe(0);
+    done({ previousSeq: 0, rows: [row(runId, 7)] });
+    expect(stream.version()).toBe(1);
+    // The run's first events, declared as following 0: a stream that has seen nothing takes them.
+    expect(stream.take(0)).toEqual({ rows: [row(runId, 7)], upTo: 7, behind: false });
+    stream.close();
+  });
+
+  it("wakes the stream on the notification when no write of the run is in flight here", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    const stream = bus.watch(runId);
+    bus.writing(uuidv7())();
+    await notifyAndSettle(bus, runId, 9);
+    expect(stream.version()).toBe(1);
+    // Nothing was handed over: the stream reads Postgres.
+    expect(stream.take(0)?.behind).toBe(true);
+    stream.close();
+  });
+
+  it("wakes the stream when a write fails after its notification was held", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    const stream = bus.watch(runId);
+    const done = bus.writing(runId);
+    await notifyAndSettle(bus, runId, 11);
+    expect(stream.version()).toBe(0);
+    done();
+    expect(stream.version()).toBe(1);
+    expect(stream.take(0)?.behind).toBe(true);
+    stream.close();
+  });
+});
