@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Logger } from "../logger.js";
+import { type Logger, writesAt } from "../logger.js";
 import type { RequestScope } from "../request-scope.js";
 import { routeOf } from "./request-sample.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
@@ -35,20 +35,22 @@ export function scopeOf(req: NodeServerRequest): RequestScope | undefined {
 
 /**
  * Starts a request's access record: takes its `x-request-id` (or makes one) and echoes it on the
- * response, then, when `log` is given, writes one info line once the response is closed:
+ * response, then, when `log` is given and writes info lines when the request arrives (its level
+ * may change while the process runs), writes one info line once the response is closed:
  * method, route template, status, duration, workspace and request id. Never the path's values, the
  * query, headers or bodies, so keys and payloads stay out of the logs.
  */
 export function createAccessLog(
   log: Logger | undefined,
 ): (req: NodeServerRequest, res: NodeServerResponse) => void {
+  const level = log?.level;
   return (req, res) => {
     const given = req.headers[REQUEST_ID_HEADER];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader(REQUEST_ID_HEADER, requestId);
     const scope: RequestScope = { workspaceId: undefined };
     scopes.set(req, scope);
-    if (!log) return;
+    if (!log || (level && !writesAt(level.current, "info"))) return;
     const started = performance.now();
     // `on`, not `once`: a response closes once, and once's wrapper would be one more allocation.
     res.on("close", () => log.info("request", accessFields(req, res, scope, requestId, started)));

@@ -68,8 +68,9 @@ export interface HttpHandlerOptions {
    */
   cors?: CorsPolicy;
   /**
-   * Write one info line per request to `log` (see access-log.ts); off by default. Request ids are
-   * taken or made, and echoed, either way.
+   * Write one info line per request to `log` (see access-log.ts) while it writes info lines (its
+   * level may change at run time); off by default. Request ids are taken or made, and echoed,
+   * either way.
    */
   accessLog?: boolean;
   /**
