@@ -162,8 +162,9 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   const { onRequest, mountPrefix } = options;
   const mounted = mountPrefix === undefined ? undefined : createMountPrefix(mountPrefix);
   return (req, res) => {
-    if (onRequest) observeRequest(req, res, onRequest);
-    beginAccess(req, res);
+    const access = beginAccess(req, res);
+    if (onRequest) observeRequest(req, res, onRequest, access);
+    else if (access) observeRequest(req, res, access);
     settleUnreadBody(req, res);
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {
