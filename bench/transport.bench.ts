@@ -21,6 +21,7 @@
  *   npm run bench:transport -- [--duration-s 5] [--warmup-s 1] [--rounds 2] [--concurrency 1,32]
  *     [--protocols rest,connect,connect-h2,grpc] [--client h2load|node] [--profile-server <dir>]
  *     [--log-level error|info] [--baseline <dir>] [--baseline-log-level error|info] [--fresh-servers]
+ *     [--log-slices <pairs>] [--slice-levels info,error]
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY and
  * BENCH_PROTOCOLS. `--profile-server` writes the server's V8 CPU profile (`.cpuprofile`) into `<dir>`.
@@ -43,6 +44,14 @@
  *
  *   npm run bench:transport -- --log-level info --baseline . --baseline-log-level error \
  *     --protocols rest,connect --rounds 12 --duration-s 2 --warmup-s 0.5 --fresh-servers
+ *
+ * Those rounds cannot resolve 5 % between two processes on a shared VM. `--log-slices N` measures
+ * the access log inside one server process instead (transport/log-slices.ts): one h2load cell per
+ * protocol and concurrency, the level switched through `PUT /internal/log-level` every
+ * `--duration-s` slice between the two `--slice-levels` (default info,error), N pairs, CPU per call
+ * from the server's threads; `--slice-levels info,info` is its control:
+ *
+ *   npm run bench:transport -- --log-slices 100 --duration-s 0.2 --warmup-s 0.5 --protocols rest,connect
  */
 import { Agent, type RequestOptions, request } from "node:http";
 import { availableParallelism } from "node:os";

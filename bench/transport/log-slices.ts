@@ -10,11 +10,11 @@ import { setTimeout as sleep } from "node:timers/promises";
  * operator would), 2 × N slices alternating between the two levels (the order flips every pair, so
  * neither level always goes first). A slice's CPU is read from the server's threads (schedstat)
  * after the switch and at its end, and its calls are those h2load saw answered in between; the
- * switch itself lies outside every slice. Neighbouring slices share the machine's conditions, so
- * each pair gives one ratio, calls per CPU second at the first level over the second (for a
- * CPU-bound server, its req/s ratio), and the report prints their median and quartiles. With both
- * levels alike (`--slice-levels info,info`) the same run is its own control: the spread of a ratio
- * that is 1.
+ * switch itself lies outside every slice. Neighbouring slices share the machine's conditions; the
+ * result is calls per CPU second at the first level over the second (for a CPU-bound server, its
+ * req/s ratio), pooled over all pairs so that every call weighs the same, with a 95 % interval from
+ * resampling the pairs (a bootstrap). With both levels alike (`--slice-levels info,info`) the same
+ * run is its own control: the interval of a ratio that is 1 says what the run can resolve.
  */
 
 /** Two log levels compared: the one whose cost is asked, then the one it is a ratio of. */
