@@ -21,6 +21,7 @@
  *   npm run bench:transport -- [--duration-s 5] [--warmup-s 1] [--rounds 2] [--concurrency 1,32]
  *     [--protocols rest,connect,connect-h2,grpc] [--client h2load|node] [--profile-server <dir>]
  *     [--log-level error|info] [--baseline <dir>] [--baseline-log-level error|info] [--fresh-servers]
+ *     [--log-slices <pairs>] [--slice-levels info,error]
  *
  * The same settings are read from BENCH_DURATION_S, BENCH_WARMUP_S, BENCH_ROUNDS, BENCH_CONCURRENCY and
  * BENCH_PROTOCOLS. `--profile-server` writes the server's V8 CPU profile (`.cpuprofile`) into `<dir>`.
@@ -43,6 +44,14 @@
  *
  *   npm run bench:transport -- --log-level info --baseline . --baseline-log-level error \
  *     --protocols rest,connect --rounds 12 --duration-s 2 --warmup-s 0.5 --fresh-servers
+ *
+ * Those rounds cannot resolve 5 % between two processes on a shared VM. `--log-slices N` measures
+ * the access log inside one server process instead (transport/log-slices.ts): one h2load cell per
+ * protocol and concurrency, the level switched through `PUT /internal/log-level` every
+ * `--duration-s` slice between the two `--slice-levels` (default info,error), N pairs, CPU per call
+ * from the server's threads; `--slice-levels info,info` is its control:
+ *
+ *   npm run bench:transport -- --log-slices 100 --duration-s 0.2 --warmup-s 0.5 --protocols rest,connect
  */
 import { Agent, type RequestOptions, request } from "node:http";
 import { availableParallelism } from "node:os";
@@ -56,7 +65,7 @@ import { IdentityService, WhoamiResponseSchema } from "../gen/agentplane/iam/v1/
 import { createBenchApiKey } from "./support/bench-app.js";
 import { startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
-import { listValue } from "./support/cli-values.js";
+import { listValue, numberValue } from "./support/cli-values.js";
 import { cpuSecondsBetween, preciseProcessCpuMeter } from "./support/cpu-meter.js";
 import { findH2load, runH2load } from "./support/h2load.js";
 import { type LoopSettings, loopOptions, readLoopSettings } from "./support/loop-settings.js";
@@ -64,6 +73,7 @@ import { type MeteredResult, runMeteredLoop } from "./support/metered-loop.js";
 import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
+import { runLogSlices, type SliceLevels } from "./transport/log-slices.js";
 
 /** The aims: REST and gRPC each keep at least this share of Connect JSON's throughput. */
 const AIM_RATIO = 0.8;
@@ -124,6 +134,9 @@ interface Settings extends LoopSettings {
   h2load: string | undefined;
   /** Start every checkout's server anew before each round after the first. */
   freshServers: boolean;
+  /** Pairs of slices at two log levels in one server process (transport/log-slices.ts); 0: rounds. */
+  logSlices: number;
+  sliceLevels: SliceLevels;
 }
 
 function readSettings(): Settings {
@@ -135,6 +148,8 @@ function readSettings(): Settings {
       "baseline-log-level": { type: "string" },
       client: { type: "string", default: process.env.BENCH_CLIENT ?? (findH2load() ? "h2load" : "node") },
       "fresh-servers": { type: "boolean", default: false },
+      "log-slices": { type: "string", default: "0" },
+      "slice-levels": { type: "string", default: "info,error" },
       ...BASELINE_OPTION,
     },
   });
@@ -148,6 +163,13 @@ function readSettings(): Settings {
   const h2load = client === "h2load" ? findH2load() : undefined;
   if (client === "h2load" && !h2load)
     throw new Error("--client h2load: h2load is not installed (nghttp2-client)");
+  const sliceLevels = listValue("slice-levels", values["slice-levels"], LOG_LEVELS);
+  const [firstLevel, secondLevel] = sliceLevels;
+  if (sliceLevels.length !== 2 || !firstLevel || !secondLevel)
+    throw new Error("--slice-levels takes two levels, such as info,error");
+  const logSlices = numberValue("log-slices", values["log-slices"], 0, true);
+  if (logSlices > 0 && values.baseline !== undefined)
+    throw new Error("--log-slices measures one server process: leave out --baseline");
   return {
     ...readLoopSettings(values),
     protocols: listValue("protocols", values.protocols, PROTOCOLS),
@@ -156,6 +178,8 @@ function readSettings(): Settings {
     baselineLogLevel: baselineLogLevel ?? logLevel ?? "error",
     h2load,
     freshServers: values["fresh-servers"],
+    logSlices,
+    sliceLevels: [firstLevel, secondLevel],
   };
 }
 
@@ -420,6 +444,16 @@ function printReport(settings: Settings, results: Results): boolean {
   return ok;
 }
 
+/** Sets a server's log level through `PUT /internal/log-level` (the bench key is an admin's). */
+async function setLogLevel(port: number, apiKey: string, level: string): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${port}/internal/log-level`, {
+    method: "PUT",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ level }),
+  });
+  if (res.status !== 200) throw new Error(`PUT /internal/log-level: ${res.status} ${await res.text()}`);
+}
+
 function describeLogLevel(level: Settings["logLevel"]): string {
   return level === "info" || level === "debug" ? `${level} (access log on, to a file)` : level;
 }
@@ -438,7 +472,10 @@ async function main(settings: Settings): Promise<void> {
           { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, `data-${checkout.label}`), logLevel },
           settings.profileDir,
           checkout.root,
-          logLevel === "error" ? undefined : join(pg.dir, `${checkout.label}.log`),
+          // Slices switch the level while it runs: its lines go to a file whatever it starts at.
+          logLevel === "error" && settings.logSlices === 0
+            ? undefined
+            : join(pg.dir, `${checkout.label}.log`),
         );
         servers.set(checkout.label, server);
       }
@@ -516,6 +553,46 @@ async function main(settings: Settings): Promise<void> {
       );
     };
 
+    /** One unrecorded cell of each protocol on every server, so that it is measured warm. */
+    const warmUp = async () => {
+      for (const checkout of settings.checkouts)
+        for (const protocol of settings.protocols)
+          if (protocol !== "rest-app") await measure(checkout, protocol, Math.max(...settings.concurrencies));
+    };
+    if (settings.logSlices > 0) {
+      const { h2load } = settings;
+      if (!h2load) throw new Error("--log-slices needs h2load (nghttp2-client) to generate the load");
+      console.log(
+        `transport bench, log slices: IdentityService/Whoami (admin key), Node ${process.version}, ` +
+          `${availableParallelism()} cores; one server process (log lines to a file) under one h2load ` +
+          `cell per protocol and concurrency, its level switched every ${settings.durationMs / 1000} s slice ` +
+          `between ${settings.sliceLevels.join(" and ")}, ${settings.logSlices} pairs, after ${settings.warmupMs / 1000} s warm-up`,
+      );
+      await warmUp();
+      const meter = preciseProcessCpuMeter(pidOf(THIS_CHECKOUT, "rest"));
+      const start = (await meter?.read()) ?? new Map<number, number>();
+      // CPU seconds since `start`: the slices take differences of these.
+      const reading = async () => cpuSecondsBetween(start, (await meter?.read()) ?? new Map());
+      const ok = await runLogSlices({
+        ...settings,
+        protocols: settings.protocols.filter((protocol) => protocol !== "rest-app"),
+        pairs: settings.logSlices,
+        sliceMs: settings.durationMs,
+        levels: settings.sliceLevels,
+        label: (protocol) => LABELS[protocol],
+        setLevel: (level) => setLogLevel(portOf(THIS_CHECKOUT), apiKey, level),
+        cpuSeconds: reading,
+        load: (protocol, concurrency, warmupMs, durationMs) =>
+          runH2load(h2load, {
+            ...h2loadCell(protocol, `http://127.0.0.1:${portOf(THIS_CHECKOUT)}`, apiKey, concurrency),
+            warmupMs,
+            durationMs,
+            answerBytes: answerBytes[protocol],
+          }),
+      });
+      if (!ok) process.exitCode = 1;
+      return;
+    }
     console.log(
       `transport bench: IdentityService/Whoami (admin key), Node ${process.version}, ${availableParallelism()} cores; ` +
         `${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up, ` +
@@ -532,9 +609,7 @@ async function main(settings: Settings): Promise<void> {
     const results = await runRounds(settings, measure, async (round) => {
       if (!settings.freshServers) return;
       if (round > 0) await startCheckouts();
-      for (const checkout of settings.checkouts)
-        for (const protocol of settings.protocols)
-          if (protocol !== "rest-app") await measure(checkout, protocol, Math.max(...settings.concurrencies));
+      await warmUp();
     });
     if (!printReport(settings, results)) process.exitCode = 1;
   } finally {

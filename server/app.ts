@@ -22,7 +22,7 @@ import { createQueue } from "./jobs/queue.js";
 import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
-import type { Logger } from "./logger.js";
+import { type Logger, writesAt } from "./logger.js";
 import { loadCustomAuth } from "./runtime/custom-auth-module.js";
 import { loadCustomEncryption } from "./runtime/custom-encryption-module.js";
 import type { AuthConfig } from "./runtime/graph-config-auth.js";
@@ -44,6 +44,7 @@ import { countingIngest, createAppMetrics } from "./services/system/app-metrics.
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
+import { createLogLevelControl } from "./services/system/log-level-control.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { createCustomDataCipher } from "./store/custom-data-cipher.js";
 import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
@@ -69,8 +70,10 @@ import { createOnePortServer } from "./transport/one-port-server.js";
 import { checkPortAvailable } from "./transport/port-check.js";
 import {
   createHeapDumpAdapter,
+  createLogLevelAdapter,
   createMetricsAdapter,
   HEAP_DUMP_ROUTES,
+  LOG_LEVEL_ROUTES,
   METRICS_ROUTES,
 } from "./transport/system-adapter.js";
 
@@ -400,6 +403,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                   heapDumper: createHeapDumper({ sql, dataDir: config.dataDir }),
                   auth,
                 }),
+                createLogLevelAdapter({ control: createLogLevelControl({ sql, log }), auth }),
                 ...(config.role === "worker" ? [] : createRestAdapters(deps, auth)),
               ].map((adapter) => gateAdapter(adapter, gate, explainStoreError)),
               ...(config.role === "worker"
@@ -412,6 +416,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                         ...REST_ADAPTERS.flatMap((adapter) => (adapter.undocumented ? [] : adapter.routes)),
                         ...METRICS_ROUTES,
                         ...HEAP_DUMP_ROUTES,
+                        ...LOG_LEVEL_ROUTES,
                       ],
                       version,
                     }),
@@ -422,7 +427,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
           log,
           onRequest: (sample) => metrics.recordHttpRequest(sample),
           cors,
-          accessLog: config.logLevel === "debug" || config.logLevel === "info",
+          // A logger with a changeable level is asked per request; a fixed one is the configured level.
+          accessLog: log.level !== undefined || writesAt(config.logLevel, "info"),
           ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
           ...(userApp
             ? {

@@ -327,7 +327,8 @@ const MIN_API_KEY_LENGTH = 24;
 
 const ROLES: readonly ProcessRole[] = ["all", "api", "worker"];
 const AUTH_MODES: readonly AuthMode[] = ["apikey", "none"];
-const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+/** The log levels, least severe first. */
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 const PLANS: readonly PlanTier[] = ["developer", "plus", "enterprise"];
 
 /**

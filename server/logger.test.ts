@@ -79,4 +79,50 @@ describe("createLogger", () => {
       unloggable: expect.any(String),
     });
   });
+
+  it("follows a level changed at run time", () => {
+    const { lines, log } = capture("info");
+    expect(log.level.current).toBe("info");
+    log.level.set("error");
+    log.info("dropped");
+    log.warn("dropped too");
+    log.error("kept");
+    log.level.set("debug");
+    log.debug("kept at debug");
+    expect(log.level.current).toBe("debug");
+    expect(lines.map((line) => (JSON.parse(line) as { message: string }).message)).toEqual([
+      "kept",
+      "kept at debug",
+    ]);
+  });
+
+  it("encodes every kind of flat value exactly as JSON.stringify does", () => {
+    const { lines, log } = capture();
+    const fields = {
+      plain: "/threads/{thread_id}",
+      quoted: 'say "hi" \\ there',
+      control: "tab\tnewline\nnul\u0000del\u007f",
+      pair: "emoji \ud83d\ude00",
+      lone: "lone \ud800 surrogate",
+      unicode: "café ✓",
+      'key "odd"': 1,
+      integer: 200,
+      fraction: 1.25,
+      negativeZero: -0,
+      notFinite: Number.NaN,
+      infinite: Number.POSITIVE_INFINITY,
+      yes: true,
+      no: false,
+      nothing: null,
+      absent: undefined,
+    };
+    log.info("flat", fields);
+    log.info("nested", { ...fields, nested: { a: [1, "b"] } });
+    const [flat, nested] = lines;
+    const expected = (message: string, extra: object = {}) =>
+      `${JSON.stringify({ level: "info", message, ...fields, ...extra }).slice(1)}\n`;
+    // Everything after the time is what JSON.stringify writes for the same keys in the same order.
+    expect(flat?.replace(/^\{"time":"[^"]+",/, "")).toBe(expected("flat"));
+    expect(nested?.replace(/^\{"time":"[^"]+",/, "")).toBe(expected("nested", { nested: { a: [1, "b"] } }));
+  });
 });

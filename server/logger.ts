@@ -14,17 +14,42 @@ export interface Logger {
   warn(message: string, fields?: LogFields): void;
   /** Logs at error level. */
   error(message: string, fields?: LogFields): void;
+  /**
+   * The level it writes from, which an administrator may change while the process runs
+   * (`PUT /internal/log-level`). Absent on a logger that keeps every line it is given (a test's
+   * recorder): its level is then the configured one, fixed.
+   */
+  readonly level?: LogLevelSetting;
+}
+
+/** A logger's level, changeable at run time: lines below it are dropped before they are built. */
+export interface LogLevelSetting {
+  /** The lowest level written now. */
+  readonly current: LogLevel;
+  /** Writes lines at `level` and above from now on. */
+  set(level: LogLevel): void;
 }
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
+/** Whether a logger at `level` writes lines at `at`. */
+export function writesAt(level: LogLevel, at: LogLevel): boolean {
+  return ORDER[at] >= ORDER[level];
+}
+
 /**
- * Creates a logger that drops lines below `level`. Lines go to `write`, or by default to stderr in
- * batches (stderr-lines.ts: one write per 10 ms window at most, flushed at exit and on a crash).
+ * Creates a logger that drops lines below `level` (changeable later through its `level`). Lines go
+ * to `write`, or by default to stderr in batches (stderr-lines.ts: one write per 10 ms window at
+ * most, flushed at exit and on a crash).
  */
-export function createLogger(level: LogLevel, write: (line: string) => void = stderrLines().write): Logger {
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = stderrLines().write,
+): Logger & { readonly level: LogLevelSetting } {
+  let current = level;
+  let threshold = ORDER[level];
   const log = (at: LogLevel, message: string, fields?: LogFields) => {
-    if (ORDER[at] < ORDER[level]) return;
+    if (ORDER[at] < threshold) return;
     write(`${formatLine(at, message, fields)}\n`);
   };
   return {
@@ -32,6 +57,15 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
     info: (m, f) => log("info", m, f),
     warn: (m, f) => log("warn", m, f),
     error: (m, f) => log("error", m, f),
+    level: {
+      get current() {
+        return current;
+      },
+      set(next) {
+        current = next;
+        threshold = ORDER[next];
+      },
+    },
   };
 }
 

@@ -11,6 +11,7 @@ const execFileAsync = promisify(execFile);
 /** Bytes of h2load's report and log a cell may print: a 5 s cell at 10,000 req/s logs ~250 KB. */
 const OUTPUT_MAX_BYTES = 64 * 1024 * 1024;
 /** The log's columns: start (µs since the epoch), HTTP status, µs until the end of the response. */
+const START_COLUMN = 0;
 const STATUS_COLUMN = 1;
 const DURATION_COLUMN = 2;
 const US_PER_MS = 1000;
@@ -50,6 +51,11 @@ export interface H2loadCell {
 export interface H2loadResult extends CellResult {
   /** Good answers of the warm-up and the window together (what the server's CPU time was spent on). */
   answered: number;
+  /**
+   * When each 200 answer of the measured window ended, in ms since the epoch (Date.now's clock),
+   * in order: for a bench that splits one cell into slices of time.
+   */
+  answeredAt: number[];
 }
 
 /**
@@ -77,13 +83,18 @@ export async function runH2load(h2load: string, cell: H2loadCell): Promise<H2loa
     ];
     const { stdout } = await execFileAsync(h2load, args, { maxBuffer: OUTPUT_MAX_BYTES });
     const latencies: number[] = [];
+    const answeredAt: number[] = [];
     let bad = 0;
     let firstError: string | undefined;
     for (const line of readFileSync(logFile, "utf8").split("\n")) {
       if (!line) continue;
       const columns = line.split("\t");
       const status = Number(columns[STATUS_COLUMN]);
-      if (status === 200) latencies.push(Number(columns[DURATION_COLUMN]) / US_PER_MS);
+      if (status === 200) {
+        const durationUs = Number(columns[DURATION_COLUMN]);
+        latencies.push(durationUs / US_PER_MS);
+        answeredAt.push((Number(columns[START_COLUMN]) + durationUs) / US_PER_MS);
+      }
       // Status 0: still in flight when the window closed, cut off by h2load itself.
       else if (status !== 0) {
         bad += 1;
@@ -100,7 +111,9 @@ export async function runH2load(h2load: string, cell: H2loadCell): Promise<H2loa
     if (broken > 0) firstError ??= `h2load: ${broken} request(s) errored`;
     const ok = latencies.length - short;
     latencies.sort((a, b) => a - b);
+    answeredAt.sort((a, b) => a - b);
     return {
+      answeredAt,
       rps: (ok * 1000) / cell.durationMs,
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Logger } from "../logger.js";
+import { type Logger, writesAt } from "../logger.js";
 import type { RequestScope } from "../request-scope.js";
-import { routeOf } from "./request-sample.js";
+import { type RequestObserver, type RequestSample, UNMATCHED_ROUTE } from "./request-sample.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
 
 /**
@@ -35,29 +35,30 @@ export function scopeOf(req: NodeServerRequest): RequestScope | undefined {
 
 /**
  * Starts a request's access record: takes its `x-request-id` (or makes one) and echoes it on the
- * response, then, when `log` is given, writes one info line once the response is closed:
- * method, route template, status, duration, workspace and request id. Never the path's values, the
- * query, headers or bodies, so keys and payloads stay out of the logs.
+ * response. When `log` is given and writes info lines when the request arrives (its level may change
+ * while the process runs), returns the observer that writes its one info line once the response has
+ * closed (the caller hands it to observeRequest, request-sample.ts): method, route template, status,
+ * duration, workspace and request id. Never the path's values, the query, headers or bodies, so keys
+ * and payloads stay out of the logs.
  */
 export function createAccessLog(
   log: Logger | undefined,
-): (req: NodeServerRequest, res: NodeServerResponse) => void {
+): (req: NodeServerRequest, res: NodeServerResponse) => RequestObserver | undefined {
+  const level = log?.level;
   return (req, res) => {
     const given = req.headers[REQUEST_ID_HEADER];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader(REQUEST_ID_HEADER, requestId);
     const scope: RequestScope = { workspaceId: undefined };
     scopes.set(req, scope);
-    if (!log) return;
-    const started = performance.now();
-    // `on`, not `once`: a response closes once, and once's wrapper would be one more allocation.
-    res.on("close", () => log.info("request", accessFields(req, res, scope, requestId, started)));
+    if (!log || (level && !writesAt(level.current, "info"))) return undefined;
+    return (sample) => log.info("request", accessFields(sample, res, scope, requestId));
   };
 }
 
 /** The fields of an access line, as an object of one fixed shape (the logger encodes it as it is). */
 type AccessFields = {
-  method: string | undefined;
+  method: string;
   route: string | null;
   status: number;
   durationMs: number;
@@ -67,18 +68,21 @@ type AccessFields = {
   incomplete?: true;
 };
 
+/** Hundredths of a millisecond: the duration's precision in the line. */
+const HUNDREDTHS = 100;
+
+/** The line of a request whose response closed, from the sample metrics count it with. */
 function accessFields(
-  req: NodeServerRequest,
+  sample: RequestSample,
   res: NodeServerResponse,
   scope: RequestScope,
   requestId: string,
-  started: number,
 ): AccessFields {
   const fields: AccessFields = {
-    method: req.method,
-    route: routeOf(req) ?? null,
+    method: sample.method,
+    route: sample.route === UNMATCHED_ROUTE ? null : sample.route,
     status: res.statusCode,
-    durationMs: Math.round((performance.now() - started) * 100) / 100,
+    durationMs: Math.round(sample.durationMs * HUNDREDTHS) / HUNDREDTHS,
     workspaceId: scope.workspaceId ?? null,
     requestId,
   };

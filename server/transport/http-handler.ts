@@ -68,8 +68,9 @@ export interface HttpHandlerOptions {
    */
   cors?: CorsPolicy;
   /**
-   * Write one info line per request to `log` (see access-log.ts); off by default. Request ids are
-   * taken or made, and echoed, either way.
+   * Write one info line per request to `log` (see access-log.ts) while it writes info lines (its
+   * level may change at run time); off by default. Request ids are taken or made, and echoed,
+   * either way.
    */
   accessLog?: boolean;
   /**
@@ -161,8 +162,9 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   const { onRequest, mountPrefix } = options;
   const mounted = mountPrefix === undefined ? undefined : createMountPrefix(mountPrefix);
   return (req, res) => {
-    if (onRequest) observeRequest(req, res, onRequest);
-    beginAccess(req, res);
+    const access = beginAccess(req, res);
+    if (onRequest) observeRequest(req, res, onRequest, access);
+    else if (access) observeRequest(req, res, access);
     settleUnreadBody(req, res);
     const badTarget = checkRequestTarget(req);
     if (badTarget !== undefined) {

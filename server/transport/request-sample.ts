@@ -54,24 +54,28 @@ export function routeOf(req: NodeServerRequest): string | undefined {
 }
 
 /**
- * Calls `observe` once when the response to `req` has closed (after its end was written, or when
- * its connection went first), with the route a layer labelled it with ({@link labelRoute}) or
- * {@link UNMATCHED_ROUTE}.
+ * Calls `observe`, then `also` when given, once when the response to `req` has closed (after its end
+ * was written, or when its connection went first), with the route a layer labelled it with
+ * ({@link labelRoute}) or {@link UNMATCHED_ROUTE}. Metrics and the access log share this one
+ * listener, clock reading and sample: one per request rather than one each.
  */
 export function observeRequest(
   req: NodeServerRequest,
   res: NodeServerResponse,
   observe: RequestObserver,
+  also?: RequestObserver,
 ): void {
   const started = performance.now();
   // A response closes exactly once, finished or not (HTTP/1.1 and HTTP/2 alike): one listener, with
   // `on` rather than `once`, whose wrapper would be one more allocation per request.
-  res.on("close", () =>
-    observe({
+  res.on("close", () => {
+    const sample: RequestSample = {
       route: routeOf(req) ?? UNMATCHED_ROUTE,
       method: req.method ?? "GET",
       status: res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS,
       durationMs: performance.now() - started,
-    }),
-  );
+    };
+    observe(sample);
+    also?.(sample);
+  });
 }

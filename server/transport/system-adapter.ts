@@ -1,7 +1,10 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import type { Authenticator } from "../services/iam/authenticator.js";
 import { invalid, oneOf } from "../services/request-validation.js";
 import { type AppMetrics, METRICS_FORMATS } from "../services/system/app-metrics.js";
 import type { HeapDumper } from "../services/system/heap-dump.js";
+import type { LogLevelControl } from "../services/system/log-level-control.js";
+import { readJsonBody } from "./body/json-body.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "./http-adapter.js";
 import { requestHeaders, requestTarget } from "./request-headers.js";
 import { parseQuery } from "./rest/query-string.js";
@@ -11,6 +14,9 @@ export const METRICS_PATH = "/metrics";
 /** Where an administrator asks for a heap snapshot of the process that answers. */
 export const HEAP_DUMP_PATH = "/internal/heapdump";
 
+/** Where an administrator reads and changes the log level of the process that answers. */
+export const LOG_LEVEL_PATH = "/internal/log-level";
+
 /** `GET /metrics`, served by every process whatever its role. */
 export const METRICS_ROUTES = [
   { methods: ["GET"], path: METRICS_PATH },
@@ -18,6 +24,11 @@ export const METRICS_ROUTES = [
 /** `POST /internal/heapdump`, served by every process whatever its role. */
 export const HEAP_DUMP_ROUTES = [
   { methods: ["POST"], path: HEAP_DUMP_PATH },
+] as const satisfies readonly AdapterRoute[];
+
+/** `GET` and `PUT /internal/log-level`, served by every process whatever its role. */
+export const LOG_LEVEL_ROUTES = [
+  { methods: ["GET", "PUT"], path: LOG_LEVEL_PATH },
 ] as const satisfies readonly AdapterRoute[];
 
 /**
@@ -57,6 +68,38 @@ export function createHeapDumpAdapter(deps: { heapDumper: HeapDumper; auth: Auth
       res.end(body);
     },
   });
+}
+
+/**
+ * `GET /internal/log-level` answers `{"level"}`, the level the answering process writes from;
+ * `PUT` with `{"level": "error"}` changes it (the access log is written at `info` and `debug`) and
+ * answers `{"level", "previous"}`. Both need an admin key of the installation's organization.
+ */
+export function createLogLevelAdapter(deps: { control: LogLevelControl; auth: Authenticator }): HttpAdapter {
+  return bindAdapter(LOG_LEVEL_ROUTES, {
+    [LOG_LEVEL_PATH]: async (req, res, { query }) => {
+      queryParams(query, []);
+      const principal = await deps.auth.authenticate(requestHeaders(req), requestTarget(req));
+      const answer =
+        req.method === "PUT"
+          ? await deps.control.change(principal, levelOf(await readJsonBody(req)))
+          : { level: await deps.control.read(principal) };
+      const body = JSON.stringify(answer);
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    },
+  });
+}
+
+/** The `level` of a `PUT /internal/log-level` body: an object with that one string field. */
+function levelOf(body: JsonValue | undefined): string | undefined {
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw invalid('the body must be a JSON object such as {"level": "error"}');
+  for (const key of Object.keys(body))
+    if (key !== "level") throw invalid(`unknown field ${JSON.stringify(key)}; the body takes only "level"`);
+  const { level } = body;
+  if (level !== undefined && typeof level !== "string") throw invalid("level must be a string");
+  return level;
 }
 
 /** The query's parameters, each at most once and each among `allowed`; INVALID_ARGUMENT otherwise. */

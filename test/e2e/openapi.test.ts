@@ -124,6 +124,8 @@ describe("the document", () => {
     const missing = [
       ...adapterRoutes().filter(({ path }) => !OUT_OF_SCOPE_ROUTES.some((route) => route.path === path)),
       { method: "POST", path: "/internal/heapdump" },
+      { method: "GET", path: "/internal/log-level" },
+      { method: "PUT", path: "/internal/log-level" },
       { method: "GET", path: "/openapi.json" },
       { method: "GET", path: "/docs" },
     ]

@@ -2,10 +2,9 @@ import { randomUUID } from "node:crypto";
 import { chmod, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { writeHeapSnapshot } from "node:v8";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Sql } from "../../store/db.js";
-import { findFirstOrganization } from "../../store/organization-store.js";
 import type { Principal } from "../iam/principal.js";
+import { requireInstallationAdmin } from "./installation-admin.js";
 
 /** Where heap snapshots go, under the data directory. */
 export const HEAP_DUMP_DIR = "heapdumps";
@@ -29,13 +28,7 @@ export function createHeapDumper(deps: { sql: Sql; dataDir: string }): HeapDumpe
   const dir = join(deps.dataDir, HEAP_DUMP_DIR);
   return {
     async write(principal) {
-      const owner = await findFirstOrganization(deps.sql);
-      if (principal.organizationRole !== "admin" || owner?.id !== principal.organization.id) {
-        throw new ConnectError(
-          "permission denied: a heap dump needs an admin key of the installation's organization",
-          Code.PermissionDenied,
-        );
-      }
+      await requireInstallationAdmin(deps.sql, principal, "a heap dump");
       // Only the server's user may read snapshots: they hold secrets.
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const stamp = new Date().toISOString().replace(/[:.]/g, "-");

@@ -1,3 +1,4 @@
+import { LOG_LEVELS } from "../../config.js";
 import type { JsonSchema } from "./message-schema.js";
 
 /**
@@ -47,6 +48,10 @@ const STATIC = (type: string): AdapterOperation["success"] => ({
   status: "200",
   content: { [type]: { type: "string" } },
 });
+
+/** A log level, as `AGENTPLANE_LOG_LEVEL` takes it. */
+const LOG_LEVEL_SCHEMA: JsonSchema = { type: "string", enum: [...LOG_LEVELS] };
+const LOG_LEVEL_ANSWER: JsonSchema = { type: "object", properties: { level: LOG_LEVEL_SCHEMA } };
 
 /** The descriptions, by `METHOD path`. */
 export const ADAPTER_OPERATIONS: ReadonlyMap<string, AdapterOperation> = new Map<string, AdapterOperation>([
@@ -142,6 +147,44 @@ export const ADAPTER_OPERATIONS: ReadonlyMap<string, AdapterOperation> = new Map
       success: {
         status: "200",
         content: { "application/json": { type: "object", properties: { path: { type: "string" } } } },
+      },
+    },
+  ],
+  [
+    "GET /internal/log-level",
+    {
+      summary: "The log level of the answering process",
+      description: "For an admin of the installation's organization.",
+      tag: SYSTEM_TAG,
+      authenticated: true,
+      success: { status: "200", content: { "application/json": LOG_LEVEL_ANSWER } },
+    },
+  ],
+  [
+    "PUT /internal/log-level",
+    {
+      summary: "Change the log level of the answering process until it stops",
+      description:
+        "For an admin of the installation's organization. `info` and `debug` write the access log; " +
+        "each process has its own level (`AGENTPLANE_LOG_LEVEL` sets it at start).",
+      tag: SYSTEM_TAG,
+      authenticated: true,
+      requestBody: {
+        "application/json": {
+          type: "object",
+          properties: { level: LOG_LEVEL_SCHEMA },
+          required: ["level"],
+          additionalProperties: false,
+        },
+      },
+      success: {
+        status: "200",
+        content: {
+          "application/json": {
+            type: "object",
+            properties: { level: LOG_LEVEL_SCHEMA, previous: LOG_LEVEL_SCHEMA },
+          },
+        },
       },
     },
   ],

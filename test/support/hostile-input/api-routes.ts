@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
 import { REST_ADAPTERS } from "../../../server/service-registry.js";
 import { createRouteTable, type Route } from "../../../server/transport/rest/route-table.js";
-import { METRICS_ROUTES } from "../../../server/transport/system-adapter.js";
+import { LOG_LEVEL_ROUTES, METRICS_ROUTES } from "../../../server/transport/system-adapter.js";
 
 /** The generated code of every proto service the server may serve. */
 const GEN_DIR = fileURLToPath(new URL("../../../gen/", import.meta.url));
@@ -35,7 +35,7 @@ export interface AdapterRouteUnderTest {
  * and `/metrics`. Not the heap dump: every probe it accepted would write a snapshot of the heap.
  */
 export function adapterRoutes(): readonly AdapterRouteUnderTest[] {
-  return [...REST_ADAPTERS.map((adapter) => adapter.routes), METRICS_ROUTES].flatMap((routes) =>
-    routes.flatMap((route) => route.methods.map((method) => ({ method, path: route.path }))),
+  return [...REST_ADAPTERS.map((adapter) => adapter.routes), METRICS_ROUTES, LOG_LEVEL_ROUTES].flatMap(
+    (routes) => routes.flatMap((route) => route.methods.map((method) => ({ method, path: route.path }))),
   );
 }
