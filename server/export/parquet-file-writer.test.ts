@@ -31,7 +31,7 @@ const AWKWARD = [
 ];
 
 /** A run's fields as a test states them. */
-type Run = Record<ExportableRunField | "cursor_start_us" | "cursor_id", unknown>;
+type Run = Record<ExportableRunField, unknown>;
 
 /** `run` as Postgres's text output sends it, in the export query's column order. */
 function wire(run: Run): ExportRow {
@@ -41,7 +41,7 @@ function wire(run: Run): ExportRow {
     if (typeof value === "boolean") return Buffer.from(value ? "t" : "f");
     return Buffer.from(String(value));
   };
-  return [text(run.cursor_start_us), text(run.cursor_id), ...EXPORTABLE_RUN_FIELDS.map((f) => text(run[f]))];
+  return EXPORTABLE_RUN_FIELDS.map((f) => text(run[f]));
 }
 
 /** A list as Postgres's array output writes it: quoted (with `"` and `\\` escaped) only when it must be. */
@@ -58,8 +58,6 @@ function pgArray(list: readonly (string | null)[]): string {
 function row(i: number): Run {
   const micros = 1_764_000_000_000_000n + BigInt(i) * 1_500n;
   return {
-    cursor_start_us: String(micros),
-    cursor_id: `id-${i}`,
     id: `00000000-0000-7000-8000-${String(i).padStart(12, "0")}`,
     tenant_id: "tenant",
     session_id: "session",

@@ -2,7 +2,7 @@ import type { ColumnChunk, RowGroup, Statistics } from "hyparquet";
 import { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
-import { type ExportableRunField, type ExportRow, FIRST_FIELD } from "../store/run-export-store.js";
+import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
 import { type ColumnKind, FIELD_KINDS } from "./parquet-schema.js";
 import type { Compressor } from "./zstd-compressor.js";
 
@@ -70,7 +70,7 @@ export class RowGroupEncoder {
   private rows = 0;
 
   constructor(fields: readonly ExportableRunField[], zstd: Compressor) {
-    this.columns = fields.map((field, index) => new ColumnBuilder(field, FIRST_FIELD + index, zstd));
+    this.columns = fields.map((field, index) => new ColumnBuilder(field, index, zstd));
   }
 
   /** Rows added since the last row group was written. */
