@@ -15,8 +15,12 @@ const PAGE_BYTES = 1 << 20;
 const INITIAL_PAGE_BUFFER_BYTES = 64 * 1024;
 /** The byte length in front of each BYTE_ARRAY value in PLAIN encoding. */
 const LENGTH_PREFIX_BYTES = 4;
-/** Decimal digits that always fit a number exactly (2^53 has 16). */
-const SAFE_DIGITS = 15;
+/**
+ * Decimal digits of Number.MAX_SAFE_INTEGER (2^53 - 1): integers this long are parsed as numbers
+ * and checked against it. Epoch microseconds of this century have 16 digits, so timestamps take
+ * the number path.
+ */
+const SAFE_INTEGER_DIGITS = 16;
 /** `-` and `0` in ASCII, for parsing decimal text. */
 const MINUS = 0x2d;
 const ZERO = 0x30;
@@ -267,20 +271,23 @@ class ColumnBuilder {
   }
 
   /**
-   * Writes a decimal integer from its text. Up to {@link SAFE_DIGITS} digits are parsed as a
-   * number (no BigInt and no string per value); longer ones, which a number may not hold exactly,
+   * Writes a decimal integer from its text. One of up to {@link SAFE_INTEGER_DIGITS} digits that a
+   * number holds exactly is parsed as a number (no BigInt and no string per value); any other
    * through BigInt.
    */
   private writeInt64(text: Buffer): void {
     this.ensure(8);
     const negative = text[0] === MINUS;
-    if (text.length - (negative ? 1 : 0) > SAFE_DIGITS) {
-      const n = BigInt(text.toString("latin1"));
-      this.stats.see(n);
-      this.buffer.writeBigInt64LE(n, this.used);
-    } else {
-      let n = 0;
+    const digits = text.length - (negative ? 1 : 0);
+    let n = 0;
+    // Every step below 2^53 is exact, so a result up to Number.MAX_SAFE_INTEGER is the value itself.
+    if (digits <= SAFE_INTEGER_DIGITS)
       for (let i = negative ? 1 : 0; i < text.length; i++) n = n * 10 + ((text[i] as number) - ZERO);
+    if (digits > SAFE_INTEGER_DIGITS || n > Number.MAX_SAFE_INTEGER) {
+      const big = BigInt(text.toString("latin1"));
+      this.stats.see(big);
+      this.buffer.writeBigInt64LE(big, this.used);
+    } else {
       if (negative) n = -n;
       this.stats.see(n);
       const high = Math.floor(n / TWO_POW_32);
