@@ -7,22 +7,33 @@ export const PART_BYTES = 8 * 1024 * 1024;
 /** Parts uploaded at once: with PART_BYTES, at most 24 MiB of a file waits in memory for S3. */
 const PARTS_IN_FLIGHT = 2;
 /**
- * Part buffers kept for the next part once a part is uploaded: enough for two uploads (a file that
- * completes while the next is written, as the exporter does) with every part in flight and one
- * being filled. A partition's memory then stays the same from part to part and file to file:
- * allocating and freeing 8 MiB a part left the allocator's heap larger after each file.
+ * Part buffers held at most, in use or spare, while uploads run: enough for two uploads (a file
+ * that completes while the next is written, as the exporter does) with every part in flight and
+ * one being filled. A buffer given back is kept for the next part while fewer are held, so a
+ * partition's memory stays the same from part to part and file to file (allocating and freeing
+ * 8 MiB a part left the allocator's heap larger after each file); once no upload holds one, the
+ * spares are let go.
  */
-const SPARE_PARTS_KEPT = 2 * (PARTS_IN_FLIGHT + 1);
+const PART_BUFFERS_HELD = 2 * (PARTS_IN_FLIGHT + 1);
 const spareParts: Buffer[] = [];
+/** Part buffers given out and not given back yet. */
+let partsInUse = 0;
 
 /** A part buffer: a spare one, or a new one when none is spare. */
 function takePartBuffer(): Buffer {
+  partsInUse++;
   return spareParts.pop() ?? Buffer.allocUnsafeSlow(PART_BYTES);
 }
 
-/** Keeps a part buffer that no request holds any longer for the next part. */
-function releasePartBuffer(buffer: Buffer): void {
-  if (spareParts.length < SPARE_PARTS_KEPT) spareParts.push(buffer);
+/**
+ * Gives a part buffer back: kept for a later part when `reusable` (no request holds it any longer)
+ * and fewer than {@link PART_BUFFERS_HELD} are held. A buffer of a failed or aborted request is not
+ * reused, since a socket may still be sending from it.
+ */
+function releasePartBuffer(buffer: Buffer, reusable: boolean): void {
+  partsInUse--;
+  if (partsInUse === 0) spareParts.length = 0;
+  else if (reusable && partsInUse + spareParts.length < PART_BUFFERS_HELD) spareParts.push(buffer);
 }
 
 /** An object being written. */
@@ -108,10 +119,16 @@ export async function startObjectUpload(
           send,
         ),
       )
-      .then((result) => {
-        parts[partNumber - 1] = { PartNumber: partNumber, ETag: result.ETag };
-        releasePartBuffer(buffer);
-      });
+      .then(
+        (result) => {
+          parts[partNumber - 1] = { PartNumber: partNumber, ETag: result.ETag };
+          releasePartBuffer(buffer, true);
+        },
+        (error: unknown) => {
+          releasePartBuffer(buffer, false);
+          throw error;
+        },
+      );
     const tracked = upload.finally(() => inFlight.delete(tracked));
     inFlight.add(tracked);
     // A failed part fails the next write or the final flush, whichever comes first.
@@ -146,11 +163,16 @@ export async function startObjectUpload(
           const buffer = part;
           const data = buffer?.subarray(0, filled) ?? Buffer.alloc(0);
           part = undefined;
-          await client.send(
-            new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: contentType }),
-            send,
-          );
-          if (buffer) releasePartBuffer(buffer);
+          try {
+            await client.send(
+              new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: contentType }),
+              send,
+            );
+          } catch (error) {
+            if (buffer) releasePartBuffer(buffer, false);
+            throw error;
+          }
+          if (buffer) releasePartBuffer(buffer, true);
           return;
         }
         if (filled > 0) await sendPart();
@@ -186,6 +208,8 @@ export async function startObjectUpload(
       const error = reason instanceof Error ? reason : new Error("the upload was aborted");
       controller.abort(error);
       body.destroy(error);
+      if (part) releasePartBuffer(part, false);
+      part = undefined;
       settle?.reject(error);
       const id = uploadId ?? (await creating?.catch(() => undefined));
       if (id === undefined) return;
