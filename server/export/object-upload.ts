@@ -148,6 +148,8 @@ export async function startObjectUpload(
     write(chunk: Buffer, _encoding, callback) {
       const copyIn = async () => {
         for (let at = 0; at < chunk.length; ) {
+          // An abort while a part was waiting to go ends the copying (and takes no buffer).
+          controller.signal.throwIfAborted();
           part ??= takePartBuffer();
           const copied = chunk.copy(part, filled, at);
           filled += copied;
