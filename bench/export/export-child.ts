@@ -29,6 +29,7 @@ import { createSql } from "../../server/store/db.js";
 import {
   EXPORTABLE_RUN_FIELDS,
   type ExportRow,
+  exportRowLayout,
   readExportRows,
 } from "../../server/store/run-export-store.js";
 
@@ -76,6 +77,7 @@ const sql = createSql(settings.databaseUrl, {
 });
 const zstd = await loadZstdCompressor();
 const day = new Date(settings.day);
+const layout = exportRowLayout(EXPORTABLE_RUN_FIELDS);
 const end = new Date(day.getTime() + 24 * 60 * 60 * 1000);
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rssAfterFile: ChildResult["rssAfterFile"] = [];
@@ -152,7 +154,7 @@ if (settings.mode === "export") {
     onnotice: () => {},
     connection: { application_name: "bench-export" },
     debug: (_connection, text, parameters) => {
-      if (text.includes("cursor_start_us")) firstQuery ??= { text, parameters };
+      if (text.includes("from runs as run")) firstQuery ??= { text, parameters };
     },
   });
   // A parallel plan would put part of the work in other processes.
@@ -181,7 +183,7 @@ if (settings.mode === "export") {
       },
     );
     rows += page;
-    if (last) cursor = cursorOf(last);
+    if (last) cursor = cursorOf(last, layout);
     if (page < PAGE_ROWS) break;
   }
   const pagedCpuSeconds = (await backendCpu()) - pgBefore;
@@ -233,7 +235,7 @@ if (settings.mode === "export") {
       seconds += (performance.now() - timed) / 1000;
       cpuSeconds += cpuSince(cpu);
       fileRows += page.length;
-      cursor = cursorOf(page[page.length - 1] as (typeof page)[number]);
+      cursor = cursorOf(page[page.length - 1] as (typeof page)[number], layout);
     }
     if (writer) {
       const timed = performance.now();

@@ -37,13 +37,22 @@ async function writeAll(body: NodeJS.WritableStream, data: Buffer): Promise<void
 }
 
 describe("startObjectUpload", () => {
-  it("sends a large object as a multipart upload, byte for byte", async () => {
-    const data = randomBytes(2 * PART_BYTES + 12345);
-    const upload = await startObjectUpload(client, BUCKET, "big.bin", "application/octet-stream");
-    await writeAll(upload.body, data);
-    upload.body.end();
-    await upload.done;
-    expect((await read("big.bin")).equals(data)).toBe(true);
+  it("sends large objects as multipart uploads, byte for byte, two at once on reused part buffers", async () => {
+    const first = randomBytes(2 * PART_BYTES + 12345);
+    const second = randomBytes(3 * PART_BYTES + 54321);
+    const third = randomBytes(PART_BYTES + 1);
+    const send = async (key: string, data: Buffer) => {
+      const upload = await startObjectUpload(client, BUCKET, key, "application/octet-stream");
+      await writeAll(upload.body, data);
+      upload.body.end();
+      await upload.done;
+    };
+    await Promise.all([send("big-1.bin", first), send("big-2.bin", second)]);
+    // Written after the first two, on the part buffers they gave back.
+    await send("big-3.bin", third);
+    expect((await read("big-1.bin")).equals(first)).toBe(true);
+    expect((await read("big-2.bin")).equals(second)).toBe(true);
+    expect((await read("big-3.bin")).equals(third)).toBe(true);
   });
 
   it("sends a small object with one PUT", async () => {

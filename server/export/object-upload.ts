@@ -6,6 +6,35 @@ import { loadS3Sdk, type S3Sdk } from "./s3-sdk.js";
 export const PART_BYTES = 8 * 1024 * 1024;
 /** Parts uploaded at once: with PART_BYTES, at most 24 MiB of a file waits in memory for S3. */
 const PARTS_IN_FLIGHT = 2;
+/**
+ * Part buffers held at most, in use or spare, while uploads run: enough for two uploads (a file
+ * that completes while the next is written, as the exporter does) with every part in flight and
+ * one being filled. A buffer given back is kept for the next part while fewer are held, so a
+ * partition's memory stays the same from part to part and file to file (allocating and freeing
+ * 8 MiB a part left the allocator's heap larger after each file); once no upload holds one, the
+ * spares are let go.
+ */
+const PART_BUFFERS_HELD = 2 * (PARTS_IN_FLIGHT + 1);
+const spareParts: Buffer[] = [];
+/** Part buffers given out and not given back yet. */
+let partsInUse = 0;
+
+/** A part buffer: a spare one, or a new one when none is spare. */
+function takePartBuffer(): Buffer {
+  partsInUse++;
+  return spareParts.pop() ?? Buffer.allocUnsafeSlow(PART_BYTES);
+}
+
+/**
+ * Gives a part buffer back: kept for a later part when `reusable` (no request holds it any longer)
+ * and fewer than {@link PART_BUFFERS_HELD} are held. A buffer of a failed or aborted request is not
+ * reused, since a socket may still be sending from it.
+ */
+function releasePartBuffer(buffer: Buffer, reusable: boolean): void {
+  partsInUse--;
+  if (partsInUse === 0) spareParts.length = 0;
+  else if (reusable && partsInUse + spareParts.length < PART_BUFFERS_HELD) spareParts.push(buffer);
+}
 
 /** An object being written. */
 export interface ObjectUpload {
@@ -50,8 +79,9 @@ export async function startObjectUpload(
   let creating: Promise<string> | undefined;
   const parts: CompletedPart[] = [];
   const inFlight = new Set<Promise<void>>();
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
+  /** The part being filled, and how much of it is. */
+  let part: Buffer | undefined;
+  let filled = 0;
 
   const multipartId = () => {
     creating ??= client
@@ -64,15 +94,16 @@ export async function startObjectUpload(
     return creating;
   };
 
-  const takePending = (): Buffer => {
-    const all = Buffer.concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    return all;
-  };
-
-  /** Starts uploading `data` as the next part; resolves once fewer than the limit are in flight. */
-  async function sendPart(data: Buffer): Promise<void> {
+  /**
+   * Starts uploading the part being filled; resolves once fewer than the limit are in flight. Its
+   * buffer is kept for a later part once the request is over, but not after a failure or an abort,
+   * when a socket may still be sending from it.
+   */
+  async function sendPart(): Promise<void> {
+    const buffer = part as Buffer;
+    const data = buffer.subarray(0, filled);
+    part = undefined;
+    filled = 0;
     const partNumber = parts.length + 1;
     parts.push({ PartNumber: partNumber });
     const upload = multipartId()
@@ -88,9 +119,16 @@ export async function startObjectUpload(
           send,
         ),
       )
-      .then((result) => {
-        parts[partNumber - 1] = { PartNumber: partNumber, ETag: result.ETag };
-      });
+      .then(
+        (result) => {
+          parts[partNumber - 1] = { PartNumber: partNumber, ETag: result.ETag };
+          releasePartBuffer(buffer, true);
+        },
+        (error: unknown) => {
+          releasePartBuffer(buffer, false);
+          throw error;
+        },
+      );
     const tracked = upload.finally(() => inFlight.delete(tracked));
     inFlight.add(tracked);
     // A failed part fails the next write or the final flush, whichever comes first.
@@ -108,21 +146,38 @@ export async function startObjectUpload(
   const body = new Writable({
     highWaterMark: PART_BYTES,
     write(chunk: Buffer, _encoding, callback) {
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes < PART_BYTES) return callback();
-      sendPart(takePending()).then(() => callback(), callback);
+      const copyIn = async () => {
+        for (let at = 0; at < chunk.length; ) {
+          // An abort while a part was waiting to go ends the copying (and takes no buffer).
+          controller.signal.throwIfAborted();
+          part ??= takePartBuffer();
+          const copied = chunk.copy(part, filled, at);
+          filled += copied;
+          at += copied;
+          if (filled === PART_BYTES) await sendPart();
+        }
+      };
+      copyIn().then(() => callback(), callback);
     },
     final(callback) {
       const finish = async () => {
         if (creating === undefined) {
-          await client.send(
-            new PutObjectCommand({ Bucket: bucket, Key: key, Body: takePending(), ContentType: contentType }),
-            send,
-          );
+          const buffer = part;
+          const data = buffer?.subarray(0, filled) ?? Buffer.alloc(0);
+          part = undefined;
+          try {
+            await client.send(
+              new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: contentType }),
+              send,
+            );
+          } catch (error) {
+            if (buffer) releasePartBuffer(buffer, false);
+            throw error;
+          }
+          if (buffer) releasePartBuffer(buffer, true);
           return;
         }
-        if (pendingBytes > 0) await sendPart(takePending());
+        if (filled > 0) await sendPart();
         await Promise.all(inFlight);
         await client.send(
           new CompleteMultipartUploadCommand({
@@ -155,6 +210,8 @@ export async function startObjectUpload(
       const error = reason instanceof Error ? reason : new Error("the upload was aborted");
       controller.abort(error);
       body.destroy(error);
+      if (part) releasePartBuffer(part, false);
+      part = undefined;
       settle?.reject(error);
       const id = uploadId ?? (await creating?.catch(() => undefined));
       if (id === undefined) return;

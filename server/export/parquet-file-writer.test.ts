@@ -31,7 +31,7 @@ const AWKWARD = [
 ];
 
 /** A run's fields as a test states them. */
-type Run = Record<ExportableRunField | "cursor_start_us" | "cursor_id", unknown>;
+type Run = Record<ExportableRunField, unknown>;
 
 /** `run` as Postgres's text output sends it, in the export query's column order. */
 function wire(run: Run): ExportRow {
@@ -41,7 +41,7 @@ function wire(run: Run): ExportRow {
     if (typeof value === "boolean") return Buffer.from(value ? "t" : "f");
     return Buffer.from(String(value));
   };
-  return [text(run.cursor_start_us), text(run.cursor_id), ...EXPORTABLE_RUN_FIELDS.map((f) => text(run[f]))];
+  return EXPORTABLE_RUN_FIELDS.map((f) => text(run[f]));
 }
 
 /** A list as Postgres's array output writes it: quoted (with `"` and `\\` escaped) only when it must be. */
@@ -58,8 +58,6 @@ function pgArray(list: readonly (string | null)[]): string {
 function row(i: number): Run {
   const micros = 1_764_000_000_000_000n + BigInt(i) * 1_500n;
   return {
-    cursor_start_us: String(micros),
-    cursor_id: `id-${i}`,
     id: `00000000-0000-7000-8000-${String(i).padStart(12, "0")}`,
     tenant_id: "tenant",
     session_id: "session",
@@ -84,7 +82,14 @@ function row(i: number): Run {
     feedback_stats: null,
     total_tokens: i % 9 === 0 ? null : String(9_007_199_254_740_993n + BigInt(i)),
     prompt_tokens: String(i - 2),
-    completion_tokens: "0",
+    // Both sides of the largest integer a number holds exactly, and 16-digit ones.
+    completion_tokens: [
+      "9007199254740991",
+      "9007199254740992",
+      "-9007199254740991",
+      "-9007199254740993",
+      "0",
+    ][i % 5],
     total_cost: i % 8 === 0 ? null : i % 8 === 1 ? 0 : i * 0.000_001,
     prompt_cost: 0,
     completion_cost: -1.5,
@@ -118,7 +123,7 @@ describe("Parquet file writer", () => {
     expect(file.bytes).toBe(bytes.length);
     expect(file.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
     const read = await duckdb(
-      `select id, name, parent_run_ids, tags, is_root, total_tokens, prompt_tokens, total_cost, completion_cost,
+      `select id, name, parent_run_ids, tags, is_root, total_tokens, prompt_tokens, completion_tokens, total_cost, completion_cost,
         epoch_us(start_time)::varchar as start_us, epoch_us(end_time)::varchar as end_us, inputs, outputs,
         reference_example_id, first_token_time
        from read_parquet('${path}') order by id`,
@@ -134,6 +139,7 @@ describe("Parquet file writer", () => {
       expect(got.is_root).toBe(want.is_root);
       expect(got.total_tokens).toBe(want.total_tokens);
       expect(got.prompt_tokens).toBe(String(i - 2));
+      expect(got.completion_tokens).toBe(want.completion_tokens);
       expect(got.total_cost).toBe(want.total_cost);
       expect(got.completion_cost).toBe(-1.5);
       expect(got.start_us).toBe(want.start_time);

@@ -49,6 +49,11 @@ export interface ParquetFileWriterOptions {
 
 /** Starting size of the output buffer; it grows to the largest compressed row group and is reused. */
 const INITIAL_BUFFER_BYTES = 1 << 20;
+/**
+ * Copy buffers a file keeps for reuse: the stream holds up to its high-water mark (a part, 8 MiB,
+ * for an upload) of row groups, so a few cover it; more are allocated when needed and let go.
+ */
+const SPARE_COPIES = 4;
 /** The magic bytes that open and close a Parquet file ("PAR1", little-endian). */
 const PARQUET_MAGIC = 0x31524150;
 /** What the footer names as the file's writer. */
@@ -57,12 +62,15 @@ const CREATED_BY = "agentplane bulk export";
 /**
  * The file's bytes, handed to a Node stream a row group at a time and hashed on the way. A copy
  * goes to the stream because the buffer is reused for the next row group while the stream may
- * still hold this one.
+ * still hold this one; the copies' buffers are reused in turn once the stream has taken them, so
+ * a file allocates a few of them, not one a row group.
  */
 class StreamSink extends ByteWriter {
   readonly hash = createHash("sha256");
   /** Set when the stream asked the writer to wait for `drain`. */
   private full = false;
+  /** Copy buffers the stream has taken (written out or copied), ready for the next row group. */
+  private readonly spare: Buffer[] = [];
   constructor(private readonly out: Writable) {
     super(INITIAL_BUFFER_BYTES);
   }
@@ -70,10 +78,19 @@ class StreamSink extends ByteWriter {
   /** Hands what is buffered to the stream. */
   push(): void {
     if (this.index === 0) return;
-    const chunk = Buffer.from(this.buffer.slice(0, this.index));
+    const size = this.index;
+    let copy = this.spare.pop();
+    if (copy === undefined || copy.length < size)
+      copy = Buffer.allocUnsafeSlow(Math.max(size, copy?.length ?? 0));
+    copy.set(new Uint8Array(this.buffer, 0, size));
     this.index = 0;
+    const chunk = copy.subarray(0, size);
     this.hash.update(chunk);
-    if (!this.out.write(chunk)) this.full = true;
+    const taken = copy;
+    const written = this.out.write(chunk, (error) => {
+      if (!error && this.spare.length < SPARE_COPIES) this.spare.push(taken);
+    });
+    if (!written) this.full = true;
   }
 
   /** Waits until the stream drains, if it asked to; fails with the stream's error. */

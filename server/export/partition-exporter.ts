@@ -1,16 +1,16 @@
 import type { ExportedFile, RunCursor } from "../store/bulk-export-run-store.js";
 import type { Queryable } from "../store/db.js";
 import {
-  CURSOR_ID,
-  CURSOR_START_US,
   type ExportableRunField,
   type ExportRow,
+  type ExportRowLayout,
+  exportRowLayout,
   readExportRows,
 } from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
 import { dataFileKey, dataFilePrefix, manifestKey, partitionFolder } from "./export-layout.js";
 import { abortUnfinishedUploads, type ObjectUpload, startObjectUpload } from "./object-upload.js";
-import { createParquetFileWriter, type WrittenFile } from "./parquet-file-writer.js";
+import { createParquetFileWriter, type ParquetFileWriter } from "./parquet-file-writer.js";
 import { describeColumns } from "./parquet-schema.js";
 import { createS3Client, putObject, type S3Target } from "./s3-destination.js";
 import type { Compressor } from "./zstd-compressor.js";
@@ -85,6 +85,7 @@ export async function exportPartition(
     day: work.start,
   });
   const files = [...work.files];
+  const layout = exportRowLayout(work.fields);
   const client = await createS3Client(work.target);
   const read = (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) =>
     readExportRows(
@@ -106,30 +107,64 @@ export async function exportPartition(
     if (work.retried)
       await abortUnfinishedUploads(client, location.bucketName, dataFilePrefix(folder, work.runId));
     let cursor = work.cursor;
+    let sequence = files.length;
+    // The file before this one: its last bytes, its completion in the bucket and its checkpoint,
+    // which go on while this one's rows are read, so Postgres and Node do not wait for S3.
+    let previous: Promise<void> | undefined;
     for (;;) {
       signal.throwIfAborted();
       // No request is made before the first bytes, so a file that finds no rows costs nothing.
-      const key = dataFileKey(folder, work.runId, files.length);
+      const key = dataFileKey(folder, work.runId, sequence);
       const upload = await startObjectUpload(client, location.bucketName, key, PARQUET_TYPE);
       const stop = () => void upload.abort(signal.reason);
       signal.addEventListener("abort", stop, { once: true });
-      let written: WrittenPart | undefined;
+      let written: WrittenRows | undefined;
       try {
-        written = await writeFile(upload, cursor, { fields: work.fields, zstd, limits, signal, read });
+        written = await writeRows(upload, cursor, {
+          fields: work.fields,
+          layout,
+          zstd,
+          limits,
+          signal,
+          read,
+        });
+        // A file completes only after the one before it is checkpointed, so a retry rewrites at
+        // most the one complete file its checkpoint does not list, under the same name.
+        await previous;
         if (!written) await upload.abort(new Error("no rows left for another file"));
       } catch (error) {
-        await upload.abort(error);
-        throw signal.aborted ? signal.reason : error;
-      } finally {
         signal.removeEventListener("abort", stop);
+        await upload.abort(error);
+        // The file before must not checkpoint after this attempt has been recorded as failed.
+        await previous?.catch(() => {});
+        throw signal.aborted ? signal.reason : error;
       }
-      if (!written) break;
-      const file: ExportedFile = { key, ...written.file };
-      cursor = cursorOf(written.last);
-      await hooks.checkpoint(file, cursor);
-      files.push(file);
-      if (written.exhausted) break;
+      if (!written) {
+        signal.removeEventListener("abort", stop);
+        break;
+      }
+      const { writer, exhausted } = written;
+      const after = cursorOf(written.last, layout);
+      previous = (async () => {
+        try {
+          const file: ExportedFile = { key, ...(await writer.finish()) };
+          await upload.done;
+          await hooks.checkpoint(file, after);
+          files.push(file);
+        } catch (error) {
+          await upload.abort(error);
+          throw signal.aborted ? signal.reason : error;
+        } finally {
+          signal.removeEventListener("abort", stop);
+        }
+      })();
+      // Awaited with the next file or after the last; a failure must not go unobserved meanwhile.
+      previous.catch(() => {});
+      cursor = after;
+      sequence++;
+      if (exhausted) break;
     }
+    await previous;
     signal.throwIfAborted();
     const key = manifestKey(folder, work.runId);
     await putObject(
@@ -145,29 +180,31 @@ export async function exportPartition(
   }
 }
 
-/** A file written: what it holds, its last row, and whether the partition has no rows after it. */
-interface WrittenPart {
-  file: WrittenFile;
+/** A file's rows written: its writer (not finished yet), its last row, and whether the partition has no rows after it. */
+interface WrittenRows {
+  writer: ParquetFileWriter;
   last: ExportRow;
   exhausted: boolean;
 }
 
 /**
- * Writes one file of the rows after `after`, until it is full or the partition has no more rows;
- * undefined when there were none. Rows go into the Parquet writer as Postgres sends them, a page
- * (one query) at a time; between pages the writer waits for the upload to catch up.
+ * Writes the rows of one file, those after `after`, until it is full or the partition has no more
+ * rows; undefined when there were none. Rows go into the Parquet writer as Postgres sends them, a
+ * page (one query) at a time; between pages the writer waits for the upload to catch up. The caller
+ * finishes the file.
  */
-async function writeFile(
+async function writeRows(
   upload: ObjectUpload,
   after: RunCursor | null,
   opts: {
     fields: readonly ExportableRunField[];
+    layout: ExportRowLayout;
     zstd: Compressor;
     limits: PartitionLimits;
     signal: AbortSignal;
     read: (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) => Promise<number>;
   },
-): Promise<WrittenPart | undefined> {
+): Promise<WrittenRows | undefined> {
   const { limits } = opts;
   const writer = createParquetFileWriter({
     out: upload.body,
@@ -184,25 +221,22 @@ async function writeFile(
   while (writer.rowCount() < limits.fileMaxRows && writer.bytesWritten() < limits.fileMaxBytes) {
     opts.signal.throwIfAborted();
     const limit = Math.min(PAGE_ROWS, limits.fileMaxRows - writer.rowCount());
-    const count = await opts.read(last ? cursorOf(last) : after, limit, append);
+    const count = await opts.read(last ? cursorOf(last, opts.layout) : after, limit, append);
     await writer.drained();
     if (count < limit) {
       exhausted = true;
       break;
     }
   }
-  if (!last) return undefined;
-  const file = await writer.finish();
-  await upload.done;
-  return { file, last, exhausted };
+  return last ? { writer, last, exhausted } : undefined;
 }
 
-/** The cursor after `row`: its start time as ISO text with microseconds, and its id. */
-export function cursorOf(row: ExportRow): RunCursor {
-  const micros = BigInt(String(row[CURSOR_START_US]));
+/** The cursor after `row` (laid out as `layout` says): its start time as ISO text with microseconds, and its id. */
+export function cursorOf(row: ExportRow, layout: ExportRowLayout): RunCursor {
+  const micros = BigInt(String(row[layout.cursorStartUs]));
   const iso = new Date(Number(micros / 1000n)).toISOString();
   const sub = String(((micros % 1000n) + 1000n) % 1000n).padStart(3, "0");
-  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: String(row[CURSOR_ID]) };
+  return { startTime: `${iso.slice(0, 23)}${sub}Z`, id: String(row[layout.cursorId]) };
 }
 
 /** The manifest of a finished partition: enough to check every file without opening it. */

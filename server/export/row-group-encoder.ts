@@ -2,7 +2,7 @@ import type { ColumnChunk, RowGroup, Statistics } from "hyparquet";
 import { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
-import { type ExportableRunField, type ExportRow, FIRST_FIELD } from "../store/run-export-store.js";
+import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
 import { type ColumnKind, FIELD_KINDS } from "./parquet-schema.js";
 import type { Compressor } from "./zstd-compressor.js";
 
@@ -11,12 +11,20 @@ import type { Compressor } from "./zstd-compressor.js";
  * Parquet writers default to, so a reader decompresses a page at a time.
  */
 const PAGE_BYTES = 1 << 20;
+/** Room for a data page header (Thrift, a few dozen bytes); the writer grows it if ever needed. */
+const PAGE_HEADER_BYTES = 128;
 /** Starting size of a column's page buffer; it grows to the column's largest page. */
 const INITIAL_PAGE_BUFFER_BYTES = 64 * 1024;
 /** The byte length in front of each BYTE_ARRAY value in PLAIN encoding. */
 const LENGTH_PREFIX_BYTES = 4;
-/** Decimal digits that always fit a number exactly (2^53 has 16). */
-const SAFE_DIGITS = 15;
+/**
+ * Decimal digits of Number.MAX_SAFE_INTEGER (2^53 - 1): integers this long are parsed as numbers
+ * and checked against it. Epoch microseconds of this century have 16 digits, so timestamps take
+ * the number path.
+ */
+const SAFE_INTEGER_DIGITS = 16;
+/** Significant decimal digits any integer of which a double holds exactly (below 2^53). */
+const SAFE_SIGNIFICANT_DIGITS = 15;
 /** `-` and `0` in ASCII, for parsing decimal text. */
 const MINUS = 0x2d;
 const ZERO = 0x30;
@@ -70,7 +78,7 @@ export class RowGroupEncoder {
   private rows = 0;
 
   constructor(fields: readonly ExportableRunField[], zstd: Compressor) {
-    this.columns = fields.map((field, index) => new ColumnBuilder(field, FIRST_FIELD + index, zstd));
+    this.columns = fields.map((field, index) => new ColumnBuilder(field, index, zstd));
   }
 
   /** Rows added since the last row group was written. */
@@ -119,8 +127,9 @@ class ColumnBuilder {
   /** The open page's booleans, bit-packed when it closes. */
   private readonly booleans: number[] = [];
   private pageRows = 0;
-  /** Finished pages of this row group: header, levels and compressed values, ready to write. */
+  /** Finished pages of this row group: each page's header, levels and compressed values, ready to write. */
   private pages: Uint8Array[] = [];
+  private pageCount = 0;
   private uncompressed = 0;
   private values = 0;
   private stats: ColumnStats;
@@ -159,10 +168,11 @@ class ColumnBuilder {
         total_compressed_size: BigInt(out.offset - start),
         data_page_offset: BigInt(start),
         statistics: this.stats.result(),
-        encoding_stats: [{ page_type: "DATA_PAGE_V2", encoding, count: this.pages.length }],
+        encoding_stats: [{ page_type: "DATA_PAGE_V2", encoding, count: this.pageCount }],
       },
     };
     this.pages = [];
+    this.pageCount = 0;
     this.uncompressed = 0;
     this.values = 0;
     this.stats = new ColumnStats(this.kind);
@@ -190,7 +200,7 @@ class ColumnBuilder {
         this.writeInt64(value);
         break;
       case "double": {
-        const n = Number(value.toString("latin1"));
+        const n = parseDecimal(value);
         if (!Number.isNaN(n)) this.stats.see(n);
         this.ensure(8);
         this.buffer.writeDoubleLE(n, this.used);
@@ -267,20 +277,23 @@ class ColumnBuilder {
   }
 
   /**
-   * Writes a decimal integer from its text. Up to {@link SAFE_DIGITS} digits are parsed as a
-   * number (no BigInt and no string per value); longer ones, which a number may not hold exactly,
+   * Writes a decimal integer from its text. One of up to {@link SAFE_INTEGER_DIGITS} digits that a
+   * number holds exactly is parsed as a number (no BigInt and no string per value); any other
    * through BigInt.
    */
   private writeInt64(text: Buffer): void {
     this.ensure(8);
     const negative = text[0] === MINUS;
-    if (text.length - (negative ? 1 : 0) > SAFE_DIGITS) {
-      const n = BigInt(text.toString("latin1"));
-      this.stats.see(n);
-      this.buffer.writeBigInt64LE(n, this.used);
-    } else {
-      let n = 0;
+    const digits = text.length - (negative ? 1 : 0);
+    let n = 0;
+    // Every step below 2^53 is exact, so a result up to Number.MAX_SAFE_INTEGER is the value itself.
+    if (digits <= SAFE_INTEGER_DIGITS)
       for (let i = negative ? 1 : 0; i < text.length; i++) n = n * 10 + ((text[i] as number) - ZERO);
+    if (digits > SAFE_INTEGER_DIGITS || n > Number.MAX_SAFE_INTEGER) {
+      const big = BigInt(text.toString("latin1"));
+      this.stats.see(big);
+      this.buffer.writeBigInt64LE(big, this.used);
+    } else {
       if (negative) n = -n;
       this.stats.see(n);
       const high = Math.floor(n / TWO_POW_32);
@@ -310,13 +323,13 @@ class ColumnBuilder {
       this.buffer.set(body.getBytes(), this.used);
       this.used += body.offset;
     }
-    const page = new ByteWriter(1024);
+    const header = new ByteWriter(PAGE_HEADER_BYTES);
     const levels = new ByteWriter(1024);
     const repBytes = this.rep > 0 ? writeRleBitPackedHybrid(levels, this.repLevels, bitWidth(this.rep)) : 0;
     const defBytes = writeRleBitPackedHybrid(levels, this.defLevels, bitWidth(this.def));
     const data = this.buffer.subarray(0, this.used);
     const compressed = this.zstd(data);
-    writePageHeader(page, {
+    writePageHeader(header, {
       type: "DATA_PAGE_V2",
       uncompressed_page_size: levels.offset + data.length,
       compressed_page_size: levels.offset + compressed.length,
@@ -330,17 +343,56 @@ class ColumnBuilder {
         is_compressed: true,
       },
     });
-    const headerBytes = page.offset;
-    page.appendBytes(levels.getBytes());
-    page.appendBytes(compressed);
-    this.pages.push(page.getBytes());
-    this.uncompressed += headerBytes + levels.offset + data.length;
+    // Kept as they are, copied once into the file when the row group is written.
+    this.pages.push(header.getBytes(), levels.getBytes(), compressed);
+    this.pageCount++;
+    this.uncompressed += header.offset + levels.offset + data.length;
     this.used = 0;
     this.pageRows = 0;
     this.defLevels.length = 0;
     this.repLevels.length = 0;
     this.booleans.length = 0;
   }
+}
+
+/** Powers of ten a double holds exactly (10^22 is the largest). */
+const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k);
+/** The `.` of a decimal text. */
+const POINT = 0x2e;
+
+/**
+ * The double nearest to a decimal text (numeric's output: `-123.4500`, `NaN`, `Infinity`), as
+ * `Number` gives it. A text of at most 15 significant digits and 22 decimals is its digits as an
+ * integer, exact in a double, divided by an exact power of ten: IEEE division rounds that quotient
+ * to the nearest double, the correct result (Clinger's fast path), with no string made. Any other
+ * text goes through `Number`.
+ */
+export function parseDecimal(text: Buffer): number {
+  const negative = text[0] === MINUS;
+  let n = 0;
+  let significant = 0;
+  let decimals = -1;
+  for (let i = negative ? 1 : 0; i < text.length; i++) {
+    const c = text[i] as number;
+    if (c === POINT && decimals === -1) {
+      decimals = 0;
+      continue;
+    }
+    const digit = c - ZERO;
+    if (digit < 0 || digit > 9) return Number(text.toString("latin1"));
+    if (decimals !== -1) decimals++;
+    if (n !== 0 || digit !== 0) significant++;
+    n = n * 10 + digit;
+  }
+  const scale = decimals === -1 ? 0 : decimals;
+  if (
+    significant > SAFE_SIGNIFICANT_DIGITS ||
+    scale >= EXACT_POWERS_OF_TEN.length ||
+    text.length === (negative ? 1 : 0)
+  )
+    return Number(text.toString("latin1"));
+  const x = n / (EXACT_POWERS_OF_TEN[scale] as number);
+  return negative ? -x : x;
 }
 
 /** Bits needed for levels up to `max`. */

@@ -46,8 +46,8 @@ export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
 /**
  * A run as an export reads it: Postgres's text output of each column, as the bytes the wire
  * carried (no decoding into strings, so the Parquet encoder copies text and JSON as they came), or
- * null. Position {@link CURSOR_START_US} holds the keyset start time in epoch microseconds,
- * {@link CURSOR_ID} the run's id, and position `FIRST_FIELD + i` the query's `fields[i]`:
+ * null. Position `i` holds the query's `fields[i]`, and {@link exportRowLayout} says where the keyset
+ * position is (the start time in epoch microseconds and the run's id):
  * UUIDs and text as text, lists in Postgres's array form (`{a,"b c"}`), timestamps as epoch microseconds and token counts
  * as decimal text (so no precision is lost), JSON fields as JSON text, costs as numeric's decimal
  * text (a cast to float8 in Postgres goes through the same text and costs its backend CPU on every
@@ -56,12 +56,25 @@ export type ExportableRunField = (typeof EXPORTABLE_RUN_FIELDS)[number];
  */
 export type ExportRow = readonly (Buffer | null)[];
 
-/** Where an {@link ExportRow} holds the start time of its keyset position (epoch microseconds). */
-export const CURSOR_START_US = 0;
-/** Where an {@link ExportRow} holds the id of its keyset position. */
-export const CURSOR_ID = 1;
-/** Where an {@link ExportRow}'s first selected field is. */
-export const FIRST_FIELD = 2;
+/** Where an {@link ExportRow} holds its keyset position. */
+export interface ExportRowLayout {
+  /** The start time in epoch microseconds, as decimal text. */
+  cursorStartUs: number;
+  /** The run's id. */
+  cursorId: number;
+}
+
+/**
+ * Where the keyset position is in the rows read for `fields`: in the `start_time` and `id` fields
+ * when they are exported (the usual case, so Postgres neither computes nor sends them twice), else
+ * in columns after the fields.
+ */
+export function exportRowLayout(fields: readonly ExportableRunField[]): ExportRowLayout {
+  const start = fields.indexOf("start_time");
+  const id = fields.indexOf("id");
+  const cursorStartUs = start === -1 ? fields.length : start;
+  return { cursorStartUs, cursorId: id === -1 ? fields.length + (start === -1 ? 1 : 0) : id };
+}
 
 /** What an export partition reads. */
 export interface ExportRowQuery {
@@ -133,10 +146,14 @@ export async function readExportRows(
     );
   }
   const selected = query.fields.map((field) => q`${fieldSql(q, field)} as ${q(field)}`);
+  // The keyset position's columns, when the fields do not hold them (see exportRowLayout).
+  if (!query.fields.includes("start_time"))
+    selected.push(q`${micros(q, "start_time")}::text as cursor_start_us`);
+  if (!query.fields.includes("id")) selected.push(q`run.id as cursor_id`);
   const list = selected.reduce((acc, column) => q`${acc}, ${column}`);
   let count = 0;
   await q`
-    select ${micros(q, "start_time")}::text as cursor_start_us, run.id as cursor_id, ${list}
+    select ${list}
     from runs as run
     where ${inWorkspace(q, "run", query.workspaceId, where)}
     order by run.start_time, run.id
