@@ -11,6 +11,8 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 const PROPAGATION_MS = 2_000;
 /** How long to wait before concluding that no notification came. */
 const QUIET_MS = 300;
+/** How long to wait at most for notifications of earlier tests' background work to stop. */
+const SETTLE_MS = 10_000;
 
 let a: TestApp;
 let b: TestApp;
@@ -90,10 +92,19 @@ describe("what is announced", () => {
   /** The notifications on the identity channel while `change` runs and for a short while after. */
   async function notificationsDuring(change: () => Promise<unknown>): Promise<number> {
     let received = 0;
+    let lastAt = Date.now();
     const listener = await sql.listen("agentplane_identity_changed", () => {
       received += 1;
+      lastAt = Date.now();
     });
     try {
+      // Earlier tests' background work (the purge job of a deleted workspace) announces its own
+      // changes: start counting once the channel has been quiet for QUIET_MS.
+      const settleBy = Date.now() + SETTLE_MS;
+      while (Date.now() - lastAt < QUIET_MS && Date.now() < settleBy) {
+        await new Promise((resolve) => setTimeout(resolve, QUIET_MS / 4));
+      }
+      received = 0;
       await change();
       await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
       return received;
