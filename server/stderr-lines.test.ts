@@ -40,4 +40,15 @@ describe("createLineSink", () => {
     expect(writes).toHaveLength(1);
     expect(writes[0]).toHaveLength(64 * 1024);
   });
+
+  it("keeps multi-byte text whole and writes a line longer than the batch on its own, in order", () => {
+    const writes: string[] = [];
+    const sink = createLineSink((text) => writes.push(text));
+    sink.write("é😀 first\n");
+    const long = `${"ü".repeat(100_000)}\n`;
+    sink.write(long);
+    sink.write("last\n");
+    sink.flush();
+    expect(writes).toEqual(["é😀 first\n", long, "last\n"]);
+  });
 });
