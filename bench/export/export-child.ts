@@ -29,6 +29,7 @@ import { createSql } from "../../server/store/db.js";
 import {
   EXPORTABLE_RUN_FIELDS,
   type ExportRow,
+  type ExportRowQuery,
   exportRowLayout,
   readExportRows,
 } from "../../server/store/run-export-store.js";
@@ -79,6 +80,17 @@ const zstd = await loadZstdCompressor();
 const day = new Date(settings.day);
 const layout = exportRowLayout(EXPORTABLE_RUN_FIELDS);
 const end = new Date(day.getTime() + 24 * 60 * 60 * 1000);
+/** The partition's page of at most `limit` rows after `after`, as the bench's readers ask for it. */
+const pageQuery = (after: RunCursor | null, limit: number): ExportRowQuery => ({
+  workspaceId: settings.workspaceId,
+  sessionId: settings.sessionId,
+  from: day,
+  to: end,
+  condition: undefined,
+  after,
+  limit,
+  fields: EXPORTABLE_RUN_FIELDS,
+});
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rssAfterFile: ChildResult["rssAfterFile"] = [];
 /** Memory now, with the rows written so far. */
@@ -166,22 +178,9 @@ if (settings.mode === "export") {
   let cursor: RunCursor | null = null;
   for (;;) {
     let last: ExportRow | undefined;
-    const page = await readExportRows(
-      reader,
-      {
-        workspaceId: settings.workspaceId,
-        sessionId: settings.sessionId,
-        from: day,
-        to: end,
-        condition: undefined,
-        after: cursor,
-        limit: PAGE_ROWS,
-        fields: EXPORTABLE_RUN_FIELDS,
-      },
-      (row) => {
-        last = row;
-      },
-    );
+    const page = await readExportRows(reader, pageQuery(cursor, PAGE_ROWS), (row) => {
+      last = row;
+    });
     rows += page;
     if (last) cursor = cursorOf(last, layout);
     if (page < PAGE_ROWS) break;
@@ -206,16 +205,7 @@ if (settings.mode === "export") {
       const page: ExportRow[] = [];
       await readExportRows(
         sql,
-        {
-          workspaceId: settings.workspaceId,
-          sessionId: settings.sessionId,
-          from: day,
-          to: end,
-          condition: undefined,
-          after: cursor,
-          limit: Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows),
-          fields: EXPORTABLE_RUN_FIELDS,
-        },
+        pageQuery(cursor, Math.min(PAGE_ROWS, settings.fileMaxRows - fileRows)),
         (row) => page.push(row),
       );
       if (page.length === 0) {
