@@ -13,6 +13,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
 import { CUSTOM_SEALED_PREFIX } from "../../server/store/custom-data-cipher.js";
+import { databaseRows } from "../support/database-rows.js";
 import { collect } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -38,26 +39,9 @@ const secret = (label: string) => {
   return value;
 };
 
-/**
- * The data of every table outside Postgres's own schemas, one line per row as Postgres prints it
- * (bytea as hex), as pg_dump's data section holds it. pg_dump itself is not used: the machine's
- * client (15) refuses to dump the embedded server (18).
- */
+/** Every row of the database as text, one per line (see databaseRows). */
 async function dumpData(url: string): Promise<string> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    const tables = await sql<{ schema: string; name: string }[]>`
-      select table_schema as schema, table_name as name from information_schema.tables
-      where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`;
-    const parts: string[] = [];
-    for (const { schema, name } of tables) {
-      const rows = await sql<{ row: string }[]>`select t::text as row from ${sql(schema)}.${sql(name)} t`;
-      for (const { row } of rows) parts.push(`${schema}.${name}: ${row}`);
-    }
-    return parts.join("\n");
-  } finally {
-    await sql.end();
-  }
+  return (await databaseRows(url)).join("\n");
 }
 
 /** The contexts stored with the sealed values in `text` (any JSON or dump text). */

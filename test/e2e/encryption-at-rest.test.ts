@@ -13,6 +13,7 @@ import type { Client } from "@langchain/langgraph-sdk";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENCRYPTED_PREFIX } from "../../server/store/stored-data-cipher.js";
+import { databaseRows } from "../support/database-rows.js";
 import { collect, sdkClient } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -34,22 +35,9 @@ const secret = (label: string) => {
   return value;
 };
 
-/** Every row of every table outside Postgres's own schemas, as row text (bytea as hex). */
+/** Every row of the database as text, one per line (see databaseRows). */
 async function databaseText(url: string): Promise<string> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    const tables = await sql<{ schema: string; name: string }[]>`
-      select table_schema as schema, table_name as name from information_schema.tables
-      where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`;
-    const parts: string[] = [];
-    for (const { schema, name } of tables) {
-      const rows = await sql<{ row: string }[]>`select t::text as row from ${sql(schema)}.${sql(name)} t`;
-      for (const { row } of rows) parts.push(`${schema}.${name}: ${row}`);
-    }
-    return parts.join("\n\u0000");
-  } finally {
-    await sql.end();
-  }
+  return (await databaseRows(url)).join("\n\u0000");
 }
 
 /** The lines of `dump` that contain `value` (for a readable failure). */
