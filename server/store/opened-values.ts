@@ -1,9 +1,10 @@
 /**
- * A bounded memory of the sealed JSON values a process opened (built-in encryption at rest,
- * stored-data-cipher.ts), least recently read first out. Opening one AES-GCM value costs Node
+ * A bounded memory of the sealed JSON values a process opened or sealed (built-in encryption at
+ * rest, stored-data-cipher.ts), least recently read first out. Opening one AES-GCM value costs Node
  * 10–20 µs, nearly all of it OpenSSL's per-call cipher set-up rather than the bytes, and the same
  * stored values are read again and again (a thread polled for its state, the first page of a
- * search). A value read again costs a map lookup instead.
+ * search), and a value just sealed is usually read back at once (the row a write returns). A
+ * value read again costs a map lookup instead.
  *
  * What it keeps is keyed by the exact sealed text and the JSON key it was sealed under (its
  * associated data), so a lookup answers only what opening that very text would answer. Each

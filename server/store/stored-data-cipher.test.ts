@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../config.js";
+import { createOpenedValues } from "./opened-values.js";
 import { createAesDataCipher, ENCRYPTED_PREFIX, parseAesSettings } from "./stored-data-cipher.js";
 
 const key1 = randomBytes(32);
@@ -58,6 +59,18 @@ describe("createAesDataCipher", () => {
     const first = cipher.decryptJson(sealed) as { messages: { content: string }[] };
     first.messages.push({ content: "changed by the first reader" });
     expect(cipher.decryptJson(sealed)).toEqual({ messages: [{ content: "hi" }] });
+  });
+
+  it("remembers the plaintext of what it seals, under its key only, so reading it back opens nothing", () => {
+    const opened = createOpenedValues();
+    const remembering = createAesDataCipher({ keys: [key1], jsonKeys: ["ssn"] }, opened);
+    const sealed = remembering.encryptJson({ ssn: { n: 7 } }) as { ssn: string };
+    expect(opened.get("ssn", sealed.ssn)).toBe('{"n":7}');
+    expect(opened.get("messages", sealed.ssn)).toBeUndefined();
+    expect(remembering.decryptJson(sealed)).toEqual({ ssn: { n: 7 } });
+    // What it remembered is what opening the sealed text answers, for a process that did not seal it.
+    const other = createAesDataCipher({ keys: [key1], jsonKeys: ["ssn"] });
+    expect(other.decryptJson(sealed)).toEqual({ ssn: { n: 7 } });
   });
 
   it("treats a top-level array as rows: their own fields stay, what lies below is sealed", () => {

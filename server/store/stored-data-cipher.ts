@@ -1,4 +1,4 @@
-import { createOpenedValues } from "./opened-values.js";
+import { createOpenedValues, type OpenedValues } from "./opened-values.js";
 import { createSecretBox, parseSecretKey, type SecretBox, sealedKeyId } from "./secret-box.js";
 
 /**
@@ -110,8 +110,14 @@ export function parseAesSettings(
   return { settings: problems.length === 0 ? { keys, jsonKeys } : undefined, problems };
 }
 
-/** The built-in {@link StoredDataCipher} on `settings`. */
-export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
+/**
+ * The built-in {@link StoredDataCipher} on `settings`. `opened` remembers the plaintext of values
+ * this process sealed or opened (see opened-values.ts); a test may hand in its own to look at it.
+ */
+export function createAesDataCipher(
+  settings: AesSettings,
+  opened: OpenedValues = createOpenedValues(),
+): StoredDataCipher {
   const boxes = settings.keys.map((key) => createSecretBox(key));
   const current = boxes[0];
   if (current === undefined) throw new Error("encryption at rest needs at least one key");
@@ -128,10 +134,16 @@ export function createAesDataCipher(settings: AesSettings): StoredDataCipher {
     );
   };
 
-  const seal = (key: string, value: unknown): string =>
-    ENCRYPTED_PREFIX +
-    current.sealBytes(Buffer.from(JSON.stringify(value)), jsonContext(key)).toString("base64");
-  const opened = createOpenedValues();
+  // A value this process seals is usually read back at once (the row a create returns, a run's
+  // state read after its write): remembering its plaintext saves that read OpenSSL's set-up. The
+  // writer had the plaintext, and a reader only meets the sealed text through a scoped query.
+  const seal = (key: string, value: unknown): string => {
+    const plain = JSON.stringify(value);
+    const sealed =
+      ENCRYPTED_PREFIX + current.sealBytes(Buffer.from(plain), jsonContext(key)).toString("base64");
+    opened.remember(key, sealed, plain);
+    return sealed;
+  };
   const open = (key: string, text: string): unknown => {
     const known = opened.get(key, text);
     if (known !== undefined) return JSON.parse(known);
