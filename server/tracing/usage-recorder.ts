@@ -32,12 +32,12 @@ export async function recordTraceUsage(tx: WorkspaceBound, trace: TraceUsage): P
  * exactly once.
  *
  * One statement for all the traces of a batch: the rows they share (the workspace's, the project's,
- * the key's, of this hour and day) are written once with the batch's count, not once per trace.
- * Every batch of a workspace updates those same rows and holds them until it commits, so fewer
- * statements and fewer row versions there are the ingest's throughput (bench:ingest: ten calls
- * per batch took 21 ms each in pg_stat_statements, waiting on those rows). The rows are upserted in
- * one fixed order (daily before hourly, the workspace row first, then by bucket and id), so
- * concurrent ingests queue on the same first row instead of deadlocking.
+ * the key's, of this hour and day) get the batch's count once, not once per trace. The counts go to
+ * `usage_pending`, and Postgres adds them to `usage_rollups` as the transaction commits (migration
+ * 0023): every batch of a workspace adds to those same rows, and holding them from here to the
+ * commit queued concurrent batches behind a round trip to this process. They are moved in the order
+ * inserted here, one fixed order (daily before hourly, the workspace row first, then by bucket and
+ * id), so concurrent commits queue on the same first row instead of deadlocking.
  */
 export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly TraceUsage[]): Promise<void> {
   if (traces.length === 0) return;
@@ -49,7 +49,7 @@ export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly Tra
     received_at: trace.receivedAt.toISOString(),
   }));
   await tx`
-    insert into usage_rollups as u (workspace_id, dimension, granularity, bucket_start, dimension_id, traces)
+    insert into usage_pending (workspace_id, dimension, granularity, bucket_start, dimension_id, traces)
     select t.workspace_id, d.dimension, g.granularity,
            date_trunc(g.granularity, t.received_at, 'UTC') as bucket_start, d.id, count(*)
     from jsonb_to_recordset(${tx.json(records as never)}::jsonb) as t (
@@ -58,7 +58,5 @@ export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly Tra
     cross join lateral (values (1, 'workspace', t.workspace_id), (2, 'project', t.project_id),
                                (3, 'user', t.user_id), (4, 'api_key', t.api_key_id)) as d (ord, dimension, id)
     group by g.ord, g.granularity, d.ord, d.dimension, t.workspace_id, bucket_start, d.id
-    order by g.ord, d.ord, bucket_start, d.id
-    on conflict (workspace_id, dimension, granularity, bucket_start, dimension_id)
-    do update set traces = u.traces + excluded.traces`;
+    order by g.ord, d.ord, bucket_start, d.id`;
 }
