@@ -9,24 +9,21 @@
 -- batches queued on them (bench:ingest, pg_stat_statements: the upsert took 17.8 ms a call, all of it
 -- waiting, against 2.5 ms for the trace rollups' statement).
 --
--- Now the batch inserts its counts into usage_pending, which no other transaction touches, and a
--- deferred trigger moves each row into usage_rollups while the transaction commits: the rows of
--- usage_rollups are locked only between that moment and the end of the commit, inside Postgres. The
--- counts still commit or roll back with the traces, so a trace is counted exactly once. A pending
--- row is deleted in the transaction that inserts it, so the table is empty outside transactions;
--- unlogged, as no committed state ever holds a row of it (a crash that empties it loses nothing).
--- Rows are moved in the order they were inserted; the recorder inserts them in one fixed order (see
+-- Now the batch inserts its counts as one row of usage_pending, which no other transaction touches,
+-- and a deferred trigger adds them to usage_rollups, in one statement, while the transaction
+-- commits: the rows of usage_rollups are locked only from that moment to the end of the commit,
+-- inside Postgres. The counts still commit or roll back with the traces, so a trace is counted
+-- exactly once. A pending row is deleted in the transaction that inserts it, so the table is empty
+-- outside transactions; unlogged, as no committed state ever holds a row of it (a crash that empties
+-- it loses nothing). The counts are added in the order the recorder lists them, one fixed order (see
 -- server/tracing/usage-recorder.ts), so concurrent commits queue on the same first row rather than
 -- deadlock.
 create unlogged table usage_pending (
-  -- Only what the trigger needs to delete the row it has moved.
+  -- Only what the trigger needs to delete the row it has read.
   id bigint generated always as identity primary key,
   workspace_id uuid not null,
-  dimension text not null,
-  granularity text not null,
-  bucket_start timestamptz not null,
-  dimension_id uuid not null,
-  traces bigint not null check (traces > 0)
+  -- [{ord, dimension, granularity, bucket_start, dimension_id, traces}], added by ascending ord.
+  counts jsonb not null check (jsonb_typeof(counts) = 'array')
 );
 
 -- Scoped like the other tracing tables (migration 0020): a request inserts counts of its workspaces only.
@@ -40,7 +37,10 @@ grant select, insert, delete on usage_pending to agentplane_tenant;
 create function usage_pending_move() returns trigger language plpgsql as $$
 begin
   insert into usage_rollups as u (workspace_id, dimension, granularity, bucket_start, dimension_id, traces)
-  values (new.workspace_id, new.dimension, new.granularity, new.bucket_start, new.dimension_id, new.traces)
+  select new.workspace_id, c.dimension, c.granularity, c.bucket_start, c.dimension_id, c.traces
+  from jsonb_to_recordset(new.counts) as c (
+    ord int, dimension text, granularity text, bucket_start timestamptz, dimension_id uuid, traces bigint)
+  order by c.ord
   on conflict (workspace_id, dimension, granularity, bucket_start, dimension_id)
   do update set traces = u.traces + excluded.traces;
   delete from usage_pending where id = new.id;
