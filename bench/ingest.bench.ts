@@ -9,7 +9,7 @@
  *
  *   npm run bench:ingest -- [--runs 20000] [--concurrency 5] [--runs-per-trace 10] [--rounds 3]
  *     [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
- *     [--profile-server <dir>]
+ *     [--profile-server <dir>] [--statements <n>]
  *
  * Each server runs in a child process (bench/support/agentplane-child.ts) on its own database of one
  * throwaway embedded Postgres (fsync off). `--baseline <dir>` adds another checkout of agentplane
@@ -18,7 +18,8 @@
  * the ratio to each baseline. Bodies are built and compressed before the clock starts, so the
  * ingest figure is the server's: parsing, validation, project resolution, the upserts and the usage
  * rollup, all in one transaction per batch. `--profile-server` writes this checkout's V8 CPU profile
- * (`.cpuprofile`) into `<dir>` when its server stops.
+ * (`.cpuprofile`) into `<dir>` when its server stops. `--statements <n>` loads `pg_stat_statements`
+ * and prints each checkout's `n` statements that took the most Postgres time over the ingest rounds.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
@@ -39,6 +40,11 @@ import { type CpuMeter, cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.
 import { runMeteredLoop } from "./support/metered-loop.js";
 import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import {
+  printStatementStats,
+  resetStatementStats,
+  STATEMENT_STATS_SETTINGS,
+} from "./support/statement-stats.js";
 import { tableRow } from "./support/table-row.js";
 
 /** Operations per multipart request: the SDK's default `size_limit`. */
@@ -86,6 +92,8 @@ interface Settings {
   checkouts: Checkout[];
   /** Where this checkout's server writes its CPU profile, if anywhere. */
   profileDir: string | undefined;
+  /** How many of the ingest's most costly statements to print per checkout (0: none, not loaded). */
+  statements: number;
 }
 
 function readSettings(): Settings {
@@ -101,6 +109,7 @@ function readSettings(): Settings {
       "warmup-s": { type: "string", default: "0.5" },
       "query-concurrency": { type: "string", default: "1,8" },
       "profile-server": { type: "string" },
+      statements: { type: "string", default: "0" },
       ...BASELINE_OPTION,
     },
   });
@@ -116,6 +125,7 @@ function readSettings(): Settings {
       .map((c) => numberValue("query-concurrency", c, 1, true)),
     checkouts: [THIS_CHECKOUT, ...baselineCheckouts(values.baseline)],
     profileDir: values["profile-server"] && resolve(values["profile-server"]),
+    statements: numberValue("statements", values.statements, 0, true),
   };
 }
 
@@ -474,7 +484,7 @@ function printReport(settings: Settings, cells: Cells): void {
 
 async function main(): Promise<void> {
   const settings = readSettings();
-  const pg = await startBenchPostgres("ingest");
+  const pg = await startBenchPostgres("ingest", settings.statements > 0 ? STATEMENT_STATS_SETTINGS : {});
   const apiKey = createBenchApiKey();
   const targets: Target[] = [];
   // A superuser connection that finds each database's backends for the CPU meters.
@@ -516,7 +526,14 @@ async function main(): Promise<void> {
     for (const target of targets) await sendAll(target.url, apiKey, bodies.slice(0, 1), 1);
 
     const cells: Cells = new Map();
+    if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);
     await measureIngest(settings, targets, apiKey, bodies, cells);
+    if (settings.statements > 0) {
+      for (const target of targets) {
+        const title = `${target.checkout.label}: statements by Postgres time over the ingest rounds`;
+        await printStatementStats(target.sql, settings.statements, title);
+      }
+    }
     await measureQueries(settings, targets, apiKey, project, cells);
 
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`

@@ -19,9 +19,13 @@ export interface BenchPostgres {
 
 /**
  * Starts an embedded Postgres (fsync and synchronous commit off, nothing kept) with a `bench` database
- * in a new temporary directory named after `bench`, its output discarded.
+ * in a new temporary directory named after `bench`, its output discarded; `settings` are passed to
+ * the server as `-c name=value`.
  */
-export async function startBenchPostgres(bench: string): Promise<BenchPostgres> {
+export async function startBenchPostgres(
+  bench: string,
+  settings: Readonly<Record<string, string>> = {},
+): Promise<BenchPostgres> {
   const dir = await mkdtemp(join(tmpdir(), `agentplane-bench-${bench}-`));
   const removeDir = () => rm(dir, { recursive: true, force: true });
   try {
@@ -32,6 +36,7 @@ export async function startBenchPostgres(bench: string): Promise<BenchPostgres> 
       persistent: false,
       durable: false,
       log: () => {},
+      settings,
     });
     const stop = async () => {
       await server.stop();

@@ -103,6 +103,8 @@ export interface EmbeddedPostgresOptions {
    * Without it, a crashed Postgres stays down.
    */
   lifecycle?: Logger;
+  /** More server settings (`-c name=value`), e.g. a bench loading `pg_stat_statements`. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 /** A running embedded Postgres. */
@@ -138,7 +140,7 @@ export async function startEmbeddedPostgres(
   if (initialised) await releaseDataDir(dataDir, ownerFile, options.log, options.lifecycle);
   else await initialise(dataDir, password, asRoot, tail);
   const user = asRoot ? await lookUpOsUser(OS_USER) : null;
-  const flags = postgresFlags(options.durable ?? true);
+  const flags = postgresFlags(options.durable ?? true, options.settings ?? {});
 
   const launch = async (port: number): Promise<Postmaster> => {
     tail.clear();
@@ -227,10 +229,14 @@ async function initialise(
   }
 }
 
-/** Server settings: TCP on loopback only, no Unix socket in /tmp, and no disk flushes unless durable. */
-function postgresFlags(durable: boolean): string[] {
+/**
+ * Server settings: TCP on loopback only, no Unix socket in /tmp, and no disk flushes unless durable;
+ * then the caller's own.
+ */
+function postgresFlags(durable: boolean, settings: Readonly<Record<string, string>>): string[] {
   const flags = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="];
   if (!durable) flags.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
+  for (const [name, value] of Object.entries(settings)) flags.push("-c", `${name}=${value}`);
   return flags;
 }
 

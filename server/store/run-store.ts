@@ -163,6 +163,13 @@ const OWN_SQL = {
   ).join(", "),
 };
 
+/**
+ * A new row's status as the `runs_derive_status` trigger derives it (migration 0006), so that the
+ * trigger, which runs only when the row's status differs from this (migration 0023), is not called.
+ */
+const DERIVED_STATUS =
+  "case when error is not null then 'error' when end_time is not null then 'success' else 'pending' end";
+
 function insertRuns(
   q: Queryable,
   workspaceId: string,
@@ -178,7 +185,7 @@ function insertRuns(
       prompt_cost, completion_cost, first_token_time, user_id, api_key_id, ${q.unsafe(OWN_SQL.columns)})
     select
       id, ${workspaceId}::uuid, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
-      run_type, start_time, end_time, 'pending', is_root, dotted_order, trace_tier, inputs, outputs, error,
+      run_type, start_time, end_time, ${q.unsafe(DERIVED_STATUS)}, is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
       prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid,
       ${q.unsafe(OWN_SQL.values)}

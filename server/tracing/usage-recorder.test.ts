@@ -136,4 +136,46 @@ describe("recordTraceUsage", () => {
     // By day: 4 dimensions, two projects (5 rows); by hour: 4 rows in each of the two hours.
     expect(all).toHaveLength(5 + 8);
   });
+
+  it("locks no rollup row before the commit: a concurrent batch of the same rows commits meanwhile", async () => {
+    await db().sql`delete from usage_rollups`;
+    const trace = { workspaceId, projectId, userId, apiKeyId, receivedAt: new Date("2026-06-01T08:00:00Z") };
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let recorded = () => {};
+    const open = new Promise<void>((resolve) => {
+      recorded = resolve;
+    });
+    const first = inWorkspaceScope(db().sql, [workspaceId], async (q) => {
+      await recordTraceUsage(q, trace);
+      recorded();
+      await held;
+    });
+    await open;
+    // With the first transaction open after counting the same rows, this one commits without
+    // waiting for it (the lock timeout turns a wait into a failure rather than a hung test).
+    await inWorkspaceScope(db().sql, [workspaceId], async (q) => {
+      await q`set local lock_timeout = '5s'`;
+      await recordTraceUsage(q, trace);
+    });
+    expect((await rows()).map((r) => r.traces)).toEqual(Array(8).fill("1"));
+    release();
+    await first;
+    expect((await rows()).map((r) => r.traces)).toEqual(Array(8).fill("2"));
+    const [pending] = await db().sql<{ n: number }[]>`select count(*)::int as n from usage_pending`;
+    expect(pending?.n).toBe(0);
+  });
+
+  it("refuses counts for a workspace outside the scope", async () => {
+    const other = uuidv7();
+    const refused = inWorkspaceScope(db().sql, [workspaceId], (q) =>
+      recordTraceUsage(q, { workspaceId: other, projectId, userId, apiKeyId, receivedAt: new Date() }),
+    );
+    await expect(refused).rejects.toMatchObject({ code: "42501" });
+    const [counted] = await db().sql<{ n: number }[]>`
+      select count(*)::int as n from usage_rollups where workspace_id = ${other}`;
+    expect(counted?.n).toBe(0);
+  });
 });

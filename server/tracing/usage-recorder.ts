@@ -32,12 +32,13 @@ export async function recordTraceUsage(tx: WorkspaceBound, trace: TraceUsage): P
  * exactly once.
  *
  * One statement for all the traces of a batch: the rows they share (the workspace's, the project's,
- * the key's, of this hour and day) are written once with the batch's count, not once per trace.
- * Every batch of a workspace updates those same rows and holds them until it commits, so fewer
- * statements and fewer row versions there are the ingest's throughput (bench:ingest: ten calls
- * per batch took 21 ms each in pg_stat_statements, waiting on those rows). The rows are upserted in
- * one fixed order (daily before hourly, the workspace row first, then by bucket and id), so
- * concurrent ingests queue on the same first row instead of deadlocking.
+ * the key's, of this hour and day) get the batch's count once, not once per trace. The counts go to
+ * `usage_pending` as one row per workspace, and Postgres adds them to `usage_rollups` as the
+ * transaction commits (migration 0023): every batch of a workspace adds to those same rows, and
+ * holding them from here to the commit queued concurrent batches behind a round trip to this
+ * process. They are added in the order listed here, one fixed order (daily before hourly, the
+ * workspace row first, then by bucket and id), so concurrent commits queue on the same first row
+ * instead of deadlocking.
  */
 export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly TraceUsage[]): Promise<void> {
   if (traces.length === 0) return;
@@ -49,16 +50,22 @@ export async function recordTracesUsage(tx: WorkspaceBound, traces: readonly Tra
     received_at: trace.receivedAt.toISOString(),
   }));
   await tx`
-    insert into usage_rollups as u (workspace_id, dimension, granularity, bucket_start, dimension_id, traces)
-    select t.workspace_id, d.dimension, g.granularity,
-           date_trunc(g.granularity, t.received_at, 'UTC') as bucket_start, d.id, count(*)
-    from jsonb_to_recordset(${tx.json(records as never)}::jsonb) as t (
-      workspace_id uuid, project_id uuid, user_id uuid, api_key_id uuid, received_at timestamptz)
-    cross join (values (1, 'day'), (2, 'hour')) as g (ord, granularity)
-    cross join lateral (values (1, 'workspace', t.workspace_id), (2, 'project', t.project_id),
-                               (3, 'user', t.user_id), (4, 'api_key', t.api_key_id)) as d (ord, dimension, id)
-    group by g.ord, g.granularity, d.ord, d.dimension, t.workspace_id, bucket_start, d.id
-    order by g.ord, d.ord, bucket_start, d.id
-    on conflict (workspace_id, dimension, granularity, bucket_start, dimension_id)
-    do update set traces = u.traces + excluded.traces`;
+    insert into usage_pending (workspace_id, counts)
+    select workspace_id, jsonb_agg(jsonb_build_object(
+      'ord', ord, 'dimension', dimension, 'granularity', granularity, 'bucket_start', bucket_start,
+      'dimension_id', dimension_id, 'traces', traces) order by ord)
+    from (
+      select t.workspace_id, d.dimension, g.granularity,
+             date_trunc(g.granularity, t.received_at, 'UTC') as bucket_start, d.id as dimension_id,
+             count(*) as traces,
+             row_number() over (order by g.ord, d.ord, date_trunc(g.granularity, t.received_at, 'UTC'), d.id) as ord
+      from jsonb_to_recordset(${tx.json(records as never)}::jsonb) as t (
+        workspace_id uuid, project_id uuid, user_id uuid, api_key_id uuid, received_at timestamptz)
+      cross join (values (1, 'day'), (2, 'hour')) as g (ord, granularity)
+      cross join lateral (values (1, 'workspace', t.workspace_id), (2, 'project', t.project_id),
+                                 (3, 'user', t.user_id), (4, 'api_key', t.api_key_id)) as d (ord, dimension, id)
+      group by g.ord, g.granularity, d.ord, d.dimension, t.workspace_id, bucket_start, d.id
+    ) as counts
+    group by workspace_id
+    order by workspace_id`;
 }

@@ -117,4 +117,27 @@ describe("ingestRuns", () => {
     await db().sql`delete from workspaces where id = ${workspaceId}`;
     expect(await db().sql`select id from runs where workspace_id = ${workspaceId}`).toHaveLength(0);
   });
+
+  it("derives each run's status whichever write sets end_time or error, the ingest's or another", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `status-${randomUUID()}`;
+    const [pending, ended, failed] = [rootRun(project), rootRun(project), rootRun(project)];
+    await ingest.ingestRuns(actor, {
+      post: [pending, { ...ended, end_time: Date.now() }, { ...failed, end_time: Date.now(), error: "boom" }],
+    });
+    const status = async (id: string) =>
+      (await db().sql<{ status: string }[]>`select status from runs where id = ${id}`)[0]?.status;
+    expect([await status(pending.id), await status(ended.id), await status(failed.id)]).toEqual([
+      "pending",
+      "success",
+      "error",
+    ]);
+    // A patch merged into the stored run, and writers that leave status as it was.
+    await ingest.ingestRuns(actor, { patch: [{ id: pending.id, end_time: Date.now() }] });
+    expect(await status(pending.id)).toBe("success");
+    await db().sql`update runs set error = 'late failure' where id = ${ended.id}`;
+    expect(await status(ended.id)).toBe("error");
+    await db().sql`update runs set status = 'pending' where id = ${failed.id}`;
+    expect(await status(failed.id)).toBe("error");
+  });
 });
