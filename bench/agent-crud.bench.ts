@@ -48,7 +48,7 @@ import {
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
 import { BENCH_DB_POOL_MAX, benchEncryption, createBenchApiKey } from "./support/bench-app.js";
-import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { analyzeBenchDatabase, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
 import type { CellResult } from "./support/closed-loop.js";
@@ -305,6 +305,8 @@ async function main(settings: Settings): Promise<void> {
   let peer: LangGraphJsServer | undefined;
   try {
     const ports = new Map<string, number>();
+    // Each agentplane server's database, analyzed once it is seeded.
+    const databases = new Map<string, string>();
     if (settings.targets.includes("agentplane")) {
       const child = await spawnAgentplane(
         { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") },
@@ -313,13 +315,15 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set("agentplane", child.port);
+      databases.set("agentplane", pg.url);
       meters.set("agentplane", cpuMeter(admin, new URL(pg.url).pathname.slice(1), child.pid));
     }
     if (settings.encryption) {
       const database = "bench_encrypted";
+      const databaseUrl = await createBenchDatabase(pg, database);
       const child = await spawnAgentplane(
         {
-          databaseUrl: await createBenchDatabase(pg, database),
+          databaseUrl,
           apiKey,
           dataDir: join(pg.dir, "data-encrypted"),
           encryption: benchEncryption(ENCRYPTED_KEYS),
@@ -329,6 +333,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(ENCRYPTED, child.port);
+      databases.set(ENCRYPTED, databaseUrl);
       meters.set(ENCRYPTED, cpuMeter(admin, database, child.pid));
     }
     for (const [index, baseline] of settings.baselines.entries()) {
@@ -341,6 +346,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(baseline.label, child.port);
+      databases.set(baseline.label, databaseUrl);
       meters.set(baseline.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
@@ -360,6 +366,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+      databases.set(CUSTOM_AUTH_VARIANT.label, databaseUrl);
       meters.set(CUSTOM_AUTH_VARIANT.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes("langgraph-js")) {
@@ -372,6 +379,8 @@ async function main(settings: Settings): Promise<void> {
       const client = createJsonClient(port, headersOf(label, apiKey), SEED_CONCURRENCY);
       const seeded = await seedServer(client, SEED_CONCURRENCY).finally(() => client.close());
       servers.set(label, { port, seeded });
+      const database = databases.get(label);
+      if (database) await analyzeBenchDatabase(database);
       console.log(
         `seeded ${label}: ${SEED_THREADS} threads in ${((performance.now() - started) / 1000).toFixed(1)} s`,
       );
