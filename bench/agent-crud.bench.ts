@@ -10,7 +10,8 @@
  * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop. The JS
  * server runs as its CLI starts it; it is installed on first run into bench/peers/langgraph-js (its own
  * package.json; never by the root `npm install`). Both servers are seeded through their REST API first:
- * 10,000 threads and 1,000 store items each.
+ * 10,000 threads and 1,000 store items each; each agentplane database is then analyzed, so every
+ * server is measured with planner statistics, as autovacuum leaves a server soon after a bulk load.
  *
  *   npm run bench:agent-crud -- [--duration-s 2] [--warmup-s 0.5] [--rounds 3] [--concurrency 1,32]
  *     [--ops get-thread,search-threads,...] [--targets agentplane,langgraph-js] [--profile-server <dir>]
