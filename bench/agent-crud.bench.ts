@@ -10,7 +10,8 @@
  * (bench/support/agentplane-child.ts), so the load generator does not share the server's event loop. The JS
  * server runs as its CLI starts it; it is installed on first run into bench/peers/langgraph-js (its own
  * package.json; never by the root `npm install`). Both servers are seeded through their REST API first:
- * 10,000 threads and 1,000 store items each.
+ * 10,000 threads and 1,000 store items each; each agentplane database is then analyzed, so every
+ * server is measured with planner statistics, as autovacuum leaves a server soon after a bulk load.
  *
  *   npm run bench:agent-crud -- [--duration-s 2] [--warmup-s 0.5] [--rounds 3] [--concurrency 1,32]
  *     [--ops get-thread,search-threads,...] [--targets agentplane,langgraph-js] [--profile-server <dir>]
@@ -48,7 +49,7 @@ import {
 } from "./agent-crud/operations.js";
 import { seedServer } from "./agent-crud/seed.js";
 import { BENCH_DB_POOL_MAX, benchEncryption, createBenchApiKey } from "./support/bench-app.js";
-import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
+import { analyzeBenchDatabase, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
 import { listValue } from "./support/cli-values.js";
 import type { CellResult } from "./support/closed-loop.js";
@@ -309,6 +310,8 @@ async function main(settings: Settings): Promise<void> {
   let peer: LangGraphJsServer | undefined;
   try {
     const ports = new Map<string, number>();
+    // Each agentplane server's database, analyzed once it is seeded.
+    const databases = new Map<string, string>();
     if (settings.targets.includes("agentplane")) {
       const child = await spawnAgentplane(
         { databaseUrl: pg.url, apiKey, dataDir: join(pg.dir, "data") },
@@ -317,13 +320,15 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set("agentplane", child.port);
+      databases.set("agentplane", pg.url);
       meters.set("agentplane", cpuMeter(admin, new URL(pg.url).pathname.slice(1), child.pid));
     }
     if (settings.encryption) {
       const database = "bench_encrypted";
+      const databaseUrl = await createBenchDatabase(pg, database);
       const child = await spawnAgentplane(
         {
-          databaseUrl: await createBenchDatabase(pg, database),
+          databaseUrl,
           apiKey,
           dataDir: join(pg.dir, "data-encrypted"),
           encryption: benchEncryption(ENCRYPTED_KEYS),
@@ -333,6 +338,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(ENCRYPTED, child.port);
+      databases.set(ENCRYPTED, databaseUrl);
       meters.set(ENCRYPTED, cpuMeter(admin, database, child.pid));
     }
     for (const [index, baseline] of settings.baselines.entries()) {
@@ -345,6 +351,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(baseline.label, child.port);
+      databases.set(baseline.label, databaseUrl);
       meters.set(baseline.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
@@ -364,6 +371,7 @@ async function main(settings: Settings): Promise<void> {
       );
       children.push(child);
       ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+      databases.set(CUSTOM_AUTH_VARIANT.label, databaseUrl);
       meters.set(CUSTOM_AUTH_VARIANT.label, cpuMeter(admin, database, child.pid));
     }
     if (settings.targets.includes("langgraph-js")) {
@@ -376,6 +384,8 @@ async function main(settings: Settings): Promise<void> {
       const client = createJsonClient(port, headersOf(label, apiKey), SEED_CONCURRENCY);
       const seeded = await seedServer(client, SEED_CONCURRENCY).finally(() => client.close());
       servers.set(label, { port, seeded });
+      const database = databases.get(label);
+      if (database) await analyzeBenchDatabase(database);
       console.log(
         `seeded ${label}: ${SEED_THREADS} threads in ${((performance.now() - started) / 1000).toFixed(1)} s`,
       );

@@ -64,3 +64,18 @@ export async function createBenchDatabase(pg: BenchPostgres, name: string): Prom
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/**
+ * Gathers planner statistics in the database at `url` (`ANALYZE`), as autovacuum does some time
+ * after a bulk load. A bench that measures right after seeding would otherwise meet tables that
+ * were never analyzed, and autovacuum would analyze one server's database in the middle of a cell
+ * and not the other's: the plans, and with them a search's cost, change threefold at that moment.
+ */
+export async function analyzeBenchDatabase(url: string): Promise<void> {
+  const admin = createSql(url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-analyze" });
+  try {
+    await admin`analyze`;
+  } finally {
+    await admin.end();
+  }
+}
