@@ -9,13 +9,27 @@
  * per run minus this floor; the issue's aim (7× the JS server at about 72 runs/s on 2 cores) leaves
  * about 4 ms per run for everything.
  *
+ * What tracing adds to a run's own CPU: `stream` with the Postgres checkpointer again with one
+ * callback handler, a no-op one (LangChain's callback machinery alone) and agentplane's run tracer
+ * (its records built and buffered; the sink takes them and writes nothing, so this is the work done
+ * inside the run, not the ingest after it). Each twice, with LangChain's own `CallbackManager.copy`
+ * and with the linear copy the server installs (server/runtime/callback-manager-copy.ts).
+ *
  *   npm run bench:run-floor -- [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 3]
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { type BaseCheckpointSaver, MemorySaver } from "@langchain/langgraph";
 import { uuidv7 } from "../server/ids.js";
+import { createLogger } from "../server/logger.js";
+import {
+  libraryCallbackManagerCopy,
+  linearCallbackManagerCopy,
+} from "../server/runtime/callback-manager-copy.js";
 import { PostgresCheckpointer } from "../server/runtime/postgres-checkpointer.js";
+import { createRunTracing } from "../server/runtime/run-tracer.js";
 import { createSql } from "../server/store/db.js";
 import { migrate } from "../server/store/migrate.js";
 import { insertOrganization } from "../server/store/organization-store.js";
@@ -49,11 +63,49 @@ const timing = {
 const concurrency = numberValue("concurrency", values.concurrency, 1, true);
 const rounds = numberValue("rounds", values.rounds, 1, true);
 
+/** The callback handler of a run: none, a no-op one, or agentplane's run tracer. */
+type Handler = "none" | "no-op handler" | "run tracer";
+/** Which `CallbackManager.copy` a case runs with. */
+type Copy = "library copy" | "linear copy";
+const COPIES: Record<Copy, typeof CallbackManager.prototype.copy> = {
+  "library copy": libraryCallbackManagerCopy,
+  "linear copy": linearCallbackManagerCopy,
+};
+
+/** A handler that handles nothing: what LangChain's callback machinery costs by itself. */
+class NoOpHandler extends BaseCallbackHandler {
+  override name = "bench_no_op";
+  // As the run tracer: called inline rather than through LangChain's background queue.
+  override awaitHandlers = true;
+}
+
+/** The run tracer as a server sets it up, its batches taken and dropped: the cost inside the run. */
+const tracing = createRunTracing({ sink: async () => undefined, log: createLogger("error") });
+
+/** The run's metadata as the run executor sets it (ids of the run, thread, graph, assistant). */
+function runMetadata(runId: string, threadId: string): Record<string, unknown> {
+  return { run_id: runId, run_attempt: 1, thread_id: threadId, graph_id: "agent", assistant_id: runId };
+}
+
 /** One run of the graph on a new thread, driven as `drive` says; throws unless it answers "ok". */
-async function runOnce(saver: BaseCheckpointSaver, drive: Drive): Promise<void> {
+async function runOnce(saver: BaseCheckpointSaver, drive: Drive, handler: Handler = "none"): Promise<void> {
   const compiled = graph.withConfig({});
   compiled.checkpointer = saver;
-  const config = { configurable: { thread_id: uuidv7() } };
+  const runId = uuidv7();
+  const threadId = uuidv7();
+  const callbacks =
+    handler === "none"
+      ? undefined
+      : handler === "no-op handler"
+        ? [new NoOpHandler()]
+        : [tracing.start({ workspaceId: "floor", runId, graphId: "agent", kwargs: {} })];
+  // The ids as the server passes them, with or without callbacks: checkpoints record the metadata.
+  const config = {
+    configurable: { thread_id: threadId },
+    runId,
+    metadata: runMetadata(runId, threadId),
+    ...(callbacks ? { callbacks } : {}),
+  };
   let reply: unknown;
   if (drive === "invoke") reply = (await compiled.invoke({}, config)).reply;
   else if (drive === "stream") {
@@ -88,47 +140,80 @@ try {
     ["PostgresCheckpointer", () => new PostgresCheckpointer(sql, workspaceId)],
   ];
   const meter = cpuMeter(admin, "bench", process.pid);
+  interface Case {
+    label: string;
+    saver: () => BaseCheckpointSaver;
+    drive: Drive;
+    handler: Handler;
+    copy: Copy;
+  }
+  const cases: Case[] = savers.flatMap(([name, saver]) =>
+    DRIVES.map((drive) => ({
+      label: `${drive} + ${name}`,
+      saver,
+      drive,
+      handler: "none" as const,
+      copy: "library copy" as const,
+    })),
+  );
+  const postgres = savers[1]?.[1] ?? (() => new PostgresCheckpointer(sql, workspaceId));
+  for (const handler of ["no-op handler", "run tracer"] as const)
+    for (const copy of ["library copy", "linear copy"] as const)
+      cases.push({
+        label: `stream + Postgres, ${handler}, ${copy}`,
+        saver: postgres,
+        drive: "stream",
+        handler,
+        copy,
+      });
   const results = new Map<string, { cpuMs: number[]; rps: number[] }>();
   console.log(
     `run floor: bench/runs/graph.ts in-process, Node ${process.version}; ${concurrency} in flight, ` +
       `${timing.durationMs / 1000} s after ${timing.warmupMs / 1000} s warm-up; ${rounds} round(s), median`,
   );
   for (let round = 0; round < rounds; round++) {
-    for (const [name, make] of savers) {
-      for (const drive of DRIVES) {
-        const saver = make();
-        let completed = 0;
-        const before = await meter.read();
-        const loop = await runClosedLoop(
-          async () => {
-            await runOnce(saver, drive);
-            completed++;
-          },
-          concurrency,
-          timing,
-        );
-        const after = await meter.read();
-        if (loop.errors > 0) throw new Error(`${name} ${drive}: ${loop.firstError}`);
-        const label = `${drive} + ${name}`;
-        const cell = results.get(label) ?? { cpuMs: [], rps: [] };
-        // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
-        cell.cpuMs.push((cpuSecondsBetween(before, after) * 1000) / completed);
-        cell.rps.push(loop.rps);
-        results.set(label, cell);
-      }
+    for (const c of cases) {
+      CallbackManager.prototype.copy = COPIES[c.copy];
+      const saver = c.saver();
+      let completed = 0;
+      const before = await meter.read();
+      const loop = await runClosedLoop(
+        async () => {
+          await runOnce(saver, c.drive, c.handler);
+          completed++;
+        },
+        concurrency,
+        timing,
+      );
+      const after = await meter.read();
+      if (loop.errors > 0) throw new Error(`${c.label}: ${loop.firstError}`);
+      const cell = results.get(c.label) ?? { cpuMs: [], rps: [] };
+      // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
+      cell.cpuMs.push((cpuSecondsBetween(before, after) * 1000) / completed);
+      cell.rps.push(loop.rps);
+      results.set(c.label, cell);
     }
   }
+  CallbackManager.prototype.copy = libraryCallbackManagerCopy;
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
-  const widths = [36, 18, 16, 14];
-  console.log(`\n${tableRow(["case", "CPU ms/run (median)", "range", "runs/s"], widths)}`);
-  for (const [label, cell] of results)
+  const widths = [52, 18, 16, 10, 22];
+  const plain = results.get("stream + PostgresCheckpointer")?.cpuMs ?? [];
+  console.log(
+    `\n${tableRow(["case", "CPU ms/run (median)", "range", "runs/s", "+ms vs no callbacks"], widths)}`,
+  );
+  for (const [label, cell] of results) {
+    const cpu = median(cell.cpuMs);
+    // Paired by round (the cases of a round ran one after another), so slow spells of a shared
+    // machine fall on both sides of each difference.
+    const added = median(cell.cpuMs.map((ms, i) => ms - (plain[i] ?? Number.NaN)));
+    const addedText = label.startsWith("stream + Postgres,")
+      ? `${added >= 0 ? "+" : ""}${added.toFixed(2)}`
+      : "";
     console.log(
-      tableRow(
-        [label, median(cell.cpuMs).toFixed(2), range(cell.cpuMs), median(cell.rps).toFixed(0)],
-        widths,
-      ),
+      tableRow([label, cpu.toFixed(2), range(cell.cpuMs), median(cell.rps).toFixed(0), addedText], widths),
     );
+  }
 } finally {
   await sql.end();
   await admin.end();

@@ -77,8 +77,8 @@ export function traceProjectName(run: TracedRun): string {
 
 /** A traced run's records waiting for a write: its start, its end, or both merged into one post. */
 interface PendingRun {
-  post?: TraceRecord;
-  patch?: TraceRecord;
+  post: TraceRecord | undefined;
+  patch: TraceRecord | undefined;
 }
 
 /**
@@ -157,10 +157,13 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
         return;
       }
       size += 1;
-      runs.set(record.id, { [kind]: record });
+      runs.set(
+        record.id,
+        kind === "post" ? { post: record, patch: undefined } : { post: undefined, patch: record },
+      );
     } else if (kind === "patch" && entry.post) {
       // Started and ended within one delay: written once, as a finished run.
-      entry.post = { ...entry.post, ...record };
+      Object.assign(entry.post, record);
     } else {
       entry[kind] = record;
     }
@@ -170,11 +173,7 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
 
   return {
     start(run) {
-      const project = traceProjectName(run);
-      return new RunTraceHandler(
-        (record) => add(run.workspaceId, "post", { ...record, session_name: project }),
-        (record) => add(run.workspaceId, "patch", { ...record, session_name: project }),
-      );
+      return new RunTraceHandler(traceProjectName(run), (kind, record) => add(run.workspaceId, kind, record));
     },
     async settle() {
       flush();
@@ -196,8 +195,8 @@ class RunTraceHandler extends BaseTracer {
   override awaitHandlers = true;
 
   constructor(
-    private readonly onStart: (record: TraceRecord) => void,
-    private readonly onEnd: (record: TraceRecord) => void,
+    private readonly project: string,
+    private readonly onRecord: (kind: "post" | "patch", record: TraceRecord) => void,
   ) {
     super();
   }
@@ -207,11 +206,11 @@ class RunTraceHandler extends BaseTracer {
   }
 
   override onRunCreate(run: Run): void {
-    this.onStart(toRecord(run, false));
+    this.onRecord("post", toRecord(run, false, this.project));
   }
 
   override onRunUpdate(run: Run): void {
-    this.onEnd(toRecord(run, true));
+    this.onRecord("patch", toRecord(run, true, this.project));
   }
 
   /** The error's name and message: a stack would show the server's file paths to trace readers. */
@@ -221,11 +220,15 @@ class RunTraceHandler extends BaseTracer {
   }
 }
 
-/** A run tree node as a trace record: at its start with its inputs, at its end with its outcome. */
-function toRecord(run: Run, ended: boolean): TraceRecord {
+/**
+ * A run tree node as a trace record of `project`: at its start with its inputs, at its end with its
+ * outcome.
+ */
+function toRecord(run: Run, ended: boolean, project: string): TraceRecord {
   const stored = run as Run & { _serialized_start_time?: string };
   return {
     id: run.id,
+    session_name: project,
     trace_id: run.trace_id,
     dotted_order: run.dotted_order,
     parent_run_id: run.parent_run_id ?? null,
@@ -263,8 +266,10 @@ function jsonObject(value: unknown, key: string): Record<string, unknown> {
 function withoutPrivateMetadata(extra: Record<string, unknown>): Record<string, unknown> {
   const metadata = extra.metadata;
   if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) return extra;
-  const kept = Object.entries(metadata).filter(([key]) => !isStrippedMetadataKey(key));
-  return { ...extra, metadata: Object.fromEntries(kept) };
+  // `extra` is this record's own plain copy: private keys are deleted from it, in the common case none.
+  for (const key of Object.keys(metadata))
+    if (isStrippedMetadataKey(key)) delete (metadata as Record<string, unknown>)[key];
+  return extra;
 }
 
 function jsonList(events: Run["events"]): Record<string, unknown>[] {
