@@ -58,6 +58,30 @@ describe("/internal/log-level", () => {
 
     await callBoth("before");
     expect(await accessLine("before-rpc")).toMatchObject({ status: 200, level: "info" });
+    // The server's logger writes access lines as bytes (json-bytes.ts): the same JSON, key for key.
+    const rest = await accessLine("before-rest");
+    expect(Object.keys(rest)).toEqual([
+      "time",
+      "level",
+      "message",
+      "method",
+      "route",
+      "status",
+      "durationMs",
+      "workspaceId",
+      "requestId",
+    ]);
+    expect(rest).toEqual({
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      level: "info",
+      message: "request",
+      method: "GET",
+      route: "/api/v1/whoami",
+      status: 200,
+      durationMs: expect.any(Number),
+      workspaceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      requestId: "before-rest",
+    });
 
     const quiet = await putLevel('{"level": "error"}');
     expect(quiet.status).toBe(200);
