@@ -1,5 +1,5 @@
 import type { LogLevel } from "./config.js";
-import { mostJsonStringBytes, writeAscii, writeJsonString, writeUnsigned } from "./json-bytes.js";
+import { mostJsonStringBytes, writeAscii, writeBytes } from "./json-bytes.js";
 import { type LineSink, stderrLines } from "./stderr-lines.js";
 
 /** Structured fields attached to a log line. */
@@ -102,6 +102,10 @@ const MESSAGE_KEY = '","message":';
 const ISO_TIME_BYTES = 24;
 /** The longest level's name. */
 const LEVEL_BYTES = 5;
+/** The digit 0, and the powers of ten that split milliseconds into three digits. */
+const ZERO = 0x30;
+const TEN = 10;
+const HUNDRED = 100;
 /** The line's closing brace and newline. */
 const LINE_END = "}\n";
 const LINE_END_BYTES = 2;
@@ -112,19 +116,37 @@ function mostFrameBytes(message: string): number {
   return keys + ISO_TIME_BYTES + LEVEL_BYTES + mostJsonStringBytes(message) + LINE_END_BYTES;
 }
 
+/** The second {@link writeLineStart} last wrote, and `{"time":"` with its ISO text up to the point. */
+let bytesSecond = Number.NaN;
+let secondBytes: Uint8Array = new Uint8Array(0);
+/**
+ * The level and message {@link writeLineStart} last wrote, and the bytes from the time's `Z` through
+ * the message (`Z","level":"info","message":"request"`): a line written on every request repeats
+ * both, so they are encoded once.
+ */
+let bytesLevel: LogLevel | undefined;
+let bytesMessage = "";
+let levelMessageBytes: Uint8Array = new Uint8Array(0);
+
 /** Writes a line's start, as {@link formatLine} does, and returns where its fields go. */
 function writeLineStart(buffer: Buffer, start: number, at: LogLevel, message: string): number {
   const now = Date.now();
-  let end = writeAscii(buffer, start, TIME_KEY);
-  end = writeAscii(buffer, end, secondText(now));
-  const ms = now % MS_PER_SECOND;
-  end = writeAscii(buffer, end, ms < 10 ? ".00" : ms < 100 ? ".0" : ".");
-  end = writeUnsigned(buffer, end, ms);
-  end = writeAscii(buffer, end, "Z");
-  end = writeAscii(buffer, end, LEVEL_KEY);
-  end = writeAscii(buffer, end, at);
-  end = writeAscii(buffer, end, MESSAGE_KEY);
-  return writeJsonString(buffer, end, message);
+  const second = Math.floor(now / MS_PER_SECOND);
+  if (second !== bytesSecond) {
+    bytesSecond = second;
+    secondBytes = Buffer.from(`${TIME_KEY}${secondText(now)}.`, "latin1");
+  }
+  if (at !== bytesLevel || message !== bytesMessage) {
+    bytesLevel = at;
+    bytesMessage = message;
+    levelMessageBytes = Buffer.from(`Z${LEVEL_KEY}${at}${MESSAGE_KEY}${JSON.stringify(message)}`, "utf8");
+  }
+  let end = writeBytes(buffer, start, secondBytes);
+  const ms = now - second * MS_PER_SECOND;
+  buffer[end++] = ZERO + Math.floor(ms / HUNDRED);
+  buffer[end++] = ZERO + (Math.floor(ms / TEN) % TEN);
+  buffer[end++] = ZERO + (ms % TEN);
+  return writeBytes(buffer, end, levelMessageBytes);
 }
 
 /** {@link LogBytes} written straight into the batch of `sink`. */

@@ -3,6 +3,7 @@ import {
   MOST_NUMBER_BYTES,
   mostJsonStringBytes,
   writeAscii,
+  writeBytes,
   writeHundredths,
   writeJsonString,
   writeNumber,
@@ -106,19 +107,33 @@ function cutOff(res: NodeServerResponse): boolean {
   return !res.writableEnded || !res.writableFinished;
 }
 
-/**
- * A route's name as JSON bytes, by route: routes are the templates, declared paths and RPC paths
- * of the server, a set fixed when it starts, so each is encoded once.
- */
-const encodedRoutes = new Map<string, Buffer>();
+/** Methods whose line pieces are kept: the ones a server answers; other tokens are encoded per line. */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-function encodedRoute(route: string): Buffer {
-  let encoded = encodedRoutes.get(route);
-  if (encoded === undefined) {
-    encoded = Buffer.from(route === UNMATCHED_ROUTE ? "null" : JSON.stringify(route), "utf8");
-    encodedRoutes.set(route, encoded);
+/**
+ * The bytes of an access line from its method to its status's key (`,"method":"GET","route":
+ * "/threads/{thread_id}","status":`), by route and method: routes are the templates, declared paths
+ * and RPC paths of the server, a set fixed when it starts, so each piece is encoded once.
+ */
+const methodRouteBytes = new Map<string, Map<string, Uint8Array>>();
+
+function methodAndRoute(method: string, route: string): Uint8Array {
+  let byMethod = methodRouteBytes.get(route);
+  const known = byMethod?.get(method);
+  if (known !== undefined) return known;
+  const routeJson = route === UNMATCHED_ROUTE ? "null" : JSON.stringify(route);
+  const bytes = Buffer.from(
+    `${METHOD_KEY}${JSON.stringify(method)}${ROUTE_KEY}${routeJson}${STATUS_KEY}`,
+    "utf8",
+  );
+  if (KNOWN_METHODS.has(method)) {
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      methodRouteBytes.set(route, byMethod);
+    }
+    byMethod.set(method, bytes);
   }
-  return encoded;
+  return bytes;
 }
 
 /** The keys of an access line's fields, each with the comma before it, in the line's order. */
@@ -131,15 +146,8 @@ const REQUEST_ID_KEY = ',"requestId":';
 const INCOMPLETE = ',"incomplete":true';
 /** `null`, a workspace id's value when none was selected. */
 const NULL = "null";
-/** The keys' bytes together: the room an access line takes beyond its values. */
-const KEYS_BYTES =
-  METHOD_KEY.length +
-  ROUTE_KEY.length +
-  STATUS_KEY.length +
-  DURATION_KEY.length +
-  WORKSPACE_KEY.length +
-  REQUEST_ID_KEY.length +
-  INCOMPLETE.length;
+/** The keys' bytes after the status together: the room they take beyond their values. */
+const KEYS_BYTES = DURATION_KEY.length + WORKSPACE_KEY.length + REQUEST_ID_KEY.length + INCOMPLETE.length;
 
 /**
  * Writes the access line of {@link accessFields} straight as bytes (the same JSON, key for key):
@@ -153,23 +161,17 @@ function writeAccessLine(
   scope: RequestScope,
   requestId: string,
 ): void {
-  const route = encodedRoute(sample.route);
+  const head = methodAndRoute(sample.method, sample.route);
   const workspaceId = scope.workspaceId;
   const most =
     KEYS_BYTES +
-    mostJsonStringBytes(sample.method) +
-    route.length +
+    head.length +
     2 * MOST_NUMBER_BYTES +
     (workspaceId === undefined ? NULL.length : mostJsonStringBytes(workspaceId)) +
     mostJsonStringBytes(requestId);
   let end = bytes.open("info", "request", most);
   const buffer = bytes.buffer;
-  end = writeAscii(buffer, end, METHOD_KEY);
-  end = writeJsonString(buffer, end, sample.method);
-  end = writeAscii(buffer, end, ROUTE_KEY);
-  buffer.set(route, end);
-  end += route.length;
-  end = writeAscii(buffer, end, STATUS_KEY);
+  end = writeBytes(buffer, end, head);
   end = writeNumber(buffer, end, res.statusCode);
   end = writeAscii(buffer, end, DURATION_KEY);
   end = writeHundredths(buffer, end, sample.durationMs);

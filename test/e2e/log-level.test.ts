@@ -116,6 +116,22 @@ describe("/internal/log-level", () => {
     ]);
   });
 
+  it("marks the line of a response cut off by its client as incomplete", async () => {
+    const created = await t.fetch("/threads", { method: "POST", body: "{}" });
+    const { thread_id: threadId } = (await created.json()) as { thread_id: string };
+    const abort = new AbortController();
+    const stream = await t.fetch(`/threads/${threadId}/stream`, {
+      headers: { "x-request-id": "cut-off" },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    abort.abort();
+    const line = await accessLine("cut-off");
+    expect(line).toMatchObject({ route: "/threads/{thread_id}/stream", status: 200, incomplete: true });
+    expect(Object.keys(line).at(-1)).toBe("incomplete");
+    expect((await accessLine("after-rest")).incomplete).toBeUndefined();
+  });
+
   it("refuses a viewer's key (403), no key (401), bad bodies and queries (422), DELETE (405)", async () => {
     const viewer = await t.client().apiKeys.createApiKey({
       kind: "service",
