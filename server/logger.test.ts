@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { writeAscii, writeJsonString, writeNumber } from "./json-bytes.js";
 import { createLogger } from "./logger.js";
 
 function capture(level: "debug" | "info" = "debug") {
@@ -124,5 +125,24 @@ describe("createLogger", () => {
     // Everything after the time is what JSON.stringify writes for the same keys in the same order.
     expect(flat?.replace(/^\{"time":"[^"]+",/, "")).toBe(expected("flat"));
     expect(nested?.replace(/^\{"time":"[^"]+",/, "")).toBe(expected("nested", { nested: { a: [1, "b"] } }));
+  });
+
+  it("writes a line through its bytes as it writes the same fields through info", () => {
+    const { lines, log } = capture();
+    const message = 'requête "é"';
+    let end = log.bytes.open("warn", message, 64);
+    end = writeAscii(log.bytes.buffer, end, ',"route":');
+    end = writeJsonString(log.bytes.buffer, end, "/ü/{id}");
+    end = writeAscii(log.bytes.buffer, end, ',"status":');
+    end = writeNumber(log.bytes.buffer, end, 200);
+    log.bytes.close(end);
+    log.warn(message, { route: "/ü/{id}", status: 200 });
+    expect(lines).toHaveLength(2);
+    const [viaBytes, viaFields] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]?.endsWith("}\n")).toBe(true);
+    expect(viaBytes).toEqual({ ...viaFields, time: expect.any(String) });
+    const time = String(viaBytes?.time);
+    expect(new Date(time).toISOString()).toBe(time);
+    expect(Object.keys(viaBytes ?? {})).toEqual(Object.keys(viaFields ?? {}));
   });
 });

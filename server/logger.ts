@@ -1,5 +1,6 @@
 import type { LogLevel } from "./config.js";
-import { stderrLines } from "./stderr-lines.js";
+import { mostJsonStringBytes, writeAscii, writeBytes } from "./json-bytes.js";
+import { type LineSink, stderrLines } from "./stderr-lines.js";
 
 /** Structured fields attached to a log line. */
 export type LogFields = Record<string, unknown>;
@@ -20,6 +21,27 @@ export interface Logger {
    * recorder): its level is then the configured one, fixed.
    */
   readonly level?: LogLevelSetting;
+  /**
+   * Its lines as bytes, for a line written on every request (the access log), built without the
+   * strings and objects `info` takes; absent on a logger that takes only messages and fields (a
+   * test's recorder).
+   */
+  readonly bytes?: LogBytes;
+}
+
+/**
+ * Lines written as UTF-8 straight into a buffer: {@link open} writes the line's time, level and
+ * message, the caller writes its fields (each as `,"key":value`, with json-bytes.ts) into
+ * {@link buffer}, and {@link close} ends and queues it. The caller checks the level first
+ * ({@link writesAt} of `level.current`), and writes nothing else in between.
+ */
+export interface LogBytes {
+  /** Starts a line at level `at` with room for `most` bytes of fields; returns where they go. */
+  open(at: LogLevel, message: string, most: number): number;
+  /** The buffer an open line is written into. */
+  readonly buffer: Buffer;
+  /** Ends the open line, whose fields end at `end`, and queues it. */
+  close(end: number): void;
 }
 
 /** A logger's level, changeable at run time: lines below it are dropped before they are built. */
@@ -44,13 +66,15 @@ export function writesAt(level: LogLevel, at: LogLevel): boolean {
  */
 export function createLogger(
   level: LogLevel,
-  write: (line: string) => void = stderrLines().write,
-): Logger & { readonly level: LogLevelSetting } {
+  write?: (line: string) => void,
+): Logger & { readonly level: LogLevelSetting; readonly bytes: LogBytes } {
+  const sink = write === undefined ? stderrLines() : undefined;
+  const writeLine = write ?? (sink as LineSink).write;
   let current = level;
   let threshold = ORDER[level];
   const log = (at: LogLevel, message: string, fields?: LogFields) => {
     if (ORDER[at] < threshold) return;
-    write(`${formatLine(at, message, fields)}\n`);
+    writeLine(`${formatLine(at, message, fields)}\n`);
   };
   return {
     debug: (m, f) => log("debug", m, f),
@@ -65,6 +89,98 @@ export function createLogger(
         current = next;
         threshold = ORDER[next];
       },
+    },
+    bytes: sink ? sinkBytes(sink) : textBytes(writeLine),
+  };
+}
+
+/** `{"time":"` and the rest of a line's start around its time, level and message. */
+const TIME_KEY = '{"time":"';
+const LEVEL_KEY = '","level":"';
+const MESSAGE_KEY = '","message":';
+/** `2026-11-26T17:04:29.123Z`. */
+const ISO_TIME_BYTES = 24;
+/** The longest level's name. */
+const LEVEL_BYTES = 5;
+/** The digit 0, and the powers of ten that split milliseconds into three digits. */
+const ZERO = 0x30;
+const TEN = 10;
+const HUNDRED = 100;
+/** The line's closing brace and newline. */
+const LINE_END = "}\n";
+const LINE_END_BYTES = 2;
+
+/** The most bytes a line's start and end take around its fields. */
+function mostFrameBytes(message: string): number {
+  const keys = TIME_KEY.length + LEVEL_KEY.length + MESSAGE_KEY.length;
+  return keys + ISO_TIME_BYTES + LEVEL_BYTES + mostJsonStringBytes(message) + LINE_END_BYTES;
+}
+
+/** The second {@link writeLineStart} last wrote, and `{"time":"` with its ISO text up to the point. */
+let bytesSecond = Number.NaN;
+let secondBytes: Uint8Array = new Uint8Array(0);
+/**
+ * The level and message {@link writeLineStart} last wrote, and the bytes from the time's `Z` through
+ * the message (`Z","level":"info","message":"request"`): a line written on every request repeats
+ * both, so they are encoded once.
+ */
+let bytesLevel: LogLevel | undefined;
+let bytesMessage = "";
+let levelMessageBytes: Uint8Array = new Uint8Array(0);
+
+/** Writes a line's start, as {@link formatLine} does, and returns where its fields go. */
+function writeLineStart(buffer: Buffer, start: number, at: LogLevel, message: string): number {
+  const now = Date.now();
+  const second = Math.floor(now / MS_PER_SECOND);
+  if (second !== bytesSecond) {
+    bytesSecond = second;
+    secondBytes = Buffer.from(`${TIME_KEY}${secondText(now)}.`, "latin1");
+  }
+  if (at !== bytesLevel || message !== bytesMessage) {
+    bytesLevel = at;
+    bytesMessage = message;
+    levelMessageBytes = Buffer.from(`Z${LEVEL_KEY}${at}${MESSAGE_KEY}${JSON.stringify(message)}`, "utf8");
+  }
+  let end = writeBytes(buffer, start, secondBytes);
+  const ms = now - second * MS_PER_SECOND;
+  buffer[end++] = ZERO + Math.floor(ms / HUNDRED);
+  buffer[end++] = ZERO + (Math.floor(ms / TEN) % TEN);
+  buffer[end++] = ZERO + (ms % TEN);
+  return writeBytes(buffer, end, levelMessageBytes);
+}
+
+/** {@link LogBytes} written straight into the batch of `sink`. */
+function sinkBytes(sink: LineSink): LogBytes {
+  return {
+    open(at, message, most) {
+      return writeLineStart(sink.batch, sink.reserve(mostFrameBytes(message) + most), at, message);
+    },
+    get buffer() {
+      return sink.batch;
+    },
+    close(end) {
+      sink.commit(writeAscii(sink.batch, end, LINE_END));
+    },
+  };
+}
+
+/** A line's room in {@link textBytes} to begin with: an access line's. */
+const FIRST_SCRATCH_BYTES = 1024;
+
+/** {@link LogBytes} of a logger that writes text: each line is built in a scratch buffer, then decoded. */
+function textBytes(write: (line: string) => void): LogBytes {
+  let scratch = Buffer.allocUnsafe(FIRST_SCRATCH_BYTES);
+  return {
+    open(at, message, most) {
+      const need = mostFrameBytes(message) + most;
+      if (need > scratch.length) scratch = Buffer.allocUnsafe(need);
+      return writeLineStart(scratch, 0, at, message);
+    },
+    get buffer() {
+      return scratch;
+    },
+    close(end) {
+      write(scratch.toString("utf8", 0, writeAscii(scratch, end, LINE_END)));
     },
   };
 }
@@ -89,6 +205,9 @@ function formatLine(at: LogLevel, message: string, fields: LogFields | undefined
   }
 }
 
+/** Milliseconds in a second. */
+const MS_PER_SECOND = 1000;
+
 /** The second {@link isoNow} last formatted, and its ISO text up to the seconds. */
 let cachedSecond = Number.NaN;
 let cachedSecondText = "";
@@ -99,14 +218,19 @@ let cachedSecondText = "";
  */
 function isoNow(): string {
   const now = Date.now();
-  const second = Math.floor(now / 1000);
+  const ms = now % MS_PER_SECOND;
+  return `${secondText(now)}.${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z`;
+}
+
+/** The ISO text of `now` (ms since the epoch) up to its seconds, made once a second. */
+function secondText(now: number): string {
+  const second = Math.floor(now / MS_PER_SECOND);
   if (second !== cachedSecond) {
     cachedSecond = second;
     // "2026-11-26T17:04:29.000Z" without ".000Z".
-    cachedSecondText = new Date(second * 1000).toISOString().slice(0, -5);
+    cachedSecondText = new Date(second * MS_PER_SECOND).toISOString().slice(0, -5);
   }
-  const ms = now - second * 1000;
-  return `${cachedSecondText}.${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z`;
+  return cachedSecondText;
 }
 
 /** Whether `fields` encode as they are: no Error values, no key that the line itself sets. */

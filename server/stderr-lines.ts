@@ -12,6 +12,16 @@
 export interface LineSink {
   /** Queues one line (with its newline); it is written within {@link FLUSH_AFTER_MS}. */
   write(line: string): void;
+  /**
+   * Makes room for one line of at most `most` bytes ({@link MOST_LINE_BYTES} at most), which the
+   * caller writes as UTF-8 into {@link batch} from the offset returned, then queues with
+   * {@link commit}; nothing else may be written in between.
+   */
+  reserve(most: number): number;
+  /** The buffer a {@link reserve}d line is written into; it changes only during a flush. */
+  readonly batch: Buffer;
+  /** Queues the line {@link reserve} made room for, which ends at `end`. */
+  commit(end: number): void;
   /** Writes what is queued now. */
   flush(): void;
 }
@@ -30,6 +40,9 @@ const MAX_BATCH_BYTES = 64 * 1024;
 const BATCH_CAPACITY = 4 * MAX_BATCH_BYTES;
 const MAX_UTF8_BYTES_PER_UNIT = 3;
 
+/** The longest line {@link LineSink.reserve} takes: what fits in a batch that is not empty. */
+export const MOST_LINE_BYTES = BATCH_CAPACITY - MAX_BATCH_BYTES;
+
 /**
  * How long the first line of a batch waits for others: at most a hundred writes a second however
  * many requests a second are logged, and a line reaches a log collector that much later at most,
@@ -38,15 +51,22 @@ const MAX_UTF8_BYTES_PER_UNIT = 3;
 export const FLUSH_AFTER_MS = 10;
 
 /**
- * A {@link LineSink} over `write`, which must be synchronous for files and pipes as
- * `process.stderr.write` is on Linux, so that a flush at exit completes before the process ends.
- * Queued lines are copied as UTF-8 into one Buffer outside the JavaScript heap rather than joined
- * into a string: a string that lives through a batch's window survives the young generation's
- * collections and is copied, then promoted, which at thousands of lines a second cost more than
- * building the lines.
+ * Where a {@link LineSink} writes a batch: it must be done with `bytes` when it returns, as
+ * `process.stderr.write` is for files, pipes and terminals on Linux (synchronous), so that a flush
+ * at exit completes before the process ends; it returns true when it still holds them (a stream
+ * that queued the write), and the sink then gives up that buffer rather than fill it again.
  */
-export function createLineSink(write: (text: string) => void): LineSink {
-  const batch = Buffer.allocUnsafe(BATCH_CAPACITY);
+export type BatchWriter = (bytes: Buffer) => boolean;
+
+/**
+ * A {@link LineSink} over `write`. Queued lines are copied as UTF-8 into one Buffer outside the
+ * JavaScript heap rather than joined into a string: a string that lives through a batch's window
+ * survives the young generation's collections and is copied, then promoted, which at thousands of
+ * lines a second cost more than building the lines. The batch goes out as those bytes, not decoded
+ * into a string again for the stream to encode once more.
+ */
+export function createLineSink(write: BatchWriter): LineSink {
+  let batch = Buffer.allocUnsafe(BATCH_CAPACITY);
   let used = 0;
   let timer: NodeJS.Timeout | undefined;
   const flush = (): void => {
@@ -55,26 +75,38 @@ export function createLineSink(write: (text: string) => void): LineSink {
       timer = undefined;
     }
     if (used === 0) return;
-    const text = batch.toString("utf8", 0, used);
+    const bytes = batch.subarray(0, used);
     used = 0;
-    write(text);
+    if (write(bytes)) batch = Buffer.allocUnsafe(BATCH_CAPACITY);
+  };
+  const queued = (end: number): void => {
+    used = end;
+    if (used >= MAX_BATCH_BYTES) flush();
+    else if (timer === undefined) {
+      timer = setTimeout(flush, FLUSH_AFTER_MS);
+      // The exit hooks write what is left: a pending batch does not keep the process alive.
+      timer.unref();
+    }
   };
   return {
     write(line) {
       const most = line.length * MAX_UTF8_BYTES_PER_UNIT;
       if (used + most > BATCH_CAPACITY) flush();
       if (most > BATCH_CAPACITY) {
-        write(line);
+        write(Buffer.from(line, "utf8"));
         return;
       }
-      used += batch.write(line, used);
-      if (used >= MAX_BATCH_BYTES) flush();
-      else if (timer === undefined) {
-        timer = setTimeout(flush, FLUSH_AFTER_MS);
-        // The exit hooks write what is left: a pending batch does not keep the process alive.
-        timer.unref();
-      }
+      queued(used + batch.write(line, used));
     },
+    reserve(most) {
+      if (most > MOST_LINE_BYTES) throw new RangeError(`a line of ${most} bytes does not fit a batch`);
+      // A batch holds less than MAX_BATCH_BYTES between lines: room for the most is always left.
+      return used;
+    },
+    get batch() {
+      return batch;
+    },
+    commit: queued,
     flush,
   };
 }
@@ -87,7 +119,11 @@ let stderrSink: LineSink | undefined;
  */
 export function stderrLines(): LineSink {
   if (stderrSink) return stderrSink;
-  const sink = createLineSink((text) => process.stderr.write(text));
+  const sink = createLineSink((bytes) => {
+    process.stderr.write(bytes);
+    // Bytes a stream could not write at once stay queued in it, referring to the batch's buffer.
+    return process.stderr.writableLength > 0;
+  });
   process.on("exit", sink.flush);
   // Runs before Node prints an uncaught exception (or rejection) and exits without an "exit" event.
   process.on("uncaughtExceptionMonitor", sink.flush);

@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { type Logger, writesAt } from "../logger.js";
+import {
+  MOST_NUMBER_BYTES,
+  mostJsonStringBytes,
+  writeAscii,
+  writeBytes,
+  writeHundredths,
+  writeJsonString,
+  writeNumber,
+} from "../json-bytes.js";
+import { type LogBytes, type Logger, writesAt } from "../logger.js";
 import type { RequestScope } from "../request-scope.js";
 import { type RequestObserver, type RequestSample, UNMATCHED_ROUTE } from "./request-sample.js";
 import type { NodeServerRequest, NodeServerResponse } from "./rest/node-types.js";
@@ -52,6 +61,8 @@ export function createAccessLog(
     const scope: RequestScope = { workspaceId: undefined };
     scopes.set(req, scope);
     if (!log || (level && !writesAt(level.current, "info"))) return undefined;
+    const { bytes } = log;
+    if (bytes) return (sample) => writeAccessLine(bytes, sample, res, scope, requestId);
     return (sample) => log.info("request", accessFields(sample, res, scope, requestId));
   };
 }
@@ -86,7 +97,88 @@ function accessFields(
     workspaceId: scope.workspaceId ?? null,
     requestId,
   };
-  // writableEnded too: Node's HTTP/2 compatibility layer reports a reset stream as finished.
-  if (!res.writableEnded || !res.writableFinished) fields.incomplete = true;
+  if (cutOff(res)) fields.incomplete = true;
   return fields;
+}
+
+/** Whether the response to `res` was cut off before its end (see {@link AccessFields.incomplete}). */
+function cutOff(res: NodeServerResponse): boolean {
+  // writableEnded too: Node's HTTP/2 compatibility layer reports a reset stream as finished.
+  return !res.writableEnded || !res.writableFinished;
+}
+
+/** Methods whose line pieces are kept: the ones a server answers; other tokens are encoded per line. */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/**
+ * The bytes of an access line from its method to its status's key (`,"method":"GET","route":
+ * "/threads/{thread_id}","status":`), by route and method: routes are the templates, declared paths
+ * and RPC paths of the server, a set fixed when it starts, so each piece is encoded once.
+ */
+const methodRouteBytes = new Map<string, Map<string, Uint8Array>>();
+
+function methodAndRoute(method: string, route: string): Uint8Array {
+  let byMethod = methodRouteBytes.get(route);
+  const known = byMethod?.get(method);
+  if (known !== undefined) return known;
+  const routeJson = route === UNMATCHED_ROUTE ? "null" : JSON.stringify(route);
+  const bytes = Buffer.from(
+    `${METHOD_KEY}${JSON.stringify(method)}${ROUTE_KEY}${routeJson}${STATUS_KEY}`,
+    "utf8",
+  );
+  if (KNOWN_METHODS.has(method)) {
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      methodRouteBytes.set(route, byMethod);
+    }
+    byMethod.set(method, bytes);
+  }
+  return bytes;
+}
+
+/** The keys of an access line's fields, each with the comma before it, in the line's order. */
+const METHOD_KEY = ',"method":';
+const ROUTE_KEY = ',"route":';
+const STATUS_KEY = ',"status":';
+const DURATION_KEY = ',"durationMs":';
+const WORKSPACE_KEY = ',"workspaceId":';
+const REQUEST_ID_KEY = ',"requestId":';
+const INCOMPLETE = ',"incomplete":true';
+/** `null`, a workspace id's value when none was selected. */
+const NULL = "null";
+/** The keys' bytes after the status together: the room they take beyond their values. */
+const KEYS_BYTES = DURATION_KEY.length + WORKSPACE_KEY.length + REQUEST_ID_KEY.length + INCOMPLETE.length;
+
+/**
+ * Writes the access line of {@link accessFields} straight as bytes (the same JSON, key for key):
+ * it is written for every request, and building its object and strings first cost several times
+ * what the bytes do.
+ */
+function writeAccessLine(
+  bytes: LogBytes,
+  sample: RequestSample,
+  res: NodeServerResponse,
+  scope: RequestScope,
+  requestId: string,
+): void {
+  const head = methodAndRoute(sample.method, sample.route);
+  const workspaceId = scope.workspaceId;
+  const most =
+    KEYS_BYTES +
+    head.length +
+    2 * MOST_NUMBER_BYTES +
+    (workspaceId === undefined ? NULL.length : mostJsonStringBytes(workspaceId)) +
+    mostJsonStringBytes(requestId);
+  let end = bytes.open("info", "request", most);
+  const buffer = bytes.buffer;
+  end = writeBytes(buffer, end, head);
+  end = writeNumber(buffer, end, res.statusCode);
+  end = writeAscii(buffer, end, DURATION_KEY);
+  end = writeHundredths(buffer, end, sample.durationMs);
+  end = writeAscii(buffer, end, WORKSPACE_KEY);
+  end = workspaceId === undefined ? writeAscii(buffer, end, NULL) : writeJsonString(buffer, end, workspaceId);
+  end = writeAscii(buffer, end, REQUEST_ID_KEY);
+  end = writeJsonString(buffer, end, requestId);
+  if (cutOff(res)) end = writeAscii(buffer, end, INCOMPLETE);
+  bytes.close(end);
 }

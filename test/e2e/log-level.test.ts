@@ -58,6 +58,30 @@ describe("/internal/log-level", () => {
 
     await callBoth("before");
     expect(await accessLine("before-rpc")).toMatchObject({ status: 200, level: "info" });
+    // The server's logger writes access lines as bytes (json-bytes.ts): the same JSON, key for key.
+    const rest = await accessLine("before-rest");
+    expect(Object.keys(rest)).toEqual([
+      "time",
+      "level",
+      "message",
+      "method",
+      "route",
+      "status",
+      "durationMs",
+      "workspaceId",
+      "requestId",
+    ]);
+    expect(rest).toEqual({
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      level: "info",
+      message: "request",
+      method: "GET",
+      route: "/api/v1/whoami",
+      status: 200,
+      durationMs: expect.any(Number),
+      workspaceId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      requestId: "before-rest",
+    });
 
     const quiet = await putLevel('{"level": "error"}');
     expect(quiet.status).toBe(200);
@@ -90,6 +114,22 @@ describe("/internal/log-level", () => {
         apiKeyId: expect.any(String),
       }),
     ]);
+  });
+
+  it("marks the line of a response cut off by its client as incomplete", async () => {
+    const created = await t.fetch("/threads", { method: "POST", body: "{}" });
+    const { thread_id: threadId } = (await created.json()) as { thread_id: string };
+    const abort = new AbortController();
+    const stream = await t.fetch(`/threads/${threadId}/stream`, {
+      headers: { "x-request-id": "cut-off" },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    abort.abort();
+    const line = await accessLine("cut-off");
+    expect(line).toMatchObject({ route: "/threads/{thread_id}/stream", status: 200, incomplete: true });
+    expect(Object.keys(line).at(-1)).toBe("incomplete");
+    expect((await accessLine("after-rest")).incomplete).toBeUndefined();
   });
 
   it("refuses a viewer's key (403), no key (401), bad bodies and queries (422), DELETE (405)", async () => {
