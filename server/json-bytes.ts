@@ -79,12 +79,20 @@ export function writeNumber(buffer: Buffer, at: number, value: number): number {
 export function writeUnsigned(buffer: Buffer, at: number, value: number): number {
   let digits = 1;
   for (let rest = value; rest >= TEN; rest = Math.floor(rest / TEN)) digits++;
+  return writeDigits(buffer, at, value, digits);
+}
+
+/**
+ * Writes the last `width` decimal digits of a non-negative safe integer, zero-padded on the left
+ * (`7` in width 3 is `007`).
+ */
+export function writeDigits(buffer: Buffer, at: number, value: number, width: number): number {
   let rest = value;
-  for (let i = digits - 1; i >= 0; i--) {
+  for (let i = width - 1; i >= 0; i--) {
     buffer[at + i] = ZERO + (rest % TEN);
     rest = Math.floor(rest / TEN);
   }
-  return at + digits;
+  return at + width;
 }
 
 /**

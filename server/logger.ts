@@ -1,5 +1,5 @@
 import type { LogLevel } from "./config.js";
-import { mostJsonStringBytes, writeAscii, writeBytes } from "./json-bytes.js";
+import { mostJsonStringBytes, writeAscii, writeBytes, writeDigits } from "./json-bytes.js";
 import { type LineSink, stderrLines } from "./stderr-lines.js";
 
 /** Structured fields attached to a log line. */
@@ -102,10 +102,8 @@ const MESSAGE_KEY = '","message":';
 const ISO_TIME_BYTES = 24;
 /** The longest level's name. */
 const LEVEL_BYTES = 5;
-/** The digit 0, and the powers of ten that split milliseconds into three digits. */
-const ZERO = 0x30;
-const TEN = 10;
-const HUNDRED = 100;
+/** Digits of the milliseconds in a line's time. */
+const MS_DIGITS = 3;
 /** The line's closing brace and newline. */
 const LINE_END = "}\n";
 const LINE_END_BYTES = 2;
@@ -143,9 +141,7 @@ function writeLineStart(buffer: Buffer, start: number, at: LogLevel, message: st
   }
   let end = writeBytes(buffer, start, secondBytes);
   const ms = now - second * MS_PER_SECOND;
-  buffer[end++] = ZERO + Math.floor(ms / HUNDRED);
-  buffer[end++] = ZERO + (Math.floor(ms / TEN) % TEN);
-  buffer[end++] = ZERO + (ms % TEN);
+  end = writeDigits(buffer, end, ms, MS_DIGITS);
   return writeBytes(buffer, end, levelMessageBytes);
 }
 
