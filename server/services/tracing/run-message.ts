@@ -32,9 +32,9 @@ const FIELD_VALUES: { readonly [K in RunField]: (row: RunRow) => RunInit[keyof R
   session_id: (row) => row.session_id,
   reference_example_id: (row) => row.reference_example_id ?? undefined,
   feedback_stats: (row) => object(row.feedback_stats),
-  total_tokens: (row) => count(row.total_tokens),
-  prompt_tokens: (row) => count(row.prompt_tokens),
-  completion_tokens: (row) => count(row.completion_tokens),
+  total_tokens: (row) => decimal(row.total_tokens),
+  prompt_tokens: (row) => decimal(row.prompt_tokens),
+  completion_tokens: (row) => decimal(row.completion_tokens),
   total_cost: (row) => row.total_cost ?? undefined,
   prompt_cost: (row) => row.prompt_cost ?? undefined,
   completion_cost: (row) => row.completion_cost ?? undefined,
@@ -71,7 +71,7 @@ export function appPath(row: RunRow): string {
 }
 
 /** `run_type` → `runType`: the message's property names. */
-function camel(name: string): string {
+export function camel(name: string): string {
   return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
@@ -100,6 +100,7 @@ export function list(value: unknown) {
   return fromJson(ListValueSchema, value as JsonValue[]);
 }
 
-function count(value: string | null): number | undefined {
+/** A bigint or numeric column (decimal text) as a number; undefined for null. */
+export function decimal(value: string | null): number | undefined {
   return value === null ? undefined : Number(value);
 }

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RunSchema } from "../../../gen/agentplane/tracing/v2/run_pb.js";
 import type { RunColumn, RunRow } from "../../store/run-query-store.js";
-import { appPath, list, object, timestamp } from "./run-message.js";
+import { appPath, camel, decimal, list, object, timestamp } from "./run-message.js";
 import type { V2RunField } from "./v2-run-fields.js";
 
 /** A v2 Run message to return. */
@@ -108,11 +108,6 @@ export function latencySeconds(start: string, end: string | null): number | unde
   return (micros(end) - micros(start)) / 1e6;
 }
 
-/** A bigint or numeric column (decimal text) as a number; undefined for null. */
-export function decimal(value: string | null): number | undefined {
-  return value === null ? undefined : Number(value);
-}
-
 /** Microseconds since the epoch of ISO text with up to six fractional digits. */
 function micros(iso: string): number {
   const dot = iso.indexOf(".");
@@ -126,9 +121,4 @@ function metadataOf(extra: unknown): unknown {
   if (extra === null || typeof extra !== "object" || Array.isArray(extra)) return undefined;
   const metadata = (extra as Record<string, unknown>).metadata;
   return metadata !== null && typeof metadata === "object" && !Array.isArray(metadata) ? metadata : undefined;
-}
-
-/** `run_type` → `runType`: the message's property names. */
-function camel(name: string): string {
-  return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }

@@ -4,8 +4,8 @@ import type { ThreadTraceSchema } from "../../../gen/agentplane/tracing/v2/threa
 import type { RunRow } from "../../store/run-query-store.js";
 import type { TraceTotals } from "../../store/trace-totals-store.js";
 import { invalid } from "../request-validation.js";
-import { timestamp } from "./run-message.js";
-import { decimal, latencySeconds } from "./v2-run-message.js";
+import { decimal, timestamp } from "./run-message.js";
+import { latencySeconds } from "./v2-run-message.js";
 
 /** `ThreadTraceSelectField` values agentplane fills, by the ThreadTrace field each sets. */
 const TRACE_FIELDS = {

@@ -13,11 +13,11 @@ import { inWorkspaceScope } from "../../store/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
 import { decodeRunCursor, encodeRunCursor } from "./run-cursor.js";
-import { timestamp } from "./run-message.js";
+import { decimal, timestamp } from "./run-message.js";
 import { runFilterParameter, uuidOf } from "./run-query-request.js";
 import { pageSize, requiredUuid, requireProject, timeWindow } from "./v2-request.js";
 import { jsonColumnsOf, selectedV2Fields } from "./v2-run-fields.js";
-import { decimal, v2RowColumns, v2RunEncoder } from "./v2-run-message.js";
+import { v2RowColumns, v2RunEncoder } from "./v2-run-message.js";
 
 /** The `selects` values that go to `trace_aggregates` rather than to the root run. */
 const AGGREGATE_SELECTS = new Set(["TOTAL_TOKENS", "TOTAL_COST", "FIRST_TOKEN_TIME"]);
