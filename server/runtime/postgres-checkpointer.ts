@@ -96,6 +96,8 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   readonly #sql: Queryable;
   readonly #workspaceId: string;
   readonly #cipher: StoredDataCipher | undefined;
+  /** The read {@link prefetchLatest} started, until a `getTuple` takes it or this saver writes. */
+  #prefetched: { threadId: string; tuple: Promise<CheckpointTuple | undefined> } | undefined;
 
   /**
    * @param sql Pool, reserved connection or open transaction to run statements on.
@@ -122,17 +124,41 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     return this.serde.loadsTyped(plainType, plain);
   }
 
+  /**
+   * Starts reading the newest checkpoint of `threadId`'s root namespace now, for a run about to
+   * execute on the thread: the run holds the thread, so only this saver could write its checkpoints
+   * meanwhile. The next `getTuple` asking for exactly that (no checkpoint id) answers from this
+   * read, so its round trips travel while the graph is loaded and its stream set up. Any write
+   * through this saver drops the read unused; later `getTuple` calls read afresh.
+   */
+  prefetchLatest(threadId: string): void {
+    const tuple = this.#readTuple(threadId, "", undefined);
+    // A failure reaches the getTuple that takes the read; one never taken is not an error.
+    tuple.catch(() => {});
+    this.#prefetched = { threadId, tuple };
+  }
+
   /** The checkpoint named by `config` (its id, or the newest of the thread and namespace). */
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined) return undefined;
-    const record = await findCheckpoint(
-      this.#sql,
-      this.#workspaceId,
-      requireString(threadId, "thread_id", "getTuple"),
-      config.configurable?.checkpoint_ns ?? "",
-      getCheckpointId(config) || undefined,
-    );
+    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const checkpointId = getCheckpointId(config) || undefined;
+    const prefetched = this.#prefetched;
+    if (prefetched && prefetched.threadId === threadId && checkpointNs === "" && checkpointId === undefined) {
+      this.#prefetched = undefined;
+      return prefetched.tuple;
+    }
+    return this.#readTuple(requireString(threadId, "thread_id", "getTuple"), checkpointNs, checkpointId);
+  }
+
+  /** Reads one checkpoint tuple: the one of `checkpointId`, or the newest of the thread and namespace. */
+  async #readTuple(
+    threadId: string,
+    checkpointNs: string,
+    checkpointId: string | undefined,
+  ): Promise<CheckpointTuple | undefined> {
+    const record = await findCheckpoint(this.#sql, this.#workspaceId, threadId, checkpointNs, checkpointId);
     if (!record) return undefined;
     const [tuple] = await this.#toTuples([record]);
     return tuple;
@@ -182,6 +208,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error("put: config.configurable is missing");
+    this.#prefetched = undefined;
     const threadId = requireString(config.configurable.thread_id, "thread_id", "put");
     const checkpointNs: string = config.configurable.checkpoint_ns ?? "";
     const parentCheckpointId: string | undefined = config.configurable.checkpoint_id || undefined;
@@ -225,6 +252,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
    */
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
     const threadId = requireString(config.configurable?.thread_id, "thread_id", "putWrites");
+    this.#prefetched = undefined;
     const checkpointId = requireString(config.configurable?.checkpoint_id, "checkpoint_id", "putWrites");
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
     const serialized = await Promise.all(
@@ -248,6 +276,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
 
   /** Deletes every checkpoint, channel value and pending write of the thread (all namespaces). */
   override async deleteThread(threadId: string): Promise<void> {
+    this.#prefetched = undefined;
     await deleteThreadCheckpoints(this.#sql, this.#workspaceId, [threadId]);
   }
 
