@@ -169,7 +169,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
     let checkpointer: PostgresCheckpointer | undefined;
     if (!kwargs.temporary) {
-      checkpointer = new PostgresCheckpointer(sql, run.workspaceId);
+      // Unless the run's durability waits for each step's checkpoint, its writes let the run's
+      // events of the same turn go first.
+      checkpointer = new PostgresCheckpointer(sql, run.workspaceId, {
+        deferWrites: kwargs.durability !== "sync",
+      });
       // A run from a given checkpoint reads that one instead.
       if (!kwargs.checkpoint) checkpointer.prefetchLatest(run.threadId);
     }

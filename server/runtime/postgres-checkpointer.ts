@@ -45,6 +45,20 @@ export {
 export interface PostgresCheckpointerOptions {
   /** Serializer of checkpoints, channel values and writes; LangGraph's JsonPlusSerializer by default. */
   serde?: SerializerProtocol;
+  /**
+   * Writes (`put`, `putWrites`) send their statement in the event loop's next turn rather than at
+   * once (they still serialise their values at once, as the graph hands them over): for a graph
+   * run whose durability does not wait for them (`async`, LangGraph's default, or `exit`), so what
+   * the run sends in the same turn goes first. A step's checkpoint is put just before its `values`
+   * chunk is emitted; deferred, the chunk's event reaches Postgres ahead of the checkpoint rather
+   * than queued behind it. What is stored, and in which order, is the same.
+   */
+  deferWrites?: boolean;
+}
+
+/** Resolves in the event loop's next turn, after the I/O and callbacks of this one. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
@@ -96,6 +110,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   readonly #sql: Queryable;
   readonly #workspaceId: string;
   readonly #cipher: StoredDataCipher | undefined;
+  readonly #deferWrites: boolean;
   /** The read {@link prefetchLatest} started, until a `getTuple` takes it or this saver writes. */
   #prefetched: { threadId: string; tuple: Promise<CheckpointTuple | undefined> } | undefined;
 
@@ -110,6 +125,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     this.#sql = sql;
     this.#workspaceId = workspaceId;
     this.#cipher = storedCipherOf(sql);
+    this.#deferWrites = options.deferWrites ?? false;
   }
 
   /** Serializes `value`, sealed when encryption at rest is on. */
@@ -226,6 +242,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
       this.#dump(withoutValues),
       this.serde.dumpsTyped(checkpointMetadataToStore(metadata, config.metadata)),
     ]);
+    if (this.#deferWrites) await nextTurn();
     await insertCheckpoint(
       this.#sql,
       this.#workspaceId,
@@ -264,6 +281,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     );
     // One row per slot: a special channel written twice in one batch keeps the last value.
     const bySlot = new Map(serialized.map((w) => [w.idx, w]));
+    if (this.#deferWrites) await nextTurn();
     await insertWrites(this.#sql, this.#workspaceId, { threadId, checkpointNs, checkpointId }, taskId, [
       ...bySlot.values(),
     ]);
