@@ -158,13 +158,27 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   let draining = false;
   const running = new Map<string, Attempt>();
 
+  /**
+   * The run's graph with its checkpointer and store. A stateless run that deletes its thread keeps
+   * no checkpoints, as on the LangGraph servers: nothing would read them (a takeover then restarts
+   * it from its input). Otherwise the thread's newest checkpoint, which the graph reads first, is
+   * read at once: the round trip travels while the graph loads and its stream is set up.
+   */
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
+    let checkpointer: PostgresCheckpointer | undefined;
+    if (!kwargs.temporary) {
+      // Unless the run's durability waits for each step's checkpoint, its writes let the run's
+      // events of the same turn go first.
+      checkpointer = new PostgresCheckpointer(sql, run.workspaceId, {
+        deferWrites: kwargs.durability !== "sync",
+      });
+      // A run from a given checkpoint reads that one instead.
+      if (!kwargs.checkpoint) checkpointer.prefetchLatest(run.threadId);
+    }
     return registered.load({
-      // A stateless run that deletes its thread keeps no checkpoints, as on the LangGraph servers:
-      // nothing would read them. (A takeover then restarts it from its input.)
-      ...(kwargs.temporary ? {} : { checkpointer: new PostgresCheckpointer(sql, run.workspaceId) }),
+      ...(checkpointer ? { checkpointer } : {}),
       store: new PostgresStore(sql, run.workspaceId, graphs.settings.store.ttl),
       config: {
         ...kwargs.config,

@@ -45,6 +45,20 @@ export {
 export interface PostgresCheckpointerOptions {
   /** Serializer of checkpoints, channel values and writes; LangGraph's JsonPlusSerializer by default. */
   serde?: SerializerProtocol;
+  /**
+   * Writes (`put`, `putWrites`) send their statement in the event loop's next turn rather than at
+   * once (they still serialise their values at once, as the graph hands them over): for a graph
+   * run whose durability does not wait for them (`async`, LangGraph's default, or `exit`), so what
+   * the run sends in the same turn goes first. A step's checkpoint is put just before its `values`
+   * chunk is emitted; deferred, the chunk's event reaches Postgres ahead of the checkpoint rather
+   * than queued behind it. What is stored, and in which order, is the same.
+   */
+  deferWrites?: boolean;
+}
+
+/** Resolves in the event loop's next turn, after the I/O and callbacks of this one. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
@@ -96,6 +110,9 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   readonly #sql: Queryable;
   readonly #workspaceId: string;
   readonly #cipher: StoredDataCipher | undefined;
+  readonly #deferWrites: boolean;
+  /** The read {@link prefetchLatest} started, until a `getTuple` takes it or this saver writes. */
+  #prefetched: { threadId: string; tuple: Promise<CheckpointTuple | undefined> } | undefined;
 
   /**
    * @param sql Pool, reserved connection or open transaction to run statements on.
@@ -108,6 +125,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     this.#sql = sql;
     this.#workspaceId = workspaceId;
     this.#cipher = storedCipherOf(sql);
+    this.#deferWrites = options.deferWrites ?? false;
   }
 
   /** Serializes `value`, sealed when encryption at rest is on. */
@@ -122,17 +140,41 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     return this.serde.loadsTyped(plainType, plain);
   }
 
+  /**
+   * Starts reading the newest checkpoint of `threadId`'s root namespace now, for a run about to
+   * execute on the thread: the run holds the thread, so only this saver could write its checkpoints
+   * meanwhile. The next `getTuple` asking for exactly that (no checkpoint id) answers from this
+   * read, so its round trips travel while the graph is loaded and its stream set up. Any write
+   * through this saver drops the read unused; later `getTuple` calls read afresh.
+   */
+  prefetchLatest(threadId: string): void {
+    const tuple = this.#readTuple(threadId, "", undefined);
+    // A failure reaches the getTuple that takes the read; one never taken is not an error.
+    tuple.catch(() => {});
+    this.#prefetched = { threadId, tuple };
+  }
+
   /** The checkpoint named by `config` (its id, or the newest of the thread and namespace). */
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined) return undefined;
-    const record = await findCheckpoint(
-      this.#sql,
-      this.#workspaceId,
-      requireString(threadId, "thread_id", "getTuple"),
-      config.configurable?.checkpoint_ns ?? "",
-      getCheckpointId(config) || undefined,
-    );
+    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const checkpointId = getCheckpointId(config) || undefined;
+    const prefetched = this.#prefetched;
+    if (prefetched && prefetched.threadId === threadId && checkpointNs === "" && checkpointId === undefined) {
+      this.#prefetched = undefined;
+      return prefetched.tuple;
+    }
+    return this.#readTuple(requireString(threadId, "thread_id", "getTuple"), checkpointNs, checkpointId);
+  }
+
+  /** Reads one checkpoint tuple: the one of `checkpointId`, or the newest of the thread and namespace. */
+  async #readTuple(
+    threadId: string,
+    checkpointNs: string,
+    checkpointId: string | undefined,
+  ): Promise<CheckpointTuple | undefined> {
+    const record = await findCheckpoint(this.#sql, this.#workspaceId, threadId, checkpointNs, checkpointId);
     if (!record) return undefined;
     const [tuple] = await this.#toTuples([record]);
     return tuple;
@@ -182,6 +224,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     if (config.configurable === undefined) throw new Error("put: config.configurable is missing");
+    this.#prefetched = undefined;
     const threadId = requireString(config.configurable.thread_id, "thread_id", "put");
     const checkpointNs: string = config.configurable.checkpoint_ns ?? "";
     const parentCheckpointId: string | undefined = config.configurable.checkpoint_id || undefined;
@@ -199,6 +242,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
       this.#dump(withoutValues),
       this.serde.dumpsTyped(checkpointMetadataToStore(metadata, config.metadata)),
     ]);
+    if (this.#deferWrites) await nextTurn();
     await insertCheckpoint(
       this.#sql,
       this.#workspaceId,
@@ -225,6 +269,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
    */
   override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
     const threadId = requireString(config.configurable?.thread_id, "thread_id", "putWrites");
+    this.#prefetched = undefined;
     const checkpointId = requireString(config.configurable?.checkpoint_id, "checkpoint_id", "putWrites");
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
     const serialized = await Promise.all(
@@ -236,6 +281,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     );
     // One row per slot: a special channel written twice in one batch keeps the last value.
     const bySlot = new Map(serialized.map((w) => [w.idx, w]));
+    if (this.#deferWrites) await nextTurn();
     await insertWrites(this.#sql, this.#workspaceId, { threadId, checkpointNs, checkpointId }, taskId, [
       ...bySlot.values(),
     ]);
@@ -248,6 +294,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
 
   /** Deletes every checkpoint, channel value and pending write of the thread (all namespaces). */
   override async deleteThread(threadId: string): Promise<void> {
+    this.#prefetched = undefined;
     await deleteThreadCheckpoints(this.#sql, this.#workspaceId, [threadId]);
   }
 

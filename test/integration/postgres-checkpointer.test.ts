@@ -7,7 +7,7 @@ import {
   StateGraph,
   type StateSnapshot,
 } from "@langchain/langgraph";
-import { type CheckpointMetadata, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import { type CheckpointMetadata, emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import {
@@ -286,5 +286,169 @@ describe("PostgresCheckpointer with a LangGraph StateGraph", () => {
     expect(storage.totalBytes).toBeGreaterThan(0);
     const empty = await threadCheckpointStorage(database().sql, workspaceB, threadId);
     expect(empty.totalBytes).toBe(0);
+  });
+});
+
+describe("PostgresCheckpointer.prefetchLatest", () => {
+  let workspace = "";
+  beforeAll(async () => {
+    workspace = await createTestWorkspace(database().sql);
+  });
+
+  /** A thread stopped at its interrupt, written through a saver of its own. */
+  async function interruptedThread(): Promise<string> {
+    const threadId = uuidv7();
+    await compileGraph(new PostgresCheckpointer(database().sql, workspace)).invoke(
+      { log: ["start"] },
+      threadConfig(threadId),
+    );
+    return threadId;
+  }
+
+  it("answers the next getTuple of the thread's root from the read it started, once", async () => {
+    // One connection: its statements run in order, so the prefetch's read (of a thread with no
+    // checkpoint: one statement) is over once a later statement on it answers.
+    const connection = await database().sql.reserve();
+    try {
+      const threadId = uuidv7();
+      const saver = new PostgresCheckpointer(connection, workspace);
+      saver.prefetchLatest(threadId);
+      await connection`select 1`;
+      // Another saver writes the thread's first checkpoint after the read found none.
+      const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
+      await new PostgresCheckpointer(database().sql, workspace).put(
+        threadConfig(threadId),
+        checkpoint,
+        { source: "update", step: 0, parents: {} } as CheckpointMetadata,
+        {},
+      );
+      expect(await saver.getTuple(threadConfig(threadId))).toBeUndefined();
+      expect((await saver.getTuple(threadConfig(threadId)))?.checkpoint.id).toBe(checkpoint.id);
+    } finally {
+      connection.release();
+    }
+  });
+
+  it("runs a graph from the prefetched checkpoint as from a read of its own", async () => {
+    const threadId = await interruptedThread();
+    const saver = new PostgresCheckpointer(database().sql, workspace);
+    saver.prefetchLatest(threadId);
+    const done = await compileGraph(saver).invoke(new Command({ resume: "Ada" }), threadConfig(threadId));
+    expect(done.log).toEqual(["start", "ask", "hello Ada"]);
+  });
+
+  it("is dropped by a write through the saver: checkpoints and pending writes alike", async () => {
+    const metadata = { source: "update", step: 0, parents: {} } as CheckpointMetadata;
+    for (const write of ["put", "putWrites"] as const) {
+      // One connection: its statements run in order, so the prefetch's read (of a thread with no
+      // checkpoint: one statement) is over once a later statement on it answers.
+      const connection = await database().sql.reserve();
+      try {
+        const threadId = uuidv7();
+        const saver = new PostgresCheckpointer(connection, workspace);
+        saver.prefetchLatest(threadId);
+        await connection`select 1`;
+        // The thread gets a checkpoint after the read found none.
+        const other = new PostgresCheckpointer(database().sql, workspace);
+        const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
+        await other.put(threadConfig(threadId), checkpoint, metadata, {});
+        // A write of another thread through the saver: the prefetched read no longer answers.
+        if (write === "put") await saver.put(threadConfig(uuidv7()), emptyCheckpoint(), metadata, {});
+        else {
+          const elsewhere = await other.put(threadConfig(uuidv7()), emptyCheckpoint(), metadata, {});
+          await saver.putWrites(elsewhere, [["log", ["written"]]], "task-1");
+        }
+        expect((await saver.getTuple(threadConfig(threadId)))?.checkpoint.id).toBe(checkpoint.id);
+      } finally {
+        connection.release();
+      }
+    }
+  });
+
+  it("leaves reads of a checkpoint id, another namespace or another thread to themselves", async () => {
+    const threadId = await interruptedThread();
+    // One connection: its statements run in order, so the prefetch's read is over once the reads
+    // started after it have answered.
+    const connection = await database().sql.reserve();
+    try {
+      const saver = new PostgresCheckpointer(connection, workspace);
+      const latest = await saver.getTuple(threadConfig(threadId));
+      const parentId = latest?.parentConfig?.configurable?.checkpoint_id as string;
+      saver.prefetchLatest(threadId);
+      const parent = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_id: parentId } });
+      expect(parent?.checkpoint.id).toBe(parentId);
+      expect(
+        await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "sub:1" } }),
+      ).toBeUndefined();
+      expect(await saver.getTuple(threadConfig(uuidv7()))).toBeUndefined();
+      // The prefetched read still answers for the root of its thread.
+      await compileGraph(new PostgresCheckpointer(database().sql, workspace)).updateState(
+        threadConfig(threadId),
+        { log: ["edited"] },
+      );
+      expect((await saver.getTuple(threadConfig(threadId)))?.checkpoint.id).toBe(latest?.checkpoint.id);
+    } finally {
+      connection.release();
+    }
+  });
+});
+
+describe("PostgresCheckpointer with deferWrites", () => {
+  /** Lets `hops` rounds of queued microtasks run: what a graph does within one turn. */
+  async function sameTurn(hops = 50): Promise<void> {
+    for (let i = 0; i < hops; i++) await Promise.resolve();
+  }
+
+  it("sends a write's statement after what the same turn sends, and stores the same", async () => {
+    const workspace = await createTestWorkspace(database().sql);
+    // One connection: its statements run in the order they are sent.
+    const connection = await database().sql.reserve();
+    try {
+      const saver = new PostgresCheckpointer(connection, workspace, { deferWrites: true });
+      const threadId = uuidv7();
+      const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
+      const metadata = { source: "update", step: 0, parents: {} } as CheckpointMetadata;
+      const counts = () =>
+        connection<{ checkpoints: number; writes: number }[]>`
+          select (select count(*)::int from checkpoints where thread_id = ${threadId}) as checkpoints,
+                 (select count(*)::int from checkpoint_writes where thread_id = ${threadId}) as writes`;
+
+      const put = saver.put(threadConfig(threadId), checkpoint, metadata, {});
+      await sameTurn();
+      expect((await counts())[0]).toEqual({ checkpoints: 0, writes: 0 });
+      const config = await put;
+
+      const written = saver.putWrites(config, [["log", ["written"]]], "task-1");
+      await sameTurn();
+      expect((await counts())[0]).toEqual({ checkpoints: 1, writes: 0 });
+      await written;
+
+      const stored = await saver.getTuple(threadConfig(threadId));
+      expect(stored?.checkpoint.id).toBe(checkpoint.id);
+      expect(stored?.pendingWrites).toEqual([["task-1", "log", ["written"]]]);
+    } finally {
+      connection.release();
+    }
+  });
+
+  it("runs a graph to the same checkpoints as a saver that writes at once", async () => {
+    const workspace = await createTestWorkspace(database().sql);
+    const shapes = async (deferWrites: boolean) => {
+      const graph = compileGraph(new PostgresCheckpointer(database().sql, workspace, { deferWrites }));
+      const threadId = uuidv7();
+      await runToEnd(graph, threadId);
+      // Read back through a saver of its own, as another process would.
+      const reread = compileGraph(new PostgresCheckpointer(database().sql, workspace));
+      return (await history(reread, threadId)).map((s) => ({
+        values: s.values,
+        next: s.next,
+        step: s.metadata?.step,
+        source: s.metadata?.source,
+        interrupts: s.tasks.flatMap((t) => t.interrupts.map((i) => i.value)),
+      }));
+    };
+    const deferred = await shapes(true);
+    expect(deferred[0]?.values).toEqual({ log: ["start", "ask", "hello Ada"], name: "Ada" });
+    expect(deferred).toEqual(await shapes(false));
   });
 });
