@@ -5,10 +5,15 @@ export interface PipelinedTransaction {
   /** Runs statements inside the transaction, on its reserved connection. */
   tx: Queryable;
   /**
-   * Sends COMMIT now, behind the statements already sent, without waiting for them: call it right
-   * after sending the transaction's last statement, then await both. Rejects when the transaction
-   * did not commit (a statement before it failed, so Postgres answered COMMIT with ROLLBACK).
-   * Calling it again answers the same promise.
+   * Sends COMMIT behind the statements already sent, without waiting for their answers: call it
+   * right after starting the transaction's last statement, then await both. Rejects when the
+   * transaction did not commit (a statement before it failed, so Postgres answered COMMIT with
+   * ROLLBACK). Calling it again answers the same promise.
+   *
+   * A statement is sent when it is first awaited (or executed), and `await` on a postgres.js query
+   * inside an async function reaches it only a microtask or two later; so COMMIT goes out on the
+   * next turn of the event loop, once every pending microtask has run: behind any statement a
+   * store function started before `commit` was called, and still without a round trip.
    */
   commit(): Promise<void>;
 }
@@ -34,10 +39,12 @@ export async function pipelinedTransaction<T>(
     begun.catch(() => {});
     let committing: Promise<void> | undefined;
     const commit = (): Promise<void> => {
-      committing ??= conn`commit`.then((result) => {
-        if (result.command !== "COMMIT")
-          throw new Error(`the transaction was not committed: Postgres answered ${result.command}`);
-      });
+      committing ??= new Promise<void>((sent) => setImmediate(sent))
+        .then(() => conn`commit`)
+        .then((result) => {
+          if (result.command !== "COMMIT")
+            throw new Error(`the transaction was not committed: Postgres answered ${result.command}`);
+        });
       return committing;
     };
     let result: T;

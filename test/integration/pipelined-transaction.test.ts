@@ -4,7 +4,7 @@
  * connection always goes back to the pool outside any transaction.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSql, type Sql } from "../../server/store/db.js";
+import { createSql, type Queryable, type Sql } from "../../server/store/db.js";
 import { pipelinedTransaction } from "../../server/store/pipelined-transaction.js";
 import { createTestDatabase } from "../support/database.js";
 
@@ -48,6 +48,25 @@ describe("pipelinedTransaction", () => {
     });
     expect(answer).toEqual({ seen: 1, inserted: "b" });
     expect(await values()).toEqual(["a", "b"]);
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("sends COMMIT behind a statement a store function awaits inside itself", async () => {
+    // `await` on a query inside an async function sends it a microtask later than a direct `.then`.
+    const insert = async (q: Queryable, value: string) => {
+      const [row] = await q<{ xid: string }[]>`
+        insert into pipelined_rows values (${value}) returning txid_current()::text as xid`;
+      return row?.xid;
+    };
+    for (const value of ["f1", "f2", "f3"]) {
+      const [begun, inserted] = await pipelinedTransaction(single, async ({ tx, commit }) => {
+        const [row] = await tx<{ xid: string }[]>`select txid_current()::text as xid`;
+        const [xid] = await Promise.all([insert(tx, value), commit()]);
+        return [row?.xid, xid];
+      });
+      // One transaction: the insert ran before COMMIT, not after it on its own.
+      expect(inserted).toBe(begun);
+    }
     expect(await inTransaction()).toBe(false);
   });
 
