@@ -1,24 +1,23 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from "../../config.js";
-import { uuidv7 } from "../../ids.js";
+import { isUuid, uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker, RunSlot } from "../../jobs/agent-run-job.js";
 import { webhookTargetProblem } from "../../net/webhook-target.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
-import type { RunKwargs } from "../../runtime/run-kwargs.js";
 import {
   type AgentRunRecord,
   activeRunsOfThread,
   insertRun,
   insertRunOnNewThread,
   lockThreadQueue,
-  type NewRun,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
 import type { AuthFilter } from "../../store/auth-filter-sql.js";
-import type { Sql, Transaction } from "../../store/db.js";
+import type { Queryable, Sql } from "../../store/db.js";
+import { type PipelinedTransaction, pipelinedTransaction } from "../../store/pipelined-transaction.js";
 import {
   findThreads,
   findVisibleThread,
@@ -29,6 +28,7 @@ import { authorizeEvent, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { assistantVisibility } from "./assistant-access.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
+import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
 import type { SystemAssistants } from "./system-assistants.js";
 import { handlerMetadata, threadNotFound } from "./thread-access.js";
@@ -63,6 +63,37 @@ export type RunTarget =
     }
   | { kind: "stateless" };
 
+/** Where {@link resolveAssistant} looks: the assistant's id and custom auth's visibility filter. */
+interface AssistantLookup {
+  id: string;
+  visible: Awaited<ReturnType<typeof assistantVisibility>>;
+}
+
+/** NOT_FOUND for the assistant a request names, listing what it could name. */
+function assistantNotFound(deps: Pick<RunCreationDeps, "graphIds">, raw: string): ConnectError {
+  return new ConnectError(
+    `assistant "${raw}" not found: send an assistant's UUID or a graph id (graphs: ${deps.graphIds().join(", ")})`,
+    Code.NotFound,
+  );
+}
+
+/** The lookup of the assistant `raw` names (no query once the workspace's system assistants exist). */
+async function assistantLookup(
+  deps: Pick<RunCreationDeps, "systemAssistants" | "graphIds">,
+  workspaceId: string,
+  raw: string,
+  principal: Principal,
+): Promise<AssistantLookup> {
+  await deps.systemAssistants.ensure(workspaceId);
+  if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
+  const id = /^[0-9a-f-]{36}$/i.test(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
+  if (!id) throw assistantNotFound(deps, raw);
+  const visible = await assistantVisibility(principal, deps.systemAssistants, "assistants:read", {
+    assistant_id: id,
+  });
+  return { id, visible };
+}
+
 /**
  * The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND
  * otherwise, and when custom auth's `assistants:read` handler hides it from `principal` (a run,
@@ -74,54 +105,10 @@ export async function resolveAssistant(
   raw: string,
   principal: Principal,
 ): Promise<AssistantRecord> {
-  await deps.systemAssistants.ensure(workspaceId);
-  if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
-  const id = /^[0-9a-f-]{36}$/i.test(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
-  const visible = id
-    ? await assistantVisibility(principal, deps.systemAssistants, "assistants:read", { assistant_id: id })
-    : undefined;
-  const found = id ? await findAssistant(deps.sql, workspaceId, id, visible) : undefined;
-  if (!found)
-    throw new ConnectError(
-      `assistant "${raw}" not found: send an assistant's UUID or a graph id (graphs: ${deps.graphIds().join(", ")})`,
-      Code.NotFound,
-    );
+  const { id, visible } = await assistantLookup(deps, workspaceId, raw, principal);
+  const found = await findAssistant(deps.sql, workspaceId, id, visible);
+  if (!found) throw assistantNotFound(deps, raw);
   return found;
-}
-
-/** A header name matches a `*`-wildcard pattern, case-insensitively. */
-function matches(pattern: string, name: string): boolean {
-  const re = new RegExp(
-    `^${pattern
-      .split("*")
-      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
-      .join(".*")}$`,
-    "i",
-  );
-  return re.test(name);
-}
-
-/**
- * The request headers the graphs file lets into `config.configurable` (`http.configurable_headers`
- * include patterns, minus exclude patterns). Credentials never pass, whatever the patterns say.
- */
-export function configurableHeaders(
-  headers: Headers,
-  config: ConfigurableHeadersConfig | undefined,
-): JsonObject {
-  if (!config || config.include.length === 0) return {};
-  const out: JsonObject = {};
-  headers.forEach((value, name) => {
-    if (name === "x-api-key" || name === "authorization" || name === "cookie") return;
-    if (!config.include.some((p) => matches(p, name))) return;
-    if (config.exclude.some((p) => matches(p, name))) return;
-    out[name] = value;
-  });
-  return out;
-}
-
-function objectOf(value: unknown): JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
 }
 
 /** A run created in a transaction, and the claim to start it here when a local slot took it. */
@@ -142,65 +129,50 @@ export async function checkWebhook(webhook: string | null, settings: WebhookSett
   if (problem) throw invalid(problem.message);
 }
 
-/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
-function newRunOf(
-  deps: Pick<RunInTxDeps, "configurableHeaders">,
+/** A thread's queue as read under its lock: the thread (undefined when missing or hidden) and its active runs. */
+interface ThreadQueue {
+  thread: ThreadRecord | undefined;
+  active: AgentRunRecord[];
+}
+
+/**
+ * Locks the thread's queue ({@link lockThreadQueue}) and reads the thread (through custom auth's
+ * filter when given) and its active runs, the three sent together: Postgres takes the lock before
+ * it runs the reads, and each read sees what committed before it.
+ */
+async function readThreadQueue(
+  tx: Queryable,
   workspaceId: string,
-  target: RunTarget,
   threadId: string,
-  thread: ThreadRecord | undefined,
-  assistant: AssistantRecord,
-  request: RunRequest,
-  headers: Headers,
-): NewRun {
-  const threadConfig = objectOf(thread?.config);
-  const requestConfig = request.config;
-  const config = {
-    ...assistant.config,
-    ...threadConfig,
-    ...requestConfig,
-    configurable: {
-      ...objectOf(assistant.config.configurable),
-      ...objectOf(threadConfig.configurable),
-      ...objectOf(requestConfig.configurable),
-      ...configurableHeaders(headers, deps.configurableHeaders),
-    },
-  };
-  const kwargs: RunKwargs = {
-    input: request.input,
-    command: request.command,
-    config: config as RunKwargs["config"],
-    context: { ...objectOf(assistant.context), ...request.context },
-    stream_mode: request.streamModes,
-    subgraphs: request.subgraphs,
-    resumable: request.resumable,
-    interrupt_before: request.interruptBefore,
-    interrupt_after: request.interruptAfter,
-    checkpoint: request.checkpoint
-      ? {
-          checkpoint_id: request.checkpoint.checkpoint_id,
-          checkpoint_ns: request.checkpoint.checkpoint_ns,
-        }
-      : null,
-    durability: request.durability,
-    webhook: request.webhook,
-    feedback_keys: request.feedbackKeys,
-    temporary: target.kind === "stateless" && request.onCompletion === "delete",
-    on_disconnect: request.onDisconnect,
-    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
-  };
-  return {
-    workspaceId,
-    runId: uuidv7(),
-    threadId,
-    assistantId: assistant.assistantId,
-    graphId: assistant.graphId,
-    metadata: request.metadata,
-    kwargs: kwargs as unknown as JsonObject,
-    multitaskStrategy: request.multitaskStrategy,
-    temporary: kwargs.temporary,
-    afterSeconds: request.afterSeconds,
-  };
+  auth: AuthFilter | undefined,
+): Promise<ThreadQueue> {
+  const [, thread, active] = await Promise.all([
+    lockThreadQueue(tx, workspaceId, threadId),
+    auth
+      ? findVisibleThread(tx, { workspaceId, threadId }, auth)
+      : findThreads(tx, [{ workspaceId, threadId }]).then(([found]) => found),
+    activeRunsOfThread(tx, workspaceId, threadId),
+  ]);
+  return { thread, active };
+}
+
+/** InvalidArgument when the request's checkpoint names another thread than the run's. */
+function checkCheckpointThread(request: RunRequest, threadId: string): void {
+  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
+    throw invalid(
+      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
+    );
+}
+
+/** How {@link createRunInTx} may start the run here and end the transaction early. */
+export interface RunInTxOptions {
+  /** A slot of this process's run worker for a run that may start now; undefined when none is free. */
+  reserve?: () => RunSlot | undefined;
+  /**
+   * Sends the transaction's COMMIT ({@link PipelinedTransaction.commit}): given, it goes out right
+   * behind the run's insert when that is the transaction's last statement.
+   */
+  commit?: () => Promise<void>;
 }
 
 /**
@@ -211,20 +183,48 @@ function newRunOf(
  * order. Crons fire through here, in the transaction that advances their schedule.
  */
 export async function createRunInTx(
-  tx: Transaction,
+  tx: Queryable,
   deps: RunInTxDeps,
   workspaceId: string,
   target: RunTarget,
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
-  reserve: () => RunSlot | undefined = () => undefined,
+  options: RunInTxOptions = {},
 ): Promise<CreatedRun> {
   const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
-  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
-    throw invalid(
-      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
-    );
+  checkCheckpointThread(request, threadId);
+  const queue =
+    target.kind === "thread"
+      ? await readThreadQueue(tx, workspaceId, threadId, target.auth)
+      : { thread: undefined, active: [] };
+  return createRunOnQueue(
+    tx,
+    deps,
+    workspaceId,
+    target,
+    threadId,
+    queue,
+    assistant,
+    request,
+    headers,
+    options,
+  );
+}
+
+/** {@link createRunInTx} once the thread's queue is locked and read (a stateless run's is empty). */
+async function createRunOnQueue(
+  tx: Queryable,
+  deps: RunInTxDeps,
+  workspaceId: string,
+  target: RunTarget,
+  threadId: string,
+  queue: ThreadQueue,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+  options: RunInTxOptions,
+): Promise<CreatedRun> {
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
   const metadata = { ...(target.kind === "thread" ? target.newThreadMetadata : undefined), ...graphMetadata };
   // A thread that exists but is hidden from the caller (custom auth) collides here: 409, never its content.
@@ -236,18 +236,10 @@ export async function createRunInTx(
   };
   // A stateless run's thread is new: nobody else can know it, so it has no queue to order, and its
   // insert goes out pipelined with the statements after it (the connection runs them in order).
-  let thread: ThreadRecord | undefined;
+  let { thread } = queue;
+  const { active } = queue;
   let insertingThread: Promise<(ThreadRecord | undefined)[]> | undefined;
-  let active: Awaited<ReturnType<typeof activeRunsOfThread>> = [];
   if (target.kind === "thread") {
-    // The lock and the reads in one round trip: Postgres takes the lock before it reads.
-    [, [thread], active] = await Promise.all([
-      lockThreadQueue(tx, workspaceId, threadId),
-      target.auth
-        ? findVisibleThread(tx, { workspaceId, threadId }, target.auth).then((visible) => [visible])
-        : findThreads(tx, [{ workspaceId, threadId }]),
-      activeRunsOfThread(tx, workspaceId, threadId),
-    ]);
     if (!thread) {
       if (request.ifNotExists !== "create") throw threadNotFound(threadId);
       const [inserted] = await newThread();
@@ -286,11 +278,23 @@ export async function createRunInTx(
     );
     waiting = await activeRunsOfThread(tx, workspaceId, threadId);
   }
-  const newRun = newRunOf(deps, workspaceId, target, threadId, thread, assistant, request, headers);
+  const newRun = newRunOf(
+    deps,
+    workspaceId,
+    target.kind === "stateless",
+    threadId,
+    thread,
+    assistant,
+    request,
+    headers,
+  );
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip. Runs still active before it dispatch it when they end.
-  const slot = waiting.length === 0 && request.afterSeconds === 0 ? reserve() : undefined;
-  const stored = await insertRun(tx, newRun, {
+  const slot = waiting.length === 0 && request.afterSeconds === 0 ? options.reserve?.() : undefined;
+  // insertRun sends its statement as it is called, so a COMMIT sent next follows it on the wire.
+  // It is the transaction's last statement when nothing is dispatched after it and no new thread's
+  // insert is left to check.
+  const inserting = insertRun(tx, newRun, {
     threadMetadata: deps.settings.richThreads ? graphMetadata : null,
     ...(slot
       ? {
@@ -302,6 +306,8 @@ export async function createRunInTx(
         }
       : {}),
   });
+  const last = !insertingThread && (slot !== undefined || waiting.length > 0);
+  const [stored] = await Promise.all([inserting, last ? options.commit?.() : undefined]);
   if (insertingThread) created(await insertingThread);
   // The caller sees the run as created (pending), as when a worker claims it a moment later.
   const run: AgentRunRecord = { ...stored, status: "pending", attempt: 0 };
@@ -326,16 +332,7 @@ async function startStatelessHere(
   slot: RunSlot,
 ): Promise<AgentRunRecord> {
   const threadId = uuidv7();
-  const newRun = newRunOf(
-    deps,
-    workspaceId,
-    { kind: "stateless" },
-    threadId,
-    undefined,
-    assistant,
-    request,
-    headers,
-  );
+  const newRun = newRunOf(deps, workspaceId, true, threadId, undefined, assistant, request, headers);
   let stored: AgentRunRecord;
   try {
     stored = await insertRunOnNewThread(
@@ -354,6 +351,36 @@ async function startStatelessHere(
 }
 
 /**
+ * A run on a thread named by a valid UUID, in a {@link pipelinedTransaction}: BEGIN, the
+ * assistant's read and the thread queue's lock and reads go out together, and the COMMIT with the
+ * run's insert, so a run on an idle or busy thread takes two round trips, as a stateless one does.
+ */
+async function createThreadRun(
+  deps: RunCreationDeps,
+  workspaceId: string,
+  target: Extract<RunTarget, { kind: "thread" }>,
+  request: RunRequest,
+  headers: Headers,
+  principal: Principal,
+  reserve: () => RunSlot | undefined,
+): Promise<CreatedRun> {
+  const lookup = await assistantLookup(deps, workspaceId, request.assistantId, principal);
+  const threadId = target.threadId.toLowerCase();
+  return pipelinedTransaction(deps.sql, async ({ tx, commit }) => {
+    const [assistant, queue] = await Promise.all([
+      findAssistant(tx, workspaceId, lookup.id, lookup.visible),
+      readThreadQueue(tx, workspaceId, threadId, target.auth),
+    ]);
+    if (!assistant) throw assistantNotFound(deps, request.assistantId);
+    checkCheckpointThread(request, threadId);
+    return createRunOnQueue(tx, deps, workspaceId, target, threadId, queue, assistant, request, headers, {
+      reserve,
+      commit,
+    });
+  });
+}
+
+/**
  * Creates a run in one transaction of its own (see {@link createRunInTx}), after resolving the
  * assistant; a run that may start at once starts in this process when it has a free slot.
  */
@@ -367,25 +394,31 @@ export async function createRun(
 ): Promise<AgentRunRecord> {
   const { target, request } = await authorizeRun(principal, unauthorized, unauthorizedRequest);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
-  const assistant = await resolveAssistant(deps, workspaceId, request.assistantId, principal);
-  // A stateless run that starts now, in a free slot of this process: its new thread and the run,
-  // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
-  if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {
-    const slot = deps.localRuns?.reserve();
-    if (slot) return startStatelessHere(deps, workspaceId, assistant, request, headers, slot);
-  }
   let reserved: RunSlot | undefined;
   const reserve = () => {
     reserved = deps.localRuns?.reserve();
     return reserved;
   };
-  const created = await deps.sql
-    .begin((tx) => createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, reserve))
-    .catch((error: unknown) => {
-      reserved?.release();
-      reserved = undefined;
-      throw error;
-    });
+  let creating: Promise<CreatedRun>;
+  if (target.kind === "thread" && isUuid(target.threadId)) {
+    creating = createThreadRun(deps, workspaceId, target, request, headers, principal, reserve);
+  } else {
+    const assistant = await resolveAssistant(deps, workspaceId, request.assistantId, principal);
+    // A stateless run that starts now, in a free slot of this process: its new thread and the run,
+    // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
+    if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {
+      const slot = deps.localRuns?.reserve();
+      if (slot) return startStatelessHere(deps, workspaceId, assistant, request, headers, slot);
+    }
+    creating = pipelinedTransaction(deps.sql, ({ tx, commit }) =>
+      createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, { reserve, commit }),
+    );
+  }
+  const created = await creating.catch((error: unknown) => {
+    reserved?.release();
+    reserved = undefined;
+    throw error;
+  });
   if (reserved) {
     if (created.claim) reserved.run(created.claim);
     else reserved.release();

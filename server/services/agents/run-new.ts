@@ -1,0 +1,104 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { uuidv7 } from "../../ids.js";
+import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
+import type { RunKwargs } from "../../runtime/run-kwargs.js";
+import type { NewRun } from "../../store/agent-run-store.js";
+import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { ThreadRecord } from "../../store/thread-store.js";
+import type { RunRequest } from "./run-requests.js";
+
+/** A header name matches a `*`-wildcard pattern, case-insensitively. */
+function matches(pattern: string, name: string): boolean {
+  const re = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+    "i",
+  );
+  return re.test(name);
+}
+
+/**
+ * The request headers the graphs file lets into `config.configurable` (`http.configurable_headers`
+ * include patterns, minus exclude patterns). Credentials never pass, whatever the patterns say.
+ */
+export function configurableHeaders(
+  headers: Headers,
+  config: ConfigurableHeadersConfig | undefined,
+): JsonObject {
+  if (!config || config.include.length === 0) return {};
+  const out: JsonObject = {};
+  headers.forEach((value, name) => {
+    if (name === "x-api-key" || name === "authorization" || name === "cookie") return;
+    if (!config.include.some((p) => matches(p, name))) return;
+    if (config.exclude.some((p) => matches(p, name))) return;
+    out[name] = value;
+  });
+  return out;
+}
+
+function objectOf(value: unknown): JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
+}
+
+/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
+export function newRunOf(
+  deps: { configurableHeaders: ConfigurableHeadersConfig | undefined },
+  workspaceId: string,
+  stateless: boolean,
+  threadId: string,
+  thread: ThreadRecord | undefined,
+  assistant: AssistantRecord,
+  request: RunRequest,
+  headers: Headers,
+): NewRun {
+  const threadConfig = objectOf(thread?.config);
+  const requestConfig = request.config;
+  const config = {
+    ...assistant.config,
+    ...threadConfig,
+    ...requestConfig,
+    configurable: {
+      ...objectOf(assistant.config.configurable),
+      ...objectOf(threadConfig.configurable),
+      ...objectOf(requestConfig.configurable),
+      ...configurableHeaders(headers, deps.configurableHeaders),
+    },
+  };
+  const kwargs: RunKwargs = {
+    input: request.input,
+    command: request.command,
+    config: config as RunKwargs["config"],
+    context: { ...objectOf(assistant.context), ...request.context },
+    stream_mode: request.streamModes,
+    subgraphs: request.subgraphs,
+    resumable: request.resumable,
+    interrupt_before: request.interruptBefore,
+    interrupt_after: request.interruptAfter,
+    checkpoint: request.checkpoint
+      ? {
+          checkpoint_id: request.checkpoint.checkpoint_id,
+          checkpoint_ns: request.checkpoint.checkpoint_ns,
+        }
+      : null,
+    durability: request.durability,
+    webhook: request.webhook,
+    feedback_keys: request.feedbackKeys,
+    temporary: stateless && request.onCompletion === "delete",
+    on_disconnect: request.onDisconnect,
+    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+  };
+  return {
+    workspaceId,
+    runId: uuidv7(),
+    threadId,
+    assistantId: assistant.assistantId,
+    graphId: assistant.graphId,
+    metadata: request.metadata,
+    kwargs: kwargs as unknown as JsonObject,
+    multitaskStrategy: request.multitaskStrategy,
+    temporary: kwargs.temporary,
+    afterSeconds: request.afterSeconds,
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * pipelinedTransaction on a real database: statements sent without waiting run in order inside one
+ * transaction, a failure anywhere (before or after COMMIT was sent) leaves nothing written, and the
+ * connection always goes back to the pool outside any transaction.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSql, type Queryable, type Sql } from "../../server/store/db.js";
+import { pipelinedTransaction } from "../../server/store/pipelined-transaction.js";
+import { createTestDatabase } from "../support/database.js";
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+/** One connection, so every transaction below provably reuses the one before it. */
+let single: Sql;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  single = createSql(database.url, { max: 1, statementTimeoutMs: 0, applicationName: "pipelined-tx-test" });
+  await database.sql`create table pipelined_rows (value text primary key)`;
+});
+
+afterAll(async () => {
+  await single?.end();
+  await database?.drop();
+});
+
+async function values(): Promise<string[]> {
+  const rows = await single<{ value: string }[]>`select value from pipelined_rows order by value`;
+  return rows.map((r) => r.value);
+}
+
+/** True when the pool's connection is inside a transaction block (txid assigned lazily, so compare two reads). */
+async function inTransaction(): Promise<boolean> {
+  const [row] = await single<{ now: Date; clock: Date }[]>`select now(), statement_timestamp() as clock`;
+  return row?.now.getTime() !== row?.clock.getTime();
+}
+
+describe("pipelinedTransaction", () => {
+  it("runs statements sent together in one transaction, in order, with COMMIT sent behind the last", async () => {
+    const answer = await pipelinedTransaction(single, async ({ tx, commit }) => {
+      const [, seen] = await Promise.all([
+        tx`insert into pipelined_rows values ('a')`,
+        tx<{ n: number }[]>`select count(*)::int as n from pipelined_rows where value = 'a'`,
+      ]);
+      // Sent (execute) before COMMIT: a statement goes out when first awaited or executed.
+      const inserting = tx`insert into pipelined_rows values ('b') returning value`.execute();
+      const [inserted] = await Promise.all([inserting, commit()]);
+      return { seen: seen[0]?.n, inserted: inserted[0]?.value };
+    });
+    expect(answer).toEqual({ seen: 1, inserted: "b" });
+    expect(await values()).toEqual(["a", "b"]);
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("sends COMMIT behind a statement a store function awaits inside itself", async () => {
+    // `await` on a query inside an async function sends it a microtask later than a direct `.then`.
+    const insert = async (q: Queryable, value: string) => {
+      const [row] = await q<{ xid: string }[]>`
+        insert into pipelined_rows values (${value}) returning txid_current()::text as xid`;
+      return row?.xid;
+    };
+    for (const value of ["f1", "f2", "f3"]) {
+      const [begun, inserted] = await pipelinedTransaction(single, async ({ tx, commit }) => {
+        const [row] = await tx<{ xid: string }[]>`select txid_current()::text as xid`;
+        const [xid] = await Promise.all([insert(tx, value), commit()]);
+        return [row?.xid, xid];
+      });
+      // One transaction: the insert ran before COMMIT, not after it on its own.
+      expect(inserted).toBe(begun);
+    }
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("commits a body that never sent COMMIT itself", async () => {
+    await pipelinedTransaction(single, async ({ tx }) => {
+      await tx`insert into pipelined_rows values ('c')`;
+    });
+    expect(await values()).toContain("c");
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("rolls back everything when the statement sent with COMMIT fails, and says why", async () => {
+    const failed = pipelinedTransaction(single, async ({ tx, commit }) => {
+      await tx`insert into pipelined_rows values ('d')`;
+      await Promise.all([tx`insert into pipelined_rows values ('a')`.execute(), commit()]);
+    });
+    await expect(failed).rejects.toThrow(/duplicate key/);
+    expect(await values()).not.toContain("d");
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("rejects a COMMIT that Postgres answered with ROLLBACK", async () => {
+    let committed: unknown;
+    await expect(
+      pipelinedTransaction(single, async ({ tx, commit }) => {
+        const inserting = tx`insert into pipelined_rows values ('a')`.execute();
+        inserting.catch(() => {});
+        committed = await commit().then(
+          () => "committed",
+          (error: Error) => error.message,
+        );
+      }),
+    ).rejects.toThrow(/ROLLBACK/);
+    expect(committed).toMatch(/not committed: Postgres answered ROLLBACK/);
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("rolls back a body that throws before COMMIT, leaving the connection usable", async () => {
+    await expect(
+      pipelinedTransaction(single, async ({ tx }) => {
+        await tx`insert into pipelined_rows values ('e')`;
+        throw new Error("changed my mind");
+      }),
+    ).rejects.toThrow("changed my mind");
+    expect(await values()).not.toContain("e");
+    expect(await inTransaction()).toBe(false);
+  });
+});
