@@ -49,7 +49,8 @@
  * the access log inside one server process instead (transport/log-slices.ts): one h2load cell per
  * protocol and concurrency, the level switched through `PUT /internal/log-level` every
  * `--duration-s` slice between the two `--slice-levels` (default info,error), N pairs, CPU per call
- * from the server's threads; `--slice-levels info,info` is its control:
+ * from the server's threads, reported as the trimmed mean of the pairs' ratios beside an A/A control
+ * from the same run's neighbouring slices at one level; `--slice-levels info,info` is a whole-run control:
  *
  *   npm run bench:transport -- --log-slices 100 --duration-s 0.2 --warmup-s 0.5 --protocols rest,connect
  */

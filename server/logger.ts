@@ -61,7 +61,7 @@ export function writesAt(level: LogLevel, at: LogLevel): boolean {
 
 /**
  * Creates a logger that drops lines below `level` (changeable later through its `level`). Lines go
- * to `write`, or by default to stderr in batches (stderr-lines.ts: one write per 10 ms window at
+ * to `write`, or by default to stderr in batches (stderr-lines.ts: one write per 100 ms window at
  * most, flushed at exit and on a crash).
  */
 export function createLogger(

@@ -11,11 +11,17 @@ import { median } from "../support/round-ratios.js";
  * operator would), 2 × N slices alternating between the two levels (the order flips every pair, so
  * neither level always goes first). A slice's CPU is read from the server's threads (schedstat)
  * after the switch and at its end, and its calls are those h2load saw answered in between; the
- * switch itself lies outside every slice. Neighbouring slices share the machine's conditions; the
- * result is calls per CPU second at the first level over the second (for a CPU-bound server, its
- * req/s ratio), pooled over all pairs so that every call weighs the same, with a 95 % interval from
- * resampling the pairs (a bootstrap). With both levels alike (`--slice-levels info,info`) the same
- * run is its own control: the interval of a ratio that is 1 says what the run can resolve.
+ * switch itself lies outside every slice. Neighbouring slices share the machine's conditions, so
+ * each pair gives one ratio: calls per CPU second at the first level over the second (for a
+ * CPU-bound server, its req/s ratio). The figure is their trimmed mean (of the logs, so that a ratio
+ * and its inverse weigh alike), with a 95 % interval from resampling the pairs (a bootstrap). With
+ * both levels alike (`--slice-levels info,info`) the same run is its own control: a ratio of 1 whose
+ * interval says what the run can resolve.
+ *
+ * Why trimmed: on a shared machine a slice now and then has a burst of other load (or a major GC)
+ * in it, which makes its calls cost up to tens of times the usual CPU. Pooling all calls (as this
+ * bench did before) lets those few slices move a cell by several per cent from one run to the next,
+ * and the A/A control with it; the middle of the per-pair ratios does not move with them.
  */
 
 /** Two log levels compared: the one whose cost is asked, then the one it is a ratio of. */
@@ -79,8 +85,7 @@ interface Pair {
 
 /**
  * Calls per CPU second at the first level over the second, pooled over `pairs`: every call weighs
- * the same, so a slice that a burst of other load starved of calls weighs little, where a median of
- * per-pair ratios would count it as much as any other.
+ * the same (printed beside the trimmed figure, which the verdict reads).
  */
 function pooledRatio(pairs: readonly Pair[]): number {
   let oursCpu = 0;
@@ -94,6 +99,27 @@ function pooledRatio(pairs: readonly Pair[]): number {
     theirsCalls += p.theirsCalls;
   }
   return oursCalls / oursCpu / (theirsCalls / theirsCpu);
+}
+
+/**
+ * The share of per-pair ratios left out at each end before averaging: on the A/A control of
+ * 200 pairs it halved the spread between quarters of a run against the pooled ratio, and cut more
+ * than the one pair in ten a burst of other load spoils on a machine shared by several benches.
+ */
+const TRIM = 0.2;
+
+/** The log of one pair's calls per CPU second at the first level over the second; NaN without calls. */
+function pairLogRatio(p: Pair): number {
+  return Math.log(p.oursCalls / p.oursCpu / (p.theirsCalls / p.theirsCpu));
+}
+
+/** The mean of the middle of the sorted `logs` ({@link TRIM} off each end), as a ratio again. */
+function trimmedRatio(logs: readonly number[]): number {
+  const sorted = [...logs].sort((x, y) => x - y);
+  const cut = Math.floor(sorted.length * TRIM);
+  const kept = sorted.slice(cut, sorted.length - cut);
+  if (kept.length === 0) return Number.NaN;
+  return Math.exp(kept.reduce((sum, x) => sum + x, 0) / kept.length);
 }
 
 /** Resamples of the pairs behind the interval: enough for its 2.5th and 97.5th percentiles to settle. */
@@ -116,16 +142,17 @@ function seededRandom(seed: number): () => number {
 }
 
 /**
- * A 95 % interval of {@link pooledRatio}: the pairs resampled with replacement (a bootstrap). The
- * pair, not the slice, is resampled, so each resample keeps neighbours together as they were measured.
+ * A 95 % interval of {@link trimmedRatio}: the pairs' ratios resampled with replacement (a
+ * bootstrap). The pair, not the slice, is resampled, so each resample keeps neighbours together as
+ * they were measured.
  */
-function bootstrapInterval(pairs: readonly Pair[]): [number, number] {
-  if (pairs.length === 0) return [Number.NaN, Number.NaN];
+function bootstrapInterval(logs: readonly number[]): [number, number] {
+  if (logs.length === 0) return [Number.NaN, Number.NaN];
   const random = seededRandom(BOOTSTRAP_SEED);
   const ratios: number[] = [];
   for (let r = 0; r < BOOTSTRAP_RESAMPLES; r++) {
-    const sample = pairs.map(() => pairs[Math.floor(random() * pairs.length)] as Pair);
-    ratios.push(pooledRatio(sample));
+    const sample = logs.map(() => logs[Math.floor(random() * logs.length)] as number);
+    ratios.push(trimmedRatio(sample));
   }
   ratios.sort((x, y) => x - y);
   const at = (fraction: number) => ratios[Math.floor(fraction * (ratios.length - 1))] ?? Number.NaN;
@@ -147,6 +174,25 @@ function countBetween(times: readonly number[], from: number, to: number): numbe
   return firstAtOrAfter(to) - firstAtOrAfter(from);
 }
 
+/**
+ * Now in ms since the epoch to the microsecond (h2load's log is in µs): Date.now's whole
+ * milliseconds would move a slice's edge by up to 1 % of a 100 ms slice's calls.
+ */
+function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * The server's CPU seconds now, and the moment they stand for: the middle of the reading, which
+ * takes a few hundred µs of file reads on a busy machine, so that a slice's calls and its CPU
+ * are counted over the same span.
+ */
+async function readCpuAt(deps: LogSliceDeps<string>): Promise<{ at: number; cpuSeconds: number }> {
+  const start = preciseNow();
+  const cpuSeconds = await deps.cpuSeconds();
+  return { at: (start + preciseNow()) / 2, cpuSeconds };
+}
+
 /** The slices of one cell: switches the level, reads the CPU, waits, reads it again, 2 × pairs times. */
 async function cutSlices(deps: LogSliceDeps<string>, loadEnds: number): Promise<Slice[]> {
   const [first, second] = deps.levels;
@@ -155,18 +201,43 @@ async function cutSlices(deps: LogSliceDeps<string>, loadEnds: number): Promise<
     // Pair k runs first-second when k is even and second-first when odd.
     const level = (i % 2 === 0) === (Math.floor(i / 2) % 2 === 0) ? first : second;
     await deps.setLevel(level);
-    const from = Date.now();
-    const before = await deps.cpuSeconds();
+    const before = await readCpuAt(deps);
     await sleep(deps.sliceMs);
-    const after = await deps.cpuSeconds();
-    slices.push({ level, from, to: Date.now(), cpuSeconds: after - before });
+    const after = await readCpuAt(deps);
+    slices.push({ level, from: before.at, to: after.at, cpuSeconds: after.cpuSeconds - before.cpuSeconds });
   }
   return slices;
 }
 
 /**
+ * The A/A control inside an A/B run, in the same units as its figure: pairs k and k + 1 meet at
+ * two neighbouring slices of one level (…B | B…, …A | A…), set apart by a level switch to the level
+ * they already had, as an A/B pair is by a real one. The first of them (just after a real switch)
+ * over the second, trimmed like the figure, is 1 within what the run resolves, unless switching
+ * itself costs something (code optimised for one level thrown away at the other), which the
+ * figure would then count as the log's cost.
+ */
+function controlLogs(slices: readonly Slice[], calls: readonly number[]): number[] {
+  const logs: number[] = [];
+  for (let i = 1; i + 1 < slices.length; i += 2) {
+    const ours = slices[i];
+    const theirs = slices[i + 1];
+    if (!ours || !theirs || ours.level !== theirs.level) continue;
+    logs.push(
+      pairLogRatio({
+        oursCpu: ours.cpuSeconds,
+        oursCalls: calls[i] ?? 0,
+        theirsCpu: theirs.cpuSeconds,
+        theirsCalls: calls[i + 1] ?? 0,
+      }),
+    );
+  }
+  return logs.filter(Number.isFinite);
+}
+
+/**
  * Runs one load cell per protocol and concurrency, cut into slices, and prints one line for each.
- * Returns false when a median misses the aim (only when the levels differ: a control has no aim)
+ * Returns false when a figure misses the aim (only when the levels differ: a control has no aim)
  * or a call failed.
  */
 export async function runLogSlices<P extends string>(deps: LogSliceDeps<P>): Promise<boolean> {
@@ -203,31 +274,29 @@ export async function runLogSlices<P extends string>(deps: LogSliceDeps<P>): Pro
           theirsCalls: calls[b] ?? 0,
         });
       }
-      const ratio = pooledRatio(pairs);
-      // Each pair's own ratio too: their median is robust to a slice that a burst of other load
-      // made costly, which the pooled ratio weighs by its calls.
-      const perPair = pairs
-        .map((p) => p.theirsCpu / p.theirsCalls / (p.oursCpu / p.oursCalls))
-        .filter((r) => Number.isFinite(r) && r > 0);
-      const [low, high] = bootstrapInterval(pairs);
-      const usPerCall = (cpu: number, n: number) => (cpu * US_PER_S) / n;
-      const sum = (pick: (p: Pair) => number) => pairs.reduce((total, p) => total + pick(p), 0);
-      const oursUs = usPerCall(
-        sum((p) => p.oursCpu),
-        sum((p) => p.oursCalls),
+      // A pair a burst starved of calls altogether has no ratio; the trim takes the rest.
+      const logs = pairs.map(pairLogRatio).filter(Number.isFinite);
+      const ratio = trimmedRatio(logs);
+      const [low, high] = bootstrapInterval(logs);
+      const control = controlLogs(slices, calls);
+      const [controlLow, controlHigh] = bootstrapInterval(control);
+      // A typical call's CPU at the second level (the median slice's, as immune to bursts as the
+      // figure), and what the figure makes of it at the first.
+      const theirsUs = median(
+        pairs.filter((p) => p.theirsCalls > 0).map((p) => (p.theirsCpu * US_PER_S) / p.theirsCalls),
       );
-      const theirsUs = usPerCall(
-        sum((p) => p.theirsCpu),
-        sum((p) => p.theirsCalls),
-      );
+      const moreUs = theirsUs / ratio - theirsUs;
       const aimed = first !== second;
       if (aimed && !(ratio >= AIM_RATIO)) ok = false;
       const verdict = aimed ? ` (aim ≥ ${AIM_RATIO}) ${ratio >= AIM_RATIO ? "PASS" : "FAIL"}` : " (control)";
       summaries.push(
         `c=${concurrency} ${deps.label(protocol)}: ${first} / ${second} by server CPU per call, ` +
-          `${pairs.length} pairs of ${deps.sliceMs} ms slices: ${ratio.toFixed(3)} ` +
-          `(95 % interval ${low.toFixed(3)}–${high.toFixed(3)}; median of pairs ${median(perPair).toFixed(3)}); ${oursUs.toFixed(0)} µs/call at ${first}, ` +
-          `${theirsUs.toFixed(0)} at ${second}: ${(oursUs - theirsUs).toFixed(1)} µs more${verdict}`,
+          `${logs.length} pairs of ${deps.sliceMs} ms slices: ${ratio.toFixed(3)} ` +
+          `(trimmed mean of the pairs' ratios, 95 % interval ${low.toFixed(3)}–${high.toFixed(3)}; ` +
+          `all calls pooled ${pooledRatio(pairs).toFixed(3)}); a typical call's ${theirsUs.toFixed(0)} µs at ` +
+          `${second} takes ${moreUs.toFixed(1)} µs more at ${first}${verdict}; A/A control from the same ` +
+          `slices (neighbours at one level, ${control.length} pairs): ${trimmedRatio(control).toFixed(3)} ` +
+          `(${controlLow.toFixed(3)}–${controlHigh.toFixed(3)})`,
       );
       console.log(summaries.at(-1));
     }
