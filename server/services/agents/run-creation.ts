@@ -380,6 +380,17 @@ async function createThreadRun(
   });
 }
 
+/** A run {@link createRun} created, and whether it started executing in this process. */
+export interface StartedRun {
+  run: AgentRunRecord;
+  /**
+   * Claimed by this process's run worker as it was created, and launched just before `createRun`
+   * resolved: until the caller's next turn of the event loop, none of its events can have been
+   * stored and handed over, and no other process executes it.
+   */
+  startedHere: boolean;
+}
+
 /**
  * Creates a run in one transaction of its own (see {@link createRunInTx}), after resolving the
  * assistant; a run that may start at once starts in this process when it has a free slot.
@@ -391,7 +402,7 @@ export async function createRun(
   unauthorizedRequest: RunRequest,
   headers: Headers,
   principal: Principal,
-): Promise<AgentRunRecord> {
+): Promise<StartedRun> {
   const { target, request } = await authorizeRun(principal, unauthorized, unauthorizedRequest);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   let reserved: RunSlot | undefined;
@@ -408,7 +419,11 @@ export async function createRun(
     // claimed, in one statement (no transaction, no queue). Anything else takes the transaction.
     if (target.kind === "stateless" && !request.checkpoint && request.afterSeconds === 0) {
       const slot = deps.localRuns?.reserve();
-      if (slot) return startStatelessHere(deps, workspaceId, assistant, request, headers, slot);
+      if (slot)
+        return {
+          run: await startStatelessHere(deps, workspaceId, assistant, request, headers, slot),
+          startedHere: true,
+        };
     }
     creating = pipelinedTransaction(deps.sql, ({ tx, commit }) =>
       createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, { reserve, commit }),
@@ -423,7 +438,7 @@ export async function createRun(
     if (created.claim) reserved.run(created.claim);
     else reserved.release();
   }
-  return created.run;
+  return { run: created.run, startedHere: created.claim !== undefined };
 }
 
 /**

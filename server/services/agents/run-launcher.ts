@@ -65,7 +65,9 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
         throw invalid(error instanceof Error ? error.message : String(error));
       }
       const request = parseRunRequest(message, target.kind === "stateless");
-      return createRun(creationDeps, workspaceId, target, request, headers, principal);
+      return createRun(creationDeps, workspaceId, target, request, headers, principal).then(
+        (started) => started.run,
+      );
     },
 
     waitForEnd: (workspaceId, runId, signal) => waitForRunEnd(readers, { workspaceId, runId }, signal),

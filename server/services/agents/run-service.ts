@@ -195,15 +195,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     ctx: HandlerContext,
     threadId: string | undefined,
     request: RunRequest,
-  ): Promise<{ workspaceId: string; run: AgentRunRecord }> => {
+  ): Promise<{ workspaceId: string; run: AgentRunRecord; startedHere: boolean }> => {
     const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
     const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
-    const run = await conflictsAs409(() =>
+    const { run, startedHere } = await conflictsAs409(() =>
       createRun(creationDeps, workspace.id, target, request, ctx.requestHeader, principal),
     );
     const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
     ctx.responseHeader.set("Content-Location", base);
-    return { workspaceId: workspace.id, run };
+    return { workspaceId: workspace.id, run, startedHere };
   };
 
   const cancel = (workspaceId: string, runIds: string[], action: "interrupt" | "rollback") =>
@@ -269,7 +269,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
 
     async *streamRun(request, ctx) {
       const parsed = parseRunRequest(request, request.threadId === undefined);
-      const { workspaceId, run } = await start(ctx, request.threadId, parsed);
+      const { workspaceId, run, startedHere } = await start(ctx, request.threadId, parsed);
       ctx.responseHeader.set(
         "Location",
         request.threadId === undefined
@@ -281,11 +281,8 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
         yield* readRunStream(
           readers,
           { workspaceId, runId: run.runId },
-          {
-            afterSeq: 0,
-            accept: () => true,
-            signal: ctx.signal,
-          },
+          // Watched from the run's start when it started here: nothing to read before its events.
+          { afterSeq: 0, accept: () => true, signal: ctx.signal, watchedFromStart: startedHere },
         );
         ended = !ctx.signal.aborted;
       } finally {

@@ -75,6 +75,22 @@ export interface StreamReaderDeps {
   localRuns?: Pick<AgentRunWorker, "attemptEnd"> | undefined;
 }
 
+/** How {@link readRunStream} reads a run's events. */
+export interface RunStreamOptions {
+  /** The seq after which events are sent (0: from the first). */
+  afterSeq: number;
+  /** Whether an event (by its name) is sent; the end marker never is. */
+  accept: (event: string) => boolean;
+  signal: AbortSignal;
+  /**
+   * The run was just created and started by this process's worker (`startedHere` of createRun),
+   * in the caller's current turn of the event loop: the watch opens before any of its events can be
+   * stored and handed over here, so the stream need not read Postgres first. Only with `afterSeq`
+   * 0; events announced by another process (a takeover) still send it to Postgres.
+   */
+  watchedFromStart?: boolean;
+}
+
 /**
  * A run's events after `afterSeq`, as they are written, until the run's end event. Works for a
  * run executing in any process: events come from Postgres, wake-ups from NOTIFY.
@@ -82,14 +98,14 @@ export interface StreamReaderDeps {
 export async function* readRunStream(
   deps: StreamReaderDeps,
   run: { workspaceId: string; runId: string },
-  options: { afterSeq: number; accept: (event: string) => boolean; signal: AbortSignal },
+  options: RunStreamOptions,
 ): AsyncGenerator<ServerSentEvent> {
   const { sql, bus } = deps;
   const watch = bus.watch(run.runId);
   try {
     let last = options.afterSeq;
     // Whether Postgres was read since the watch started: events written before it are only there.
-    let read = false;
+    let read = options.watchedFromStart === true && options.afterSeq === 0;
     for (;;) {
       const seen = watch.version();
       // A run executing here hands its events over as it stores them: no read while they follow on.
