@@ -3,7 +3,7 @@ import { problemError } from "../input/input-problem.js";
 import { findJsonProblem } from "../input/json-screen.js";
 import { malformedRequestError } from "../rest/http-status.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
-import { requestChunks } from "./request-chunks.js";
+import { requestBytes } from "./request-chunks.js";
 
 /**
  * Reads, parses and screens a JSON request body (`Content-Encoding: gzip` or identity). Returns
@@ -21,9 +21,7 @@ export async function readJsonBody(
   req: NodeServerRequest,
   fieldPath?: string,
 ): Promise<JsonValue | undefined> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of requestChunks(req)) chunks.push(chunk);
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const bytes = await requestBytes(req);
   if (bytes.length === 0) return undefined;
   let value: JsonValue;
   try {

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
-import { createGunzip } from "node:zlib";
+import { promisify } from "node:util";
+import { createGunzip, gunzip } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { malformedRequestError, unsupportedEncodingError } from "../rest/http-status.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
@@ -45,13 +46,7 @@ export async function* rawRequestChunks(
  * 400 for data that is not gzip. An empty gzip body is an empty body.
  */
 export async function* requestChunks(req: NodeServerRequest): AsyncGenerator<Buffer> {
-  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
-  const gzipped = encoding === "gzip" || encoding === "x-gzip";
-  if (encoding !== undefined && encoding !== "identity" && !gzipped) {
-    throw unsupportedEncodingError(
-      `Content-Encoding "${encoding}" is not supported; send the body uncompressed or with gzip`,
-    );
-  }
+  const gzipped = isGzipped(req);
   const raw = rawRequestChunks(req);
   if (!gzipped) {
     yield* raw;
@@ -82,4 +77,39 @@ export async function* requestChunks(req: NodeServerRequest): AsyncGenerator<Buf
 async function* prepend(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   yield head;
   yield* rest;
+}
+
+const gunzipBuffer = promisify(gunzip);
+
+/**
+ * The whole body of a request as one buffer, decompressed and limited as {@link requestChunks}
+ * does, with the same errors. For readers that need the whole body anyway (a JSON document, a trace
+ * batch): a gzip body is inflated in one call rather than through a stream pipeline, which cost
+ * trace ingest about twice the CPU of the inflation itself per request.
+ */
+export async function requestBytes(req: NodeServerRequest): Promise<Buffer> {
+  const gzipped = isGzipped(req);
+  const chunks: Buffer[] = [];
+  for await (const chunk of rawRequestChunks(req)) chunks.push(chunk);
+  const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+  // An empty gzip body is an empty body, as requestChunks reads it.
+  if (!gzipped || raw.length === 0) return raw;
+  try {
+    return await gunzipBuffer(raw, { chunkSize: GUNZIP_CHUNK_BYTES, maxOutputLength: maxRequestBodyBytes });
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") throw bodyTooLargeError();
+    throw malformedRequestError("the request body is not valid gzip data");
+  }
+}
+
+/** Whether the body is gzip; throws 415 for an encoding other than gzip and identity. */
+function isGzipped(req: NodeServerRequest): boolean {
+  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+  const gzipped = encoding === "gzip" || encoding === "x-gzip";
+  if (encoding !== undefined && encoding !== "identity" && !gzipped) {
+    throw unsupportedEncodingError(
+      `Content-Encoding "${encoding}" is not supported; send the body uncompressed or with gzip`,
+    );
+  }
+  return gzipped;
 }

@@ -18,7 +18,7 @@ import type { IngestActor, IngestBatch, IngestService } from "../../tracing/inge
 import type { RunInput } from "../../tracing/run-normalizer.js";
 import { maxRequestBodyBytes } from "../body/body-limit.js";
 import { readJsonBody } from "../body/json-body.js";
-import { requestChunks } from "../body/request-chunks.js";
+import { requestBytes } from "../body/request-chunks.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
 import { requestHeaders, requestTarget } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";
@@ -96,9 +96,9 @@ async function readMultipart(req: NodeServerRequest): Promise<IngestBatch> {
   const header = req.headers["content-type"];
   try {
     const boundary = boundaryOf(Array.isArray(header) ? header[0] : header);
-    return batchFromParts(
-      await parseMultipart(requestChunks(req), boundary, { maxBytes: maxRequestBodyBytes }),
-    );
+    // The whole body at once: its parts are then views of one buffer, never joined across chunks.
+    const body = await requestBytes(req);
+    return batchFromParts(await parseMultipart([body], boundary, { maxBytes: maxRequestBodyBytes }));
   } catch (error) {
     if (!(error instanceof MultipartError)) throw error;
     throw error.kind === "too-large"

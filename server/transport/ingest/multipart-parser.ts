@@ -75,7 +75,7 @@ export function boundaryOf(contentType: string | undefined): string {
 
 /** Parses a whole multipart body into its parts, in order. */
 export async function parseMultipart(
-  body: AsyncIterable<Uint8Array>,
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   boundary: string,
   limits: MultipartLimits,
 ): Promise<MultipartPart[]> {
