@@ -203,7 +203,7 @@ export async function updateProject(
 }
 
 /**
- * Deletes a project, its runs (by cascade) and their feedback and attachments; false when the
+ * Deletes a project, its runs (by the trigger of migration 0027) and their feedback and attachments; false when the
  * workspace has no such project.
  */
 export async function deleteProject(q: WorkspaceBound, workspaceId: string, id: string): Promise<boolean> {
@@ -221,31 +221,51 @@ export async function deleteProject(q: WorkspaceBound, workspaceId: string, id: 
 }
 
 /**
+ * Times {@link ensureProjectsByName} creates a name again that a concurrent delete removed between
+ * its insert and its lock. Each retry needs another delete of the same name to commit in that gap.
+ */
+const ENSURE_ATTEMPTS = 3;
+
+/**
  * The ids of the named projects of a workspace, creating those that do not exist yet (ingest's
- * auto-creation). Safe under concurrent ingests of the same new name.
+ * auto-creation), each locked FOR KEY SHARE until the transaction ends, so that no project is
+ * deleted while the transaction writes runs into it (migration 0027). Safe under concurrent
+ * ingests of the same new name and concurrent deletes of it.
  */
 export async function ensureProjectsByName(
   q: WorkspaceBound,
   workspaceId: string,
   names: readonly string[],
 ): Promise<Map<string, string>> {
-  if (names.length === 0) return new Map();
-  const ids = names.map(() => uuidv7());
-  // Two statements sent together: the select, with a snapshot of its own taken after the insert,
-  // sees a row that a concurrent ingest committed while the insert waited on it.
-  const [, rows] = await Promise.all([
-    q`
-      insert into tracing_projects (id, workspace_id, name)
-      select id, ${workspaceId}::uuid, name from unnest(${ids}::uuid[], ${names as string[]}::text[]) as n (id, name)
-      order by name
-      on conflict (workspace_id, name) do nothing`,
-    q<{ id: string; name: string }[]>`
-      select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${names as string[]}::text[])`,
-  ]);
-  return new Map(rows.map((r) => [r.name, r.id]));
+  const found = new Map<string, string>();
+  let missing = [...names];
+  for (let attempt = 0; attempt < ENSURE_ATTEMPTS && missing.length > 0; attempt++) {
+    const ids = missing.map(() => uuidv7());
+    // Two statements sent together: the select, with a snapshot of its own taken after the insert,
+    // sees a row that a concurrent ingest committed while the insert waited on it. A row that a
+    // concurrent delete removes while the select waits for its lock is left out: created again by
+    // the next attempt.
+    const [, rows] = await Promise.all([
+      q`
+        insert into tracing_projects (id, workspace_id, name)
+        select id, ${workspaceId}::uuid, name from unnest(${ids}::uuid[], ${missing}::text[]) as n (id, name)
+        order by name
+        on conflict (workspace_id, name) do nothing`,
+      q<{ id: string; name: string }[]>`
+        select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${missing}::text[])
+        order by name
+        for key share`,
+    ]);
+    for (const r of rows) found.set(r.name, r.id);
+    missing = missing.filter((name) => !found.has(name));
+  }
+  return found;
 }
 
-/** Which of the given project ids exist in the workspace. */
+/**
+ * Which of the given project ids exist in the workspace, each locked FOR KEY SHARE until the
+ * transaction ends (see {@link ensureProjectsByName}).
+ */
 export async function existingProjectIds(
   q: WorkspaceBound,
   workspaceId: string,
@@ -253,7 +273,9 @@ export async function existingProjectIds(
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await q<{ id: string }[]>`
-    select id from tracing_projects where workspace_id = ${workspaceId} and id = any(${ids as string[]}::uuid[])`;
+    select id from tracing_projects where workspace_id = ${workspaceId} and id = any(${ids as string[]}::uuid[])
+    order by id
+    for key share`;
   return new Set(rows.map((r) => r.id));
 }
 

@@ -1,13 +1,18 @@
 /**
  * The in-process ingest API (what the agent server will call) on a real database: usage counting
  * once per trace and the reporting switch, concurrent auto-creation of one project, update-only
- * patches, and feedback that arrives before its run.
+ * patches, feedback that arrives before its run, and project deletes racing a batch that writes
+ * into the project (migration 0027: a lock per project and batch, a trigger in place of the cascade).
  */
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
+import { deleteProject, ensureProjectsByName } from "../../server/store/project-store.js";
+import { upsertPostedRuns } from "../../server/store/run-store.js";
+import { inWorkspaceScope } from "../../server/store/workspace-scope.js";
 import { createIngestService, type IngestActor } from "../../server/tracing/ingest-service.js";
+import { normalizeRun } from "../../server/tracing/run-normalizer.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();
@@ -34,6 +39,26 @@ async function projectTraces(project: string): Promise<number> {
     select coalesce(sum(u.traces), 0)::int as n from usage_rollups u
     join tracing_projects p on p.id = u.dimension_id
     where u.dimension = 'project' and u.granularity = 'day' and p.name = ${project}`;
+  return row?.n ?? 0;
+}
+
+/** Resolves once a statement that contains `text` waits for a lock; fails after 20 s. */
+async function lockWaitOf(text: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const waiting = await db().sql`
+      select 1 from pg_stat_activity
+      where wait_event_type = 'Lock' and strpos(query, ${text}) > 0`;
+    if (waiting.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no statement with "${text}" waited for a lock within 20 s`);
+}
+
+async function projectRuns(projectId: string): Promise<number> {
+  const [row] = await db().sql<
+    { n: number }[]
+  >`select count(*)::int as n from runs where session_id = ${projectId}`;
   return row?.n ?? 0;
 }
 
@@ -139,5 +164,61 @@ describe("ingestRuns", () => {
     expect(await status(ended.id)).toBe("error");
     await db().sql`update runs set status = 'pending' where id = ${failed.id}`;
     expect(await status(failed.id)).toBe("error");
+  });
+
+  it("deletes a project's runs written by a batch the delete waited for", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `deleted-late-${randomUUID()}`;
+    await ingest.ingestRuns(actor, { post: [rootRun(project)] });
+    let projectId = "";
+    const deleted = await inWorkspaceScope(db().sql, [actor.workspaceId], async (tx) => {
+      // A batch in flight: its project resolved (and locked) and a run written, not yet committed.
+      projectId = (await ensureProjectsByName(tx, actor.workspaceId, [project])).get(project) ?? "";
+      const row = Object.assign(normalizeRun(rootRun(project), "post"), { projectId });
+      await upsertPostedRuns(tx, actor.workspaceId, { userId: null, apiKeyId: null }, [row]);
+      const deleting = inWorkspaceScope(db().sql, [actor.workspaceId], (other) =>
+        deleteProject(other, actor.workspaceId, projectId),
+      );
+      await lockWaitOf("delete from tracing_projects");
+      // Wrapped: returned bare, the transaction would wait for the delete that waits for it.
+      return { deleting };
+    });
+    expect(await deleted.deleting).toBe(true);
+    expect(await db().sql`select id from tracing_projects where id = ${projectId}`).toHaveLength(0);
+    expect(await projectRuns(projectId)).toBe(0);
+  });
+
+  it("writes a batch that waited for a project's delete into a new project of its name, or refuses its id", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `deleted-early-${randomUUID()}`;
+    await ingest.ingestRuns(actor, { post: [rootRun(project)] });
+    const [old] = await db().sql<{ id: string }[]>`select id from tracing_projects where name = ${project}`;
+    const oldId = old?.id ?? "";
+    const byName = rootRun(project);
+    const byId = { ...rootRun(project), session_name: undefined, session_id: oldId };
+    const batches = await inWorkspaceScope(db().sql, [actor.workspaceId], async (tx) => {
+      await tx`delete from tracing_projects where workspace_id = ${actor.workspaceId} and id = ${oldId}`;
+      const sent = [byName, byId].map((run) =>
+        ingest.ingestRuns(actor, { post: [run] }).then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        ),
+      );
+      await lockWaitOf("insert into tracing_projects");
+      await lockWaitOf("select id from tracing_projects");
+      return sent;
+    });
+    const [namedError, idError] = await Promise.all(batches);
+    expect(namedError).toBeUndefined();
+    expect(idError?.code).toBe(Code.NotFound);
+    const [renewed] = await db().sql<
+      { id: string }[]
+    >`select id from tracing_projects where name = ${project}`;
+    expect(renewed?.id).not.toBe(oldId);
+    expect(await projectRuns(oldId)).toBe(0);
+    expect(await db().sql`select session_id from runs where id = ${byName.id}`).toEqual([
+      { session_id: renewed?.id },
+    ]);
+    expect(await db().sql`select id from runs where id = ${byId.id}`).toHaveLength(0);
   });
 });
