@@ -77,8 +77,9 @@ export interface IngestServiceDeps {
 }
 
 /**
- * SQLSTATEs a retry resolves: a project deleted between resolving it and writing its runs (foreign
- * key violation), or a deadlock between batches that touch the same runs in another order.
+ * SQLSTATEs a retry resolves: a workspace deleted while the batch writes into it (foreign key
+ * violation; a batch's projects are locked instead, migration 0027), or a deadlock between batches
+ * that touch the same runs in another order.
  */
 const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 
@@ -193,7 +194,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
         if (RETRYABLE_CODES.has(code)) {
           // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
           throw new ConnectError(
-            "the batch conflicted with a concurrent change (a deleted project or a deadlock); send it again",
+            "the batch conflicted with a concurrent change (a deleted workspace or a deadlock); send it again",
             Code.Unavailable,
           );
         }
