@@ -305,15 +305,28 @@ describe("PostgresCheckpointer.prefetchLatest", () => {
     return threadId;
   }
 
-  it("answers the next getTuple of the thread's root from the read it started, once", async () => {
-    // One connection: its statements run in order, so the prefetch's read (of a thread with no
-    // checkpoint: one statement) is over once a later statement on it answers.
+  /**
+   * Runs `body` with a saver on one reserved connection that prefetched a new thread (no checkpoint
+   * yet) and whose read is over: the connection runs its statements in order, so the prefetch's
+   * read (one statement) has answered once a later statement on it answers.
+   */
+  async function withSettledPrefetch(
+    body: (saver: PostgresCheckpointer, threadId: string) => Promise<void>,
+  ): Promise<void> {
     const connection = await database().sql.reserve();
     try {
       const threadId = uuidv7();
       const saver = new PostgresCheckpointer(connection, workspace);
       saver.prefetchLatest(threadId);
       await connection`select 1`;
+      await body(saver, threadId);
+    } finally {
+      connection.release();
+    }
+  }
+
+  it("answers the next getTuple of the thread's root from the read it started, once", async () => {
+    await withSettledPrefetch(async (saver, threadId) => {
       // Another saver writes the thread's first checkpoint after the read found none.
       const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
       await new PostgresCheckpointer(database().sql, workspace).put(
@@ -324,9 +337,7 @@ describe("PostgresCheckpointer.prefetchLatest", () => {
       );
       expect(await saver.getTuple(threadConfig(threadId))).toBeUndefined();
       expect((await saver.getTuple(threadConfig(threadId)))?.checkpoint.id).toBe(checkpoint.id);
-    } finally {
-      connection.release();
-    }
+    });
   });
 
   it("runs a graph from the prefetched checkpoint as from a read of its own", async () => {
@@ -340,14 +351,7 @@ describe("PostgresCheckpointer.prefetchLatest", () => {
   it("is dropped by a write through the saver: checkpoints and pending writes alike", async () => {
     const metadata = { source: "update", step: 0, parents: {} } as CheckpointMetadata;
     for (const write of ["put", "putWrites"] as const) {
-      // One connection: its statements run in order, so the prefetch's read (of a thread with no
-      // checkpoint: one statement) is over once a later statement on it answers.
-      const connection = await database().sql.reserve();
-      try {
-        const threadId = uuidv7();
-        const saver = new PostgresCheckpointer(connection, workspace);
-        saver.prefetchLatest(threadId);
-        await connection`select 1`;
+      await withSettledPrefetch(async (saver, threadId) => {
         // The thread gets a checkpoint after the read found none.
         const other = new PostgresCheckpointer(database().sql, workspace);
         const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
@@ -359,9 +363,7 @@ describe("PostgresCheckpointer.prefetchLatest", () => {
           await saver.putWrites(elsewhere, [["log", ["written"]]], "task-1");
         }
         expect((await saver.getTuple(threadConfig(threadId)))?.checkpoint.id).toBe(checkpoint.id);
-      } finally {
-        connection.release();
-      }
+      });
     }
   });
 

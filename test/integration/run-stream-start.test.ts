@@ -21,6 +21,17 @@ afterEach(async () => {
 const newRun = () => ({ workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() });
 const event = (name: string, n: number) => ({ ms: 1_700_000_000_000 + n, event: name, data: `{"n":${n}}` });
 
+/** The run's stream from its first event, opened as the request that started the run here opens it. */
+function watchedFromStart(run: ReturnType<typeof newRun>) {
+  const signal = new AbortController().signal;
+  return readRunStream({ sql: db().sql, bus: bus as RunEventBus }, run, {
+    afterSeq: 0,
+    accept: () => true,
+    signal,
+    watchedFromStart: true,
+  });
+}
+
 /** The names of the stream's events until it ends. */
 async function drain(stream: AsyncGenerator<{ event: string; data?: unknown }>): Promise<string[]> {
   const seen: string[] = [];
@@ -34,13 +45,7 @@ describe("a run stream watched from the run's start", () => {
     const run = newRun();
     // Stored before the stream opens and never announced to it: a first read would send it.
     await appendRunEvents(db().sql, run, [event("planted", 0)]);
-    const signal = new AbortController().signal;
-    const stream = readRunStream({ sql: db().sql, bus }, run, {
-      afterSeq: 0,
-      accept: () => true,
-      signal,
-      watchedFromStart: true,
-    });
+    const stream = watchedFromStart(run);
     const first = stream.next();
     // This process's writer stores the run's first events and hands them over.
     const done = bus.writing(run.runId);
@@ -56,13 +61,7 @@ describe("a run stream watched from the run's start", () => {
   it("reads Postgres from the first event once another process announces events of the run", async () => {
     bus = await createRunEventBus(db().sql);
     const run = newRun();
-    const signal = new AbortController().signal;
-    const stream = readRunStream({ sql: db().sql, bus }, run, {
-      afterSeq: 0,
-      accept: () => true,
-      signal,
-      watchedFromStart: true,
-    });
+    const stream = watchedFromStart(run);
     const seen = drain(stream);
     // Written with no hand-over here, as a worker in another process writes: only the NOTIFY arrives.
     await appendRunEvents(db().sql, run, [event("metadata", 1), event("values", 2)]);
