@@ -37,21 +37,23 @@ export async function pipelinedTransaction<T>(
     // broke), so do they; its own rejection is then the body's to surface.
     const begun = conn`begin`.execute();
     begun.catch(() => {});
+    const sendCommit = async (): Promise<void> => {
+      const answer = await conn`commit`;
+      if (answer.command !== "COMMIT")
+        throw new Error(`the transaction was not committed: Postgres answered ${answer.command}`);
+    };
     let committing: Promise<void> | undefined;
     const commit = (): Promise<void> => {
-      committing ??= new Promise<void>((sent) => setImmediate(sent))
-        .then(() => conn`commit`)
-        .then((result) => {
-          if (result.command !== "COMMIT")
-            throw new Error(`the transaction was not committed: Postgres answered ${result.command}`);
-        });
+      committing ??= new Promise<void>((turn) => setImmediate(turn)).then(sendCommit);
       return committing;
     };
     let result: T;
     try {
       result = await body({ tx: conn, commit });
       await begun;
-      await commit();
+      // A body that did not send COMMIT has had every statement it awaited answered: no turn to wait.
+      committing ??= sendCommit();
+      await committing;
     } catch (error) {
       await conn`rollback`.catch(() => {});
       throw error;

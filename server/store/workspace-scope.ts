@@ -16,6 +16,7 @@
  * isolation").
  */
 import type { Queryable, Sql } from "./db.js";
+import { pipelinedTransaction } from "./pipelined-transaction.js";
 
 declare const workspaceBound: unique symbol;
 
@@ -38,36 +39,29 @@ function scopeStatement(q: Queryable, workspaceIds: readonly string[]) {
 /**
  * Runs `work` in a transaction confined to `workspaceIds`: under row-level security it reads and
  * writes rows of the tracing tables of those workspaces only (none for an empty list). `begin`, the
- * scope and the first statement of `work` go to Postgres together, so a one-statement read costs one
- * round trip. Commits when `work` resolves, rolls back when it throws.
+ * scope and the first statement of `work` go to Postgres together ({@link pipelinedTransaction}), so
+ * a one-statement read costs one round trip. Commits when `work` resolves, rolls back when it throws.
  */
 export async function inWorkspaceScope<T>(
   sql: Sql,
   workspaceIds: readonly string[],
   work: (q: WorkspaceBound) => Promise<T>,
 ): Promise<T> {
-  const conn = await sql.reserve();
-  try {
-    const ready = Promise.all([conn`begin`, scopeStatement(conn, workspaceIds)]);
+  return pipelinedTransaction(sql, async ({ tx }) => {
+    const scoped = scopeStatement(tx, workspaceIds);
     // Awaited below, after `work`; this handler only keeps an early failure from being unhandled
     // while `work` runs (its own statements then fail on the aborted transaction).
-    ready.catch(() => undefined);
+    scoped.catch(() => undefined);
     let result: T;
     try {
-      result = await work(conn as unknown as WorkspaceBound);
+      result = await work(tx as unknown as WorkspaceBound);
     } catch (error) {
-      await ready; // a failed scope is the cause to report
+      await scoped; // a failed scope is the cause to report
       throw error;
     }
-    await ready;
-    await conn`commit`;
+    await scoped;
     return result;
-  } catch (error) {
-    await conn`rollback`.catch(() => undefined);
-    throw error;
-  } finally {
-    conn.release();
-  }
+  });
 }
 
 /**

@@ -28,10 +28,16 @@ async function values(): Promise<string[]> {
   return rows.map((r) => r.value);
 }
 
-/** True when the pool's connection is inside a transaction block (txid assigned lazily, so compare two reads). */
+/**
+ * True when the pool's one connection is inside a transaction block: two statements then share one
+ * transaction id, where outside a block each is a transaction of its own. (Comparing `now()` with
+ * `statement_timestamp()` in one statement is not a test: under the extended protocol they can
+ * differ outside a block too.)
+ */
 async function inTransaction(): Promise<boolean> {
-  const [row] = await single<{ now: Date; clock: Date }[]>`select now(), statement_timestamp() as clock`;
-  return row?.now.getTime() !== row?.clock.getTime();
+  const id = async () => (await single<{ id: string }[]>`select txid_current()::text as id`)[0]?.id;
+  const first = await id();
+  return first === (await id());
 }
 
 describe("pipelinedTransaction", () => {
