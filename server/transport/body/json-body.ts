@@ -3,7 +3,7 @@ import { problemError } from "../input/input-problem.js";
 import { findJsonProblem } from "../input/json-screen.js";
 import { malformedRequestError } from "../rest/http-status.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
-import { requestBytes } from "./request-chunks.js";
+import { requestBytes } from "./request-body.js";
 
 /**
  * Reads, parses and screens a JSON request body (`Content-Encoding: gzip` or identity). Returns

@@ -18,7 +18,7 @@ import type { IngestActor, IngestBatch, IngestService } from "../../tracing/inge
 import type { RunInput } from "../../tracing/run-normalizer.js";
 import { maxRequestBodyBytes } from "../body/body-limit.js";
 import { readJsonBody } from "../body/json-body.js";
-import { requestBytes } from "../body/request-chunks.js";
+import { requestBytes } from "../body/request-body.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
 import { requestHeaders, requestTarget } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";

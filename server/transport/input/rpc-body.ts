@@ -1,7 +1,7 @@
 import { promisify } from "node:util";
 import { brotliDecompress, gunzip } from "node:zlib";
 import type { DescField, DescMessage, DescMethod } from "@bufbuild/protobuf";
-import { rawRequestChunks } from "../body/request-chunks.js";
+import { rawRequestChunks } from "../body/request-body.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
 import { findBinaryProblem } from "./binary-screen.js";
 import { type InputProblem, problemError } from "./input-problem.js";

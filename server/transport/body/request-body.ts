@@ -1,6 +1,5 @@
-import { Readable } from "node:stream";
 import { promisify } from "node:util";
-import { createGunzip, gunzip } from "node:zlib";
+import { gunzip } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { malformedRequestError, unsupportedEncodingError } from "../rest/http-status.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
@@ -40,59 +39,19 @@ export async function* rawRequestChunks(
   }
 }
 
-/**
- * The bytes of a request body, decompressed per its Content-Encoding (identity or gzip; 415 for
- * anything else), at most {@link maxRequestBodyBytes} before and after decompression (413), and
- * 400 for data that is not gzip. An empty gzip body is an empty body.
- */
-export async function* requestChunks(req: NodeServerRequest): AsyncGenerator<Buffer> {
-  const gzipped = isGzipped(req);
-  const raw = rawRequestChunks(req);
-  if (!gzipped) {
-    yield* raw;
-    return;
-  }
-  const first = await raw.next();
-  if (first.done) return;
-  const source = Readable.from(prepend(first.value, raw));
-  const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES });
-  source.on("error", (error) => gunzip.destroy(error));
-  source.pipe(gunzip);
-  let size = 0;
-  try {
-    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxRequestBodyBytes) throw bodyTooLargeError();
-      yield chunk;
-    }
-  } catch (error) {
-    if (error instanceof ConnectError) throw error;
-    throw malformedRequestError("the request body is not valid gzip data");
-  } finally {
-    source.destroy();
-    gunzip.destroy();
-  }
-}
-
-async function* prepend(head: Buffer, rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  yield head;
-  yield* rest;
-}
-
 const gunzipBuffer = promisify(gunzip);
 
 /**
- * The whole body of a request as one buffer, decompressed and limited as {@link requestChunks}
- * does, with the same errors. For readers that need the whole body anyway (a JSON document, a trace
- * batch): a gzip body is inflated in one call rather than through a stream pipeline, which cost
- * trace ingest about twice the CPU of the inflation itself per request.
+ * The whole body of a request as one buffer, decompressed per its Content-Encoding (identity or
+ * gzip; 415 for anything else), at most {@link maxRequestBodyBytes} before and after decompression
+ * (413), and 400 for data that is not gzip; an empty gzip body is an empty body. A gzip body is
+ * inflated in one call: a stream pipeline cost trace ingest about twice the CPU of the inflation.
  */
 export async function requestBytes(req: NodeServerRequest): Promise<Buffer> {
   const gzipped = isGzipped(req);
   const chunks: Buffer[] = [];
   for await (const chunk of rawRequestChunks(req)) chunks.push(chunk);
   const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-  // An empty gzip body is an empty body, as requestChunks reads it.
   if (!gzipped || raw.length === 0) return raw;
   try {
     return await gunzipBuffer(raw, { chunkSize: GUNZIP_CHUNK_BYTES, maxOutputLength: maxRequestBodyBytes });
