@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -54,11 +55,6 @@ export interface PostgresCheckpointerOptions {
    * than queued behind it. What is stored, and in which order, is the same.
    */
   deferWrites?: boolean;
-}
-
-/** Resolves in the event loop's next turn, after the I/O and callbacks of this one. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

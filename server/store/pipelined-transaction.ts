@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Queryable, Sql } from "./db.js";
 
 /** The transaction {@link pipelinedTransaction} hands its callback. */
@@ -44,7 +45,7 @@ export async function pipelinedTransaction<T>(
     };
     let committing: Promise<void> | undefined;
     const commit = (): Promise<void> => {
-      committing ??= new Promise<void>((turn) => setImmediate(turn)).then(sendCommit);
+      committing ??= nextTurn().then(sendCommit);
       return committing;
     };
     let result: T;
