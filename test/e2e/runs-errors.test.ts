@@ -115,6 +115,20 @@ describe("bad input answers a clear 4xx, never 500", () => {
     expect(await sdk.runs.list(thread.thread_id)).toEqual([]);
   });
 
+  it("an assistant id shaped like a UUID but not one is 404 naming it, not a database error", async () => {
+    const thread = await sdk.threads.create();
+    const notUuid = "-".repeat(36);
+    for (const path of ["/runs/wait", "/runs/stream", "/runs", `/threads/${thread.thread_id}/runs/wait`]) {
+      const answer = await post(path, { assistant_id: notUuid, input: {} });
+      expect(answer, path).toEqual({ status: 404, detail: expect.stringContaining(notUuid) });
+    }
+    const cron = await post("/runs/crons", { assistant_id: notUuid, schedule: "* * * * *" });
+    expect(cron).toEqual({ status: 404, detail: expect.stringContaining(notUuid) });
+    const search = await post("/runs/crons/search", { assistant_id: notUuid });
+    expect(search).toEqual({ status: 422, detail: expect.stringContaining(notUuid) });
+    expect(await sdk.runs.list(thread.thread_id)).toEqual([]);
+  });
+
   it("an unknown thread is 404 unless if_not_exists=create, which creates it", async () => {
     const missing = "01900000-0000-7000-8000-0000000000bb";
     const answer = await post(`/threads/${missing}/runs/wait`, {

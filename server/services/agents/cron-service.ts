@@ -9,7 +9,7 @@ import {
 } from "../../../gen/agentplane/agents/v1/cron_service_pb.js";
 import type { Clock } from "../../clock.js";
 import type { WebhookSettings } from "../../config.js";
-import { uuidv7 } from "../../ids.js";
+import { isUuid, uuidv7 } from "../../ids.js";
 import {
   CRON_SORT_COLUMNS,
   type CronFilter,
@@ -111,7 +111,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
   /** A filter's assistant: a UUID, or a graph id meaning its system assistant. */
   const assistantFilter = (raw: string | undefined): string | undefined => {
     if (raw === undefined) return undefined;
-    if (/^[0-9a-f-]{36}$/i.test(raw)) return raw.toLowerCase();
+    if (isUuid(raw)) return raw.toLowerCase();
     const id = deps.systemAssistants.idOfGraph(raw);
     if (!id)
       throw invalid(

@@ -86,7 +86,7 @@ async function assistantLookup(
 ): Promise<AssistantLookup> {
   await deps.systemAssistants.ensure(workspaceId);
   if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
-  const id = /^[0-9a-f-]{36}$/i.test(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
+  const id = isUuid(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
   if (!id) throw assistantNotFound(deps, raw);
   const visible = await assistantVisibility(principal, deps.systemAssistants, "assistants:read", {
     assistant_id: id,
