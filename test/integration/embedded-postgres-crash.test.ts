@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, createClient } from "../../sdk/index.js";
+import { FLUSH_AFTER_MS } from "../../server/stderr-lines.js";
 import {
   childrenOf,
   type EmbeddedServer,
@@ -106,18 +107,20 @@ describe("embedded Postgres under a running server", () => {
     expect(answers.some((a) => a.status === 503)).toBe(true);
     expect(recoveredMs).toBeLessThan(RECOVERY_MS);
 
-    // The restart is logged as JSON lines, and the server works on the new postmaster.
-    expect(server.logs()).toContainEqual(
+    // The restart is logged as JSON lines, and the server works on the new postmaster. Lines reach
+    // stderr in batches (up to FLUSH_AFTER_MS late), so the last of them may still be on its way.
+    const logged = () => expect.poll(() => server.logs(), { timeout: FLUSH_AFTER_MS * 20 });
+    await logged().toContainEqual(
       expect.objectContaining({
         level: "error",
         message: "embedded Postgres exited unexpectedly; restarting it",
         pid,
       }),
     );
-    expect(server.logs()).toContainEqual(
+    await logged().toContainEqual(
       expect.objectContaining({ level: "warn", message: "restarting embedded Postgres", attempt: 1 }),
     );
-    expect(server.logs()).toContainEqual(expect.objectContaining({ message: "embedded Postgres restarted" }));
+    await logged().toContainEqual(expect.objectContaining({ message: "embedded Postgres restarted" }));
     expect(await postmasterPidOf(dataDir)).not.toBe(pid);
     expect((await client.threads.get(before.thread_id)).metadata).toMatchObject({
       written: "before the crash",
