@@ -26,7 +26,7 @@ import {
 import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
 import type { NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
-import { inWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
+import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -97,7 +97,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
       try {
         // begin, the scope and the statements up to the runs' upsert go to Postgres together.
-        return await inWorkspaceScope(sql, [actor.workspaceId], async (tx) => {
+        // Planned once per connection: a batch's statements are the same every time, each by its keys.
+        return await inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx) => {
           // Every trace the batch writes is locked before anything is written (projects
           // included), in one ordered statement: batches of one trace then queue on its lock
           // instead of each holding a row the other needs while waiting for the lock it holds.
