@@ -204,8 +204,9 @@ describe("ingestRuns", () => {
           (e: unknown) => ConnectError.from(e),
         ),
       );
-      await lockWaitOf("insert into tracing_projects");
-      await lockWaitOf("select id from tracing_projects");
+      // The batch by name waits in its look-up of the name, the batch by id in its look-up of the id.
+      await lockWaitOf("select id, name from tracing_projects");
+      await lockWaitOf("select id from tracing_projects where workspace_id = $1 and id");
       return sent;
     });
     const [namedError, idError] = await Promise.all(batches);
