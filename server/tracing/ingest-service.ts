@@ -146,6 +146,15 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           // round trip instead of one each. Postgres runs them in order; when one fails, the rest
           // fail as the transaction is aborted, and the first failure is the one that rejects.
           const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+          // Feedback sent before its run is counted once the run arrives: a batch with feedback
+          // refreshes the stats of its inserted runs with those of its feedback; one without asks
+          // the rollups' statement whether any inserted run has feedback, and refreshes only then.
+          const rollup = rollUpTraces(
+            tx,
+            actor.workspaceId,
+            [...touched],
+            feedback.length > 0 ? [] : [...statsOf],
+          );
           const pipelined: Promise<unknown>[] = [
             // A run stored by a concurrent batch after the lookup above names its trace only now:
             // locked here (rarely anything, as the SDKs send dotted_order with every patch).
@@ -154,19 +163,17 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               actor.workspaceId,
               [...touched].filter((id) => !locked.has(id)),
             ),
-            rollUpTraces(tx, actor.workspaceId, [...touched]),
+            rollup,
           ];
           if (feedback.length > 0) {
-            // As the feedback API does: a concurrent change of the same runs' feedback waits, so
-            // each refresh below sees every committed item.
             pipelined.push(
+              // As the feedback API does: a concurrent change of the same runs' feedback waits, so
+              // each refresh below sees every committed item.
               lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]),
+              insertFeedback(tx, actor.workspaceId, feedback),
+              refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
             );
           }
-          pipelined.push(
-            insertFeedback(tx, actor.workspaceId, feedback),
-            refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
-          );
           if (usageReporting) {
             pipelined.push(
               recordTracesUsage(
@@ -182,6 +189,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             );
           }
           await Promise.all(pipelined);
+          if ((await rollup).feedback) await refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]);
           // One statement per attachment, each awaited: not part of the pipeline above.
           await upsertAttachments(tx, actor.workspaceId, attachments);
           return {
