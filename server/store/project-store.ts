@@ -231,6 +231,9 @@ const ENSURE_ATTEMPTS = 3;
  * auto-creation), each locked FOR KEY SHARE until the transaction ends, so that no project is
  * deleted while the transaction writes runs into it (migration 0027). Safe under concurrent
  * ingests of the same new name and concurrent deletes of it.
+ *
+ * Nearly every batch names projects that exist: they are looked up and locked first, alone, one
+ * statement; only names not found then cost the insert and a second look-up.
  */
 export async function ensureProjectsByName(
   q: WorkspaceBound,
@@ -238,7 +241,10 @@ export async function ensureProjectsByName(
   names: readonly string[],
 ): Promise<Map<string, string>> {
   const found = new Map<string, string>();
-  let missing = [...names];
+  if (names.length === 0) return found;
+  // A row that a concurrent delete removes while this waits for its lock is left out: created below.
+  for (const r of await keySharedByName(q, workspaceId, names)) found.set(r.name, r.id);
+  let missing = names.filter((name) => !found.has(name));
   for (let attempt = 0; attempt < ENSURE_ATTEMPTS && missing.length > 0; attempt++) {
     const ids = missing.map(() => uuidv7());
     // Two statements sent together: the select, with a snapshot of its own taken after the insert,
@@ -251,15 +257,20 @@ export async function ensureProjectsByName(
         select id, ${workspaceId}::uuid, name from unnest(${ids}::uuid[], ${missing}::text[]) as n (id, name)
         order by name
         on conflict (workspace_id, name) do nothing`,
-      q<{ id: string; name: string }[]>`
-        select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${missing}::text[])
-        order by name
-        for key share`,
+      keySharedByName(q, workspaceId, missing),
     ]);
     for (const r of rows) found.set(r.name, r.id);
     missing = missing.filter((name) => !found.has(name));
   }
   return found;
+}
+
+/** The named projects of a workspace that exist, locked FOR KEY SHARE (in name order). */
+function keySharedByName(q: WorkspaceBound, workspaceId: string, names: readonly string[]) {
+  return q<{ id: string; name: string }[]>`
+    select id, name from tracing_projects where workspace_id = ${workspaceId} and name = any(${[...names]}::text[])
+    order by name
+    for key share`;
 }
 
 /**

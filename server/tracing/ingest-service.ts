@@ -26,7 +26,7 @@ import {
 import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
 import type { NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
-import { inWorkspaceScope, type WorkspaceBound } from "../store/workspace-scope.js";
+import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -97,7 +97,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
       try {
         // begin, the scope and the statements up to the runs' upsert go to Postgres together.
-        return await inWorkspaceScope(sql, [actor.workspaceId], async (tx) => {
+        // Planned once per connection: a batch's statements are the same every time, each by its keys.
+        return await inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx) => {
           // Every trace the batch writes is locked before anything is written (projects
           // included), in one ordered statement: batches of one trace then queue on its lock
           // instead of each holding a row the other needs while waiting for the lock it holds.
@@ -145,6 +146,15 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           // round trip instead of one each. Postgres runs them in order; when one fails, the rest
           // fail as the transaction is aborted, and the first failure is the one that rejects.
           const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+          // Feedback sent before its run is counted once the run arrives: a batch with feedback
+          // refreshes the stats of its inserted runs with those of its feedback; one without asks
+          // the rollups' statement whether any inserted run has feedback, and refreshes only then.
+          const rollup = rollUpTraces(
+            tx,
+            actor.workspaceId,
+            [...touched],
+            feedback.length > 0 ? [] : [...statsOf],
+          );
           const pipelined: Promise<unknown>[] = [
             // A run stored by a concurrent batch after the lookup above names its trace only now:
             // locked here (rarely anything, as the SDKs send dotted_order with every patch).
@@ -153,19 +163,17 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               actor.workspaceId,
               [...touched].filter((id) => !locked.has(id)),
             ),
-            rollUpTraces(tx, actor.workspaceId, [...touched]),
+            rollup,
           ];
           if (feedback.length > 0) {
-            // As the feedback API does: a concurrent change of the same runs' feedback waits, so
-            // each refresh below sees every committed item.
             pipelined.push(
+              // As the feedback API does: a concurrent change of the same runs' feedback waits, so
+              // each refresh below sees every committed item.
               lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]),
+              insertFeedback(tx, actor.workspaceId, feedback),
+              refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
             );
           }
-          pipelined.push(
-            insertFeedback(tx, actor.workspaceId, feedback),
-            refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
-          );
           if (usageReporting) {
             pipelined.push(
               recordTracesUsage(
@@ -181,6 +189,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             );
           }
           await Promise.all(pipelined);
+          if ((await rollup).feedback) await refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]);
           // One statement per attachment, each awaited: not part of the pipeline above.
           await upsertAttachments(tx, actor.workspaceId, attachments);
           return {

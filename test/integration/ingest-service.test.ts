@@ -127,6 +127,42 @@ describe("ingestRuns", () => {
     });
   });
 
+  it("fills feedback_stats of the runs of a batch whose feedback arrived first, and of those only", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `feedback-children-${randomUUID()}`;
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.(\d{3})Z$/, "$1000Z");
+    const root = { ...rootRun(project), dotted_order: "" };
+    root.dotted_order = `${stamp}${root.id}`;
+    const child = (name: string) => {
+      const run = { ...rootRun(project), name, trace_id: root.id, parent_run_id: root.id };
+      return { ...run, dotted_order: `${root.dotted_order}.${stamp}${run.id}` };
+    };
+    const [early, plain, later, alongside] = ["early", "plain", "later", "alongside"].map(child) as [
+      ReturnType<typeof child>,
+      ReturnType<typeof child>,
+      ReturnType<typeof child>,
+      ReturnType<typeof child>,
+    ];
+    const item = (runId: string, key: string) => ({ id: randomUUID(), run_id: runId, key, score: 1 });
+    await ingest.ingestRuns(actor, { feedback: [item(early.id, "early"), item(later.id, "later")] });
+    // A batch without feedback: of its runs, only the one whose feedback came first gets stats.
+    await ingest.ingestRuns(actor, { post: [root, early, plain] });
+    // A batch with feedback of its own and a run whose feedback came first: both get stats.
+    await ingest.ingestRuns(actor, { post: [later, alongside], feedback: [item(alongside.id, "alongside")] });
+    const stats = await db().sql<{ name: string; feedback_stats: unknown }[]>`
+      select name, feedback_stats from runs where trace_id = ${root.id} order by name`;
+    expect(stats).toEqual([
+      { name: "alongside", feedback_stats: { alongside: { n: 1, avg: 1, values: {} } } },
+      { name: "early", feedback_stats: { early: { n: 1, avg: 1, values: {} } } },
+      { name: "later", feedback_stats: { later: { n: 1, avg: 1, values: {} } } },
+      { name: "plain", feedback_stats: null },
+      { name: "root", feedback_stats: null },
+    ]);
+  });
+
   it("deletes the runs of a purged workspace, through its projects", async () => {
     const ingest = createIngestService({ sql: db().sql, usageReporting: false });
     const organizationId = uuidv7();
@@ -204,8 +240,9 @@ describe("ingestRuns", () => {
           (e: unknown) => ConnectError.from(e),
         ),
       );
-      await lockWaitOf("insert into tracing_projects");
-      await lockWaitOf("select id from tracing_projects");
+      // The batch by name waits in its look-up of the name, the batch by id in its look-up of the id.
+      await lockWaitOf("select id, name from tracing_projects");
+      await lockWaitOf("select id from tracing_projects where workspace_id = $1 and id");
       return sent;
     });
     const [namedError, idError] = await Promise.all(batches);

@@ -11,7 +11,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createSql, pgErrorCode, type Sql } from "../../server/store/db.js";
 import { migrate } from "../../server/store/migrate.js";
-import { inWorkspaceScope, unconfined, type WorkspaceBound } from "../../server/store/workspace-scope.js";
+import {
+  inWorkspaceScope,
+  inWorkspaceScopeWithGenericPlans,
+  unconfined,
+  type WorkspaceBound,
+} from "../../server/store/workspace-scope.js";
 import { markWorkspaceDeleted, purgeDeletedWorkspace } from "../../server/store/workspace-store.js";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
 import { createTestWorkspace, ROW_LEVEL_SECURITY_TABLES } from "../support/tenancy.js";
@@ -152,6 +157,22 @@ describe("a workspace scope", () => {
         select current_user as user, current_setting('agentplane.workspace_ids', true) as scope`;
       expect(after).toEqual({ user: before?.user, scope: "" });
       expect(await visible(unconfined(one), "runs")).toEqual([a, a, b, b].sort());
+    } finally {
+      await one.end();
+    }
+  });
+
+  it("plans once per connection only in a scope that asks for it, and for its transaction only", async () => {
+    const one: Sql = createSql(db().url, { max: 1, statementTimeoutMs: 0, applicationName: "rls-test" });
+    try {
+      const mode = (q: WorkspaceBound) =>
+        q<{ mode: string; rows: number }[]>`
+          select current_setting('plan_cache_mode') as mode, (select count(*)::int from runs) as rows`;
+      expect(await inWorkspaceScopeWithGenericPlans(one, [a], mode)).toEqual([
+        { mode: "force_generic_plan", rows: 2 },
+      ]);
+      expect(await inWorkspaceScope(one, [a], mode)).toEqual([{ mode: "auto", rows: 2 }]);
+      expect(await mode(unconfined(one))).toEqual([{ mode: "auto", rows: 4 }]);
     } finally {
       await one.end();
     }
