@@ -6,9 +6,10 @@
  * Where the documents are sent as the text they arrived in (the pool does not encrypt JSON), each run
  * is a JSON array of its column values in {@link BATCH_COLUMNS}' order, read by position. Objects
  * keyed by column name, read by `jsonb_to_recordset`, made Postgres parse every key, sort each run's
- * keys (jsonb keeps an object's keys sorted) and look each column up by name: in bench:ingest's shape
- * the upsert took 0.87-0.89 of its backend CPU read by position (median of 60-80 batches written
- * in turn with the named form on one database, three runs), and the batch text is a tenth shorter.
+ * keys (jsonb keeps an object's keys sorted) and look each column up by name. In bench:ingest's
+ * shape, 100-run batches written in turn both ways on one database, the upsert read by position
+ * took 0.88-0.93 of the backend CPU of the named form (median per batch, 60 batches each, three
+ * runs), and the batch text is a tenth shorter.
  * Where the pool encrypts JSON, its serializer, which seals allowlisted keys of the whole parameter,
  * still receives the runs as objects keyed by column, as before.
  */
