@@ -41,12 +41,17 @@ describe("noDelaySocketFactory", () => {
       port: [port(first.server), port(second.server)],
       path: false as const,
     };
+    const named: unknown[] = [];
     for (let i = 0; i < 3; i++) {
       const socket = connect(target);
       sockets.push(socket);
       await connected(socket);
+      // As the driver names the peer (TLS server name, errors) on the sockets it connects itself.
+      named.push((socket as Socket & { port?: number }).port);
     }
     await expect.poll(() => [first.accepted.length, second.accepted.length]).toEqual([2, 1]);
+    expect(named).toEqual([target.port[0], target.port[1], target.port[0]]);
+    expect((sockets[0] as Socket & { host?: string }).host).toBe("127.0.0.1");
   });
 
   it("connects to a Unix socket when the host names a directory", async () => {

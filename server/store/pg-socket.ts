@@ -33,7 +33,11 @@ export function noDelaySocketFactory(): (target: SocketTarget) => Socket {
       socket.connect(path);
     } else {
       const index = attempt++ % host.length;
-      socket.connect(port[index] ?? port[0] ?? 5432, host[index] ?? "localhost");
+      const target = { host: host[index] ?? "localhost", port: port[index] ?? port[0] ?? 5432 };
+      // The driver reads these back, as on the sockets it connects itself: the TLS server name
+      // (SNI, which hosted Postgres services route by) and the address in connection errors.
+      Object.assign(socket, target);
+      socket.connect(target.port, target.host);
     }
     return socket;
   };
