@@ -8,7 +8,7 @@
  * keyed by column name, read by `jsonb_to_recordset`, made Postgres parse every key, sort each run's
  * keys (jsonb keeps an object's keys sorted) and look each column up by name. In bench:ingest's
  * shape, 100-run batches written in turn both ways on one database, the upsert read by position
- * took 0.88-0.93 of the backend CPU of the named form (median per batch, 60 batches each, three
+ * took 0.87-0.93 of the backend CPU of the named form (median per batch, 60 batches each, five
  * runs), and the batch text is a tenth shorter.
  * Where the pool encrypts JSON, its serializer, which seals allowlisted keys of the whole parameter,
  * still receives the runs as objects keyed by column, as before.
