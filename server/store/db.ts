@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { noDelaySocketFactory } from "./pg-socket.js";
 import type { StoredDataCipher } from "./stored-data-cipher.js";
 
 /** A Postgres connection pool (porsager `postgres`). */
@@ -62,6 +63,8 @@ export function createSql(url: string, options: SqlOptions): Sql {
     idle_timeout: IDLE_TIMEOUT_SECONDS,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     onnotice: () => {},
+    // Not in the driver's typings, though its connection reads it (see pg-socket.ts).
+    ...({ socket: noDelaySocketFactory() } as object),
     connection: {
       application_name: options.applicationName,
       statement_timeout: options.statementTimeoutMs,

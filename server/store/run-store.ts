@@ -1,7 +1,9 @@
 import type { Queryable } from "./db.js";
-import type { JsonTexts } from "./json-text.js";
+import { batchRows, type RunWriteOptions } from "./run-batch.js";
 import type { NormalizedFeedback, NormalizedRun } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
+
+export type { RunWriteOptions } from "./run-batch.js";
 
 /** A run ready to be written: normalised, with its project resolved to an id. */
 export type RunRow = Omit<NormalizedRun, "project" | "positioned"> & { projectId: string };
@@ -38,94 +40,6 @@ interface WrittenRow {
   is_root: boolean;
   received_at: Date;
   inserted: boolean;
-}
-
-/** The run's JSON documents: in the batch JSON as their own text when kept (see json-text.ts). */
-const DOCUMENTS = ["inputs", "outputs", "extra", "events", "serialized"] as const;
-
-/**
- * A run as one element of the batch JSON that `jsonb_to_recordset` reads, without its documents
- * ({@link DOCUMENTS}). Null columns are left out (a missing key reads as null): a run sets about
- * half of them, and their keys were an eighth of the text Node writes and Postgres parses. Keys are
- * only ever added, never deleted, so the object keeps its fast shape for JSON.stringify.
- */
-function batchColumns(r: RunRow): Record<string, unknown> {
-  const record: Record<string, unknown> = {
-    id: r.id,
-    session_id: r.projectId,
-    trace_id: r.traceId,
-    parent_run_ids: r.parentRunIds,
-    name: r.name ?? "",
-    // A patch that creates its run before the post arrives: the SDK's default type, until the post says.
-    run_type: r.runType ?? "chain",
-    start_time: r.startTime,
-    is_root: r.isRoot,
-    dotted_order: r.dottedOrder,
-    tags: r.tags,
-  };
-  if (r.parentRunId !== null) record.parent_run_id = r.parentRunId;
-  if (r.referenceExampleId !== null) record.reference_example_id = r.referenceExampleId;
-  if (r.endTime !== null) record.end_time = r.endTime;
-  if (r.traceTier !== null) record.trace_tier = r.traceTier;
-  if (r.error !== null) record.error = r.error;
-  if (r.totalTokens !== null) record.total_tokens = r.totalTokens;
-  if (r.promptTokens !== null) record.prompt_tokens = r.promptTokens;
-  if (r.completionTokens !== null) record.completion_tokens = r.completionTokens;
-  if (r.totalCost !== null) record.total_cost = r.totalCost;
-  if (r.promptCost !== null) record.prompt_cost = r.promptCost;
-  if (r.completionCost !== null) record.completion_cost = r.completionCost;
-  if (r.firstTokenTime !== null) record.first_token_time = r.firstTokenTime;
-  return record;
-}
-
-/**
- * The batch JSON as text: each run's columns stringified, its documents appended as the text they
- * arrived in where that was kept, so they are not serialized a second time.
- */
-function batchText(rows: readonly RunRow[], texts: JsonTexts): string {
-  let text = "";
-  for (const r of rows) {
-    const columns = JSON.stringify(batchColumns(r));
-    let documents = "";
-    for (const key of DOCUMENTS) {
-      const value = r[key];
-      if (value !== null) documents += `,"${key}":${texts.textOf(value)}`;
-    }
-    text += `${text === "" ? "[" : ","}${columns.slice(0, -1)}${documents}}`;
-  }
-  return text === "" ? "[]" : `${text}]`;
-}
-
-/**
- * How a write sends its batch: with `sourceTexts`, as text, the documents as the text they arrived
- * in where it was kept, which is only right when the pool does not encrypt JSON (its serializer,
- * which encrypts, is then skipped); without, as a JSON parameter through the pool's serializer.
- */
-export interface RunWriteOptions {
-  sourceTexts?: JsonTexts;
-}
-
-/** The columns of `runs` a write fills, as `jsonb_to_recordset` reads them from the batch JSON. */
-function recordset(q: Queryable, rows: readonly RunRow[], { sourceTexts }: RunWriteOptions) {
-  // One JSON parameter for the whole batch: one round trip and one parse, whatever the batch size.
-  // As text it is cast through text, so that the driver sends it as it is rather than as a JSON string.
-  const batch = sourceTexts
-    ? q`${batchText(rows, sourceTexts)}::text::jsonb`
-    : q`${q.json(rows.map((r) => ({ ...batchColumns(r), ...documentsOf(r) })) as never)}::jsonb`;
-  return q`jsonb_to_recordset(${batch}) as excluded (
-    id uuid, session_id uuid, trace_id uuid, parent_run_id uuid, parent_run_ids uuid[],
-    reference_example_id uuid, name text, run_type text, start_time timestamptz, end_time timestamptz,
-    is_root boolean, dotted_order text, trace_tier text, inputs jsonb, outputs jsonb, error text,
-    extra jsonb, events jsonb, serialized jsonb, tags text[], total_tokens bigint, prompt_tokens bigint,
-    completion_tokens bigint, total_cost numeric, prompt_cost numeric, completion_cost numeric,
-    first_token_time timestamptz)`;
-}
-
-/** The documents a run carries (null ones left out), for the batch JSON as an object. */
-function documentsOf(r: RunRow): Record<string, unknown> {
-  const documents: Record<string, unknown> = {};
-  for (const key of DOCUMENTS) if (r[key] !== null) documents[key] = r[key];
-  return documents;
 }
 
 /**
@@ -189,7 +103,7 @@ function insertRuns(
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
       prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid,
       ${q.unsafe(OWN_SQL.values)}
-    from ${recordset(q, rows, options)}
+    from ${batchRows(q, rows, options)}
     order by id`;
 }
 
@@ -299,7 +213,7 @@ export async function updatePatchedRuns(
   if (rows.length === 0) return [];
   const updated = await q<{ id: string; trace_id: string }[]>`
     update runs set ${patchAssignments(q)}
-    from ${recordset(q, rows, options)}
+    from ${batchRows(q, rows, options)}
     where runs.workspace_id = ${workspaceId} and runs.id = excluded.id
     returning runs.id, runs.trace_id`;
   return updated.map((r) => ({ id: r.id, traceId: r.trace_id }));
