@@ -203,7 +203,12 @@ export async function upsertPatchedRuns(
   return written.map(toWritten);
 }
 
-/** Merges patches into stored runs only; returns the runs that exist (id and trace). */
+/**
+ * Merges patches into stored runs only; returns the runs that exist (id and trace). The runs are
+ * also named by an id list: joined only to the batch's rows, whose count the planner cannot know,
+ * the update read every run of the workspace (a sequential scan, 12 ms at 10,000 runs, growing
+ * with the table); by the list it reads them through the primary key.
+ */
 export async function updatePatchedRuns(
   q: WorkspaceBound,
   workspaceId: string,
@@ -214,7 +219,8 @@ export async function updatePatchedRuns(
   const updated = await q<{ id: string; trace_id: string }[]>`
     update runs set ${patchAssignments(q)}
     from ${batchRows(q, rows, options)}
-    where runs.workspace_id = ${workspaceId} and runs.id = excluded.id
+    where runs.workspace_id = ${workspaceId} and runs.id = any(${rows.map((r) => r.id)}::uuid[])
+      and runs.id = excluded.id
     returning runs.id, runs.trace_id`;
   return updated.map((r) => ({ id: r.id, traceId: r.trace_id }));
 }
