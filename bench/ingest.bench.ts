@@ -334,7 +334,9 @@ async function measureIngest(
       await target.sql`vacuum analyze runs`;
       const before = await target.meter.read();
       const started = performance.now();
+      const clientBefore = process.cpuUsage();
       await sendAll(target.url, apiKey, bodies, settings.concurrency);
+      const client = process.cpuUsage(clientBefore);
       const rate = settings.runs / ((performance.now() - started) / 1000);
       const after = await target.meter.read();
       const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
@@ -346,7 +348,8 @@ async function measureIngest(
       record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs, nodeMs });
       console.log(
         `  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s; CPU per ${BATCH_SIZE} runs: ` +
-          `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms`,
+          `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
+          `the load generator ${(perRun((client.user + client.system) / 1e6) * BATCH_SIZE).toFixed(1)} ms`,
       );
     }
   }
