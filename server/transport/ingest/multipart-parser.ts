@@ -9,6 +9,8 @@
  * part holds. The boundary delimits; a part shorter than it declares is a truncated body.
  */
 
+import { type SdkHead, sdkHead } from "./sdk-part-head.js";
+
 /** One part of a multipart body. */
 export interface MultipartPart {
   /** The `name` of its Content-Disposition. */
@@ -21,6 +23,8 @@ export interface MultipartPart {
   readonly declaredLength: number | null;
   /** Its bytes. */
   readonly data: Buffer;
+  /** Its bytes as text, when the parser read them as text (an ASCII body, see ascii-multipart.ts). */
+  readonly text?: string;
 }
 
 /** Why a body could not be parsed: `malformed` framing or headers, or `too-large`. */
@@ -247,54 +251,6 @@ function plainQuotedName(disposition: string): string | undefined {
 function nameParameter(disposition: string): string | undefined {
   const match = /(?:^|;)\s*name=(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(disposition);
   return match?.[1]?.replace(/\\(.)/g, "$1") ?? match?.[2];
-}
-
-/** The headers of a part as {@link sdkHead} reads them: what {@link makePart} would read from them. */
-interface SdkHead {
-  readonly name: string;
-  readonly headers: Map<string, string>;
-  readonly contentType: string;
-  readonly lengthText: string;
-}
-
-/** How the SDKs open a part's header block, up to the part's name. */
-const SDK_DISPOSITION = 'Content-Disposition: form-data; name="';
-/** Where the Content-Disposition's value starts in that block. */
-const SDK_DISPOSITION_VALUE = "Content-Disposition: ".length;
-/** What follows the name in the SDKs' header block, up to the Content-Type's value. */
-const SDK_AFTER_NAME = '"\r\nContent-Type: ';
-/** The one parameter of the SDKs' Content-Type. */
-const SDK_LENGTH = "; length=";
-
-/**
- * The headers of a block laid out exactly as the JS SDK writes them: `Content-Disposition:
- * form-data; name="<name>"` then `Content-Type: <type>; length=<digits>`, with a name free of
- * backslashes and CR and a Content-Type of one parameter. Such a block reads the same through
- * {@link parseHeaders} and {@link makePart}; anything else is undefined and goes through them. The
- * general reading costs a regular expression and a dozen strings per part, and a body has hundreds.
- */
-function sdkHead(block: string): SdkHead | undefined {
-  if (!block.startsWith(SDK_DISPOSITION)) return undefined;
-  const quote = block.indexOf('"', SDK_DISPOSITION.length);
-  if (quote <= SDK_DISPOSITION.length || !block.startsWith(SDK_AFTER_NAME, quote)) return undefined;
-  const name = block.slice(SDK_DISPOSITION.length, quote);
-  if (name.includes("\\") || name.includes("\r")) return undefined;
-  const typeStart = quote + SDK_AFTER_NAME.length;
-  if (block.includes("\r", typeStart)) return undefined;
-  const contentType = block.slice(typeStart).trim();
-  const semicolon = contentType.indexOf(";");
-  if (semicolon === -1 || contentType.indexOf(";", semicolon + 1) !== -1) return undefined;
-  if (!contentType.startsWith(SDK_LENGTH, semicolon)) return undefined;
-  const lengthStart = semicolon + SDK_LENGTH.length;
-  if (lengthStart === contentType.length) return undefined;
-  for (let i = lengthStart; i < contentType.length; i++) {
-    const c = contentType.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return undefined;
-  }
-  const headers = new Map<string, string>()
-    .set("content-disposition", block.slice(SDK_DISPOSITION_VALUE, quote + 1))
-    .set("content-type", contentType);
-  return { name, headers, contentType, lengthText: contentType.slice(lengthStart) };
 }
 
 function makePart(headers: Map<string, string>, data: Buffer, index: number): MultipartPart {
