@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BenchAppSetup, REPO_ROOT } from "./bench-app.js";
 
@@ -12,6 +13,18 @@ const CHILD_ENTRY = fileURLToPath(new URL("./agentplane-child.ts", import.meta.u
 /** What the child is told: the server's setup and the checkout to run it from. */
 export interface ChildSetup extends BenchAppSetup {
   root: string;
+}
+
+/**
+ * The Node flags that checkout's `npm start` gives the server (package.json `config.nodeFlags`), so
+ * that a bench runs each checkout's server as it runs in production; none when it names none.
+ */
+export function serverNodeFlags(root: string): string[] {
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    config?: { nodeFlags?: unknown };
+  };
+  const flags = manifest.config?.nodeFlags;
+  return typeof flags === "string" ? flags.split(/\s+/).filter((flag) => flag !== "") : [];
 }
 
 /** agentplane running in a child process. */
@@ -38,9 +51,10 @@ export async function spawnAgentplane(
   stderrFile?: string,
 ): Promise<AgentplaneChild> {
   const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const flags = [...serverNodeFlags(root), ...profile];
   // A file, as a log collector would take the lines, rather than the bench's own terminal.
   const stderr = stderrFile === undefined ? "inherit" : openSync(stderrFile, "a");
-  const child = spawn(process.execPath, [...profile, "--import", "tsx", CHILD_ENTRY], {
+  const child = spawn(process.execPath, [...flags, "--import", "tsx", CHILD_ENTRY], {
     cwd: root,
     env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify({ ...setup, root } satisfies ChildSetup) },
     stdio: ["ignore", "pipe", stderr],

@@ -20,8 +20,8 @@ export interface ParsedDottedOrder {
   readonly traceId: string;
   /** The penultimate segment's run, null for a root. */
   readonly parentRunId: string | null;
-  /** Every ancestor from the root down to the parent. */
-  readonly parentRunIds: readonly string[];
+  /** Every ancestor from the root down to the parent: an array of this parse's own, to keep. */
+  readonly parentRunIds: string[];
   /** The run's own timestamp as ISO 8601 with microseconds. */
   readonly startTime: string;
 }
@@ -52,7 +52,8 @@ const FRACTION_DIGITS = 6;
  */
 export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedDottedOrder {
   const parts = dottedOrder.split(".");
-  const segments = parts.map((part, index) => parseSegment(part, index));
+  const segments: DottedOrderSegment[] = [];
+  for (let i = 0; i < parts.length; i++) segments.push(parseSegment(parts[i] as string, i));
   if (run.parentRunId === undefined && segments.length !== 1)
     throw new DottedOrderError(
       `dotted_order must contain a single part for root runs for ${describeRun(dottedOrder, run)}`,
@@ -93,11 +94,14 @@ export function parseDottedOrder(dottedOrder: string, run: DeclaredIds): ParsedD
       );
     }
   }
+  const parentRunIds: string[] = [];
+  for (let i = 0; i < segments.length - 1; i++)
+    parentRunIds.push((segments[i] as DottedOrderSegment).runId.toLowerCase());
   return {
     segments,
     traceId: first.runId.toLowerCase(),
     parentRunId: parent ? parent.runId.toLowerCase() : null,
-    parentRunIds: segments.slice(0, -1).map((s) => s.runId.toLowerCase()),
+    parentRunIds,
     startTime: isoOf(last.stamp),
   };
 }

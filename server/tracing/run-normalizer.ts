@@ -130,7 +130,7 @@ export function normalizeRun(raw: unknown, kind: "post" | "patch", now: Date = n
     project: projectOf(run, fail),
     traceId: parsed?.traceId ?? id,
     parentRunId: parsed?.parentRunId ?? null,
-    parentRunIds: parsed ? [...parsed.parentRunIds] : [],
+    parentRunIds: parsed?.parentRunIds ?? [],
     referenceExampleId: optionalUuid(run.reference_example_id, "reference_example_id", fail) ?? null,
     name,
     runType,

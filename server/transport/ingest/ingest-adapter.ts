@@ -23,8 +23,9 @@ import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapte
 import { requestHeaders, requestTarget } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
+import { parseMultipartBody } from "./ascii-multipart.js";
 import { batchFromParts } from "./multipart-batch.js";
-import { boundaryOf, MultipartError, parseMultipart } from "./multipart-parser.js";
+import { boundaryOf, MultipartError } from "./multipart-parser.js";
 import { serverInfo } from "./server-info.js";
 
 /** Dependencies of {@link createIngestAdapter}. */
@@ -98,7 +99,7 @@ async function readMultipart(req: NodeServerRequest): Promise<IngestBatch> {
     const boundary = boundaryOf(Array.isArray(header) ? header[0] : header);
     // The whole body at once: its parts are then views of one buffer, never joined across chunks.
     const body = await requestBytes(req);
-    return batchFromParts(await parseMultipart([body], boundary, { maxBytes: maxRequestBodyBytes }));
+    return batchFromParts(await parseMultipartBody(body, boundary, { maxBytes: maxRequestBodyBytes }));
   } catch (error) {
     if (!(error instanceof MultipartError)) throw error;
     throw error.kind === "too-large"

@@ -126,7 +126,7 @@ function requireUuid(id: string, name: string): string {
  * from (store/json-text.ts), so that the store sends that text rather than a serialization.
  */
 function parseJson(part: MultipartPart, texts?: JsonTexts): unknown {
-  const text = part.data.toString("utf8");
+  const text = part.text ?? part.data.toString("utf8");
   let value: unknown;
   try {
     value = JSON.parse(text);

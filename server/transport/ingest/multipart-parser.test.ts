@@ -122,6 +122,51 @@ describe("parseMultipart", () => {
     );
   });
 
+  it("reads header blocks laid out as the SDK writes them exactly as the general reading does", async () => {
+    // Lower-case header names always take the general reading; the SDK's own casing takes the fast
+    // one when the block fits its layout. Both must give the same parts, or the same error.
+    const outcome = async (block: string) =>
+      parseMultipart(
+        chunked(Buffer.from(`--${BOUNDARY}\r\n${block}\r\n\r\n{}\r\n--${BOUNDARY}--`), 5),
+        BOUNDARY,
+        {
+          maxBytes: 1024,
+        },
+      ).then(
+        (parsed) => ({ parsed }),
+        (error: unknown) => ({ error: (error as Error).message }),
+      );
+    const general = (block: string) =>
+      block.replace("Content-Disposition:", "content-disposition:").replace("Content-Type:", "content-type:");
+    const blocks = [
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=2  ',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=3',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=2 x',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; LENGTH=2',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=2; length=9',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json;length=2',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: application/json; length=2\r\nContent-Encoding: gzip',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Type: text/plain\rx; length=2',
+      'Content-Disposition: form-data; name=""\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="a\\"b"\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="a\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="post.1"x\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="a\\\\"\r\nContent-Type: application/json; length=2',
+      'Content-Disposition: form-data; name="post.1"\r\nContent-Length: 2',
+      'Content-Disposition: form-data; name="p\u00e9\u0000"\r\nContent-Type: application/json; length=2',
+    ];
+    for (const block of blocks) {
+      const fast = await outcome(block);
+      expect(fast, block).toEqual(await outcome(general(block)));
+    }
+    expect(await outcome(blocks[0] as string)).toMatchObject({
+      parsed: [{ name: "post.1", contentType: "application/json; length=2", declaredLength: 2 }],
+    });
+  });
+
   it("stops at the size limit", async () => {
     const error = await parseError(sdkBody(parts), { maxBytes: 32 });
     expect(error).toMatchObject({

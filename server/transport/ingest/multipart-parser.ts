@@ -9,6 +9,8 @@
  * part holds. The boundary delimits; a part shorter than it declares is a truncated body.
  */
 
+import { type SdkHead, sdkHead } from "./sdk-part-head.js";
+
 /** One part of a multipart body. */
 export interface MultipartPart {
   /** The `name` of its Content-Disposition. */
@@ -21,6 +23,8 @@ export interface MultipartPart {
   readonly declaredLength: number | null;
   /** Its bytes. */
   readonly data: Buffer;
+  /** Its bytes as text, when the parser read them as text (an ASCII body, see ascii-multipart.ts). */
+  readonly text?: string;
 }
 
 /** Why a body could not be parsed: `malformed` framing or headers, or `too-large`. */
@@ -93,12 +97,19 @@ export async function parseMultipart(
   let at = 0;
   let received = 0;
   let headers = new Map<string, string>();
+  // The current part's headers when they are laid out as the SDKs write them, read without the
+  // general parser (see sdkHead); undefined when `headers` holds them.
+  let head: SdkHead | undefined;
   let chunks: Buffer[] = [];
 
   const finishPart = (tail: Buffer) => {
     // Most parts lie within one chunk: their bytes are a view of it, not a copy.
     const data = chunks.length === 0 ? tail : Buffer.concat([...chunks, tail]);
-    parts.push(makePart(headers, data, parts.length));
+    parts.push(
+      head === undefined
+        ? makePart(headers, data, parts.length)
+        : partOf(head.name, head.headers, head.contentType, head.lengthText, data),
+    );
     chunks = [];
   };
 
@@ -152,6 +163,7 @@ export async function parseMultipart(
         // A part without headers: its header block is just the empty line.
         if (buffer[at] === 0x0d && buffer[at + 1] === 0x0a) {
           headers = new Map();
+          head = undefined;
           at += 2;
           state = "body";
           return true;
@@ -166,7 +178,9 @@ export async function parseMultipart(
           }
           return false;
         }
-        headers = parseHeaders(buffer.toString("latin1", at, end), parts.length + 1);
+        const block = buffer.toString("latin1", at, end);
+        head = sdkHead(block);
+        if (head === undefined) headers = parseHeaders(block, parts.length + 1);
         at = end + HEADER_END.length;
         state = "body";
         return true;
@@ -250,7 +264,17 @@ function makePart(headers: Map<string, string>, data: Buffer, index: number): Mu
   }
   const contentType = headers.get("content-type") ?? "";
   const lengthParam = /;\s*length=([^;\s]*)/i.exec(contentType)?.[1];
-  const lengthText = lengthParam ?? headers.get("content-length");
+  return partOf(name, headers, contentType, lengthParam ?? headers.get("content-length"), data);
+}
+
+/** A part, once its declared length is checked against the bytes it holds. */
+function partOf(
+  name: string,
+  headers: Map<string, string>,
+  contentType: string,
+  lengthText: string | undefined,
+  data: Buffer,
+): MultipartPart {
   let declaredLength: number | null = null;
   if (lengthText !== undefined) {
     if (!/^\d+$/.test(lengthText)) {

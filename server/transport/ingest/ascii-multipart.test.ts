@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { parseMultipartBody } from "./ascii-multipart.js";
+import { type MultipartLimits, type MultipartPart, parseMultipart } from "./multipart-parser.js";
+
+const BOUNDARY = "----LangSmithFormBoundaryabc123";
+const LIMITS = { maxBytes: 64 * 1024 };
+
+/** A body as the JS SDK writes it. */
+function sdkBody(parts: { name: string; data: string; type?: string }[]): Buffer {
+  let body = "";
+  for (const { name, data, type } of parts) {
+    body +=
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n` +
+      `Content-Type: ${type ?? "application/json"}; length=${Buffer.byteLength(data)}\r\n\r\n${data}\r\n`;
+  }
+  return Buffer.from(`${body}--${BOUNDARY}--\r\n`);
+}
+
+const RUN = "01a1fc65-89ac-7000-8000-022bd5fdeb2d";
+const BODY = sdkBody([
+  { name: `post.${RUN}`, data: `{"id":"${RUN}","name":"n","run_type":"chain"}` },
+  { name: `post.${RUN}.inputs`, data: '{"q":"--not a boundary\\r\\n"}' },
+  { name: `attachment.${RUN}.notes`, data: "plain text", type: "text/plain" },
+]);
+
+/** What a parse gives, without the text only the fast path adds: the parts, or the error. */
+async function outcome(parse: Promise<MultipartPart[]>): Promise<unknown> {
+  return parse.then(
+    (parts) => parts.map(({ text: _text, ...part }) => part),
+    (error: unknown) => ({ error: String(error), kind: (error as { kind?: unknown }).kind }),
+  );
+}
+
+async function expectSameAsGeneral(body: Buffer, limits: MultipartLimits = LIMITS): Promise<void> {
+  const general = await outcome(parseMultipart([body], BOUNDARY, limits));
+  expect(await outcome(parseMultipartBody(body, BOUNDARY, limits)), body.toString("latin1")).toEqual(general);
+}
+
+/** A small deterministic generator (mulberry32), so that a failure can be replayed. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe("parseMultipartBody", () => {
+  it("reads an SDK body as text, with the same parts as the general parser", async () => {
+    const parts = await parseMultipartBody(BODY, BOUNDARY, LIMITS);
+    expect(parts.map((p) => p.text)).toEqual([
+      `{"id":"${RUN}","name":"n","run_type":"chain"}`,
+      '{"q":"--not a boundary\\r\\n"}',
+      "plain text",
+    ]);
+    expect(parts.map((p) => p.data.toString("utf8"))).toEqual(parts.map((p) => p.text));
+    await expectSameAsGeneral(BODY);
+  });
+
+  it("leaves non-ASCII bodies, preambles, other layouts and oversized bodies to the general parser", async () => {
+    const nonAscii = sdkBody([{ name: "post.1", data: '{"name":"ünïcode ✓"}' }]);
+    const parts = await parseMultipartBody(nonAscii, BOUNDARY, LIMITS);
+    expect(parts[0]?.text).toBeUndefined();
+    expect(parts[0]?.data.toString("utf8")).toBe('{"name":"ünïcode ✓"}');
+    for (const body of [
+      nonAscii,
+      Buffer.concat([Buffer.from("preamble\r\n"), BODY]),
+      Buffer.from(BODY.toString("latin1").replace("Content-Type", "content-type"), "latin1"),
+      Buffer.from(BODY.toString("latin1").replace(`--${BOUNDARY}\r\n`, `--${BOUNDARY} \r\n`), "latin1"),
+      Buffer.from(BODY.toString("latin1").replace("length=10", "length=11"), "latin1"),
+      BODY.subarray(0, BODY.length - 12),
+    ]) {
+      await expectSameAsGeneral(body);
+    }
+    await expectSameAsGeneral(BODY, { maxBytes: BODY.length - 1 });
+  });
+
+  it("answers exactly as the general parser for thousands of damaged bodies", async () => {
+    const next = random(11);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+    const bytes = ["\r", "\n", "-", '"', ";", "\\", "0", "9", "a", " ", ":", "\0", "\u00e9"];
+    for (let i = 0; i < 3000; i++) {
+      const text = BODY.toString("latin1");
+      const at = Math.floor(next() * text.length);
+      const span = 1 + Math.floor(next() * 6);
+      const damaged = pick([
+        () => text.slice(0, at) + pick(bytes) + text.slice(at + 1),
+        () => text.slice(0, at) + pick(bytes) + text.slice(at),
+        () => text.slice(0, at) + text.slice(at + span),
+        () => text.slice(0, at) + text.slice(at, at + span).repeat(2) + text.slice(at + span),
+        () => text.slice(0, at),
+      ])();
+      await expectSameAsGeneral(Buffer.from(damaged, "latin1"));
+    }
+  });
+});
