@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseMultipartBody } from "./ascii-multipart.js";
 import { type MultipartLimits, type MultipartPart, parseMultipart } from "./multipart-parser.js";
+import { parseMultipartBody } from "./sdk-multipart.js";
 
 const BOUNDARY = "----LangSmithFormBoundaryabc123";
 const LIMITS = { maxBytes: 64 * 1024 };
@@ -59,13 +59,31 @@ describe("parseMultipartBody", () => {
     await expectSameAsGeneral(BODY);
   });
 
-  it("leaves non-ASCII bodies, preambles, other layouts and oversized bodies to the general parser", async () => {
-    const nonAscii = sdkBody([{ name: "post.1", data: '{"name":"ünïcode ✓"}' }]);
-    const parts = await parseMultipartBody(nonAscii, BOUNDARY, LIMITS);
-    expect(parts[0]?.text).toBeUndefined();
-    expect(parts[0]?.data.toString("utf8")).toBe('{"name":"ünïcode ✓"}');
+  it("reads a UTF-8 body as text too, each part's bytes where the general parser finds them", async () => {
+    const unicode = sdkBody([
+      { name: `post.${RUN}`, data: '{"name":"ünïcode ✓ 🦜","q":"--x"}' },
+      { name: `attachment.${RUN}.notes`, data: "naïve ✓ 🦜 text", type: "text/plain" },
+      { name: `post.${RUN}.outputs`, data: '{"a":"é"}' },
+    ]);
+    const parts = await parseMultipartBody(unicode, BOUNDARY, LIMITS);
+    expect(parts.map((p) => p.text)).toEqual([
+      '{"name":"ünïcode ✓ 🦜","q":"--x"}',
+      "naïve ✓ 🦜 text",
+      '{"a":"é"}',
+    ]);
+    expect(parts.map((p) => p.data.toString("utf8"))).toEqual(parts.map((p) => p.text));
+    await expectSameAsGeneral(unicode);
+    // A header that is not ASCII, and bytes that are not UTF-8, are the general parser's to read.
+    const unicodeName = sdkBody([{ name: "post.é", data: "{}" }]);
+    const notUtf8 = Buffer.concat([BODY.subarray(0, 160), Buffer.from([0xc3, 0x28]), BODY.subarray(160)]);
+    for (const body of [unicodeName, notUtf8]) {
+      expect((await parseMultipartBody(body, BOUNDARY, LIMITS).catch(() => []))[0]?.text).toBeUndefined();
+      await expectSameAsGeneral(body);
+    }
+  });
+
+  it("leaves preambles, other layouts, short parts and oversized bodies to the general parser", async () => {
     for (const body of [
-      nonAscii,
       Buffer.concat([Buffer.from("preamble\r\n"), BODY]),
       Buffer.from(BODY.toString("latin1").replace("Content-Type", "content-type"), "latin1"),
       Buffer.from(BODY.toString("latin1").replace(`--${BOUNDARY}\r\n`, `--${BOUNDARY} \r\n`), "latin1"),
@@ -77,12 +95,34 @@ describe("parseMultipartBody", () => {
     await expectSameAsGeneral(BODY, { maxBytes: BODY.length - 1 });
   });
 
-  it("answers exactly as the general parser for thousands of damaged bodies", async () => {
+  it("answers exactly as the general parser for thousands of damaged bodies, ASCII or not", async () => {
     const next = random(11);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
-    const bytes = ["\r", "\n", "-", '"', ";", "\\", "0", "9", "a", " ", ":", "\0", "\u00e9"];
+    // Bytes as Latin-1 characters: "\u00c3" and "\u00f0" open UTF-8 sequences, "\u0080" continues one.
+    const bytes = [
+      "\r",
+      "\n",
+      "-",
+      '"',
+      ";",
+      "\\",
+      "0",
+      "9",
+      "a",
+      " ",
+      ":",
+      "\0",
+      "\u00e9",
+      "\u00c3",
+      "\u0080",
+      "\u00f0",
+    ];
+    const unicode = sdkBody([
+      { name: `post.${RUN}`, data: `{"id":"${RUN}","name":"ünïcode ✓ 🦜"}` },
+      { name: `attachment.${RUN}.notes`, data: "naïve ✓", type: "text/plain" },
+    ]);
     for (let i = 0; i < 3000; i++) {
-      const text = BODY.toString("latin1");
+      const text = (i % 2 === 0 ? BODY : unicode).toString("latin1");
       const at = Math.floor(next() * text.length);
       const span = 1 + Math.floor(next() * 6);
       const damaged = pick([
