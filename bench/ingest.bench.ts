@@ -22,7 +22,6 @@
  * and prints each checkout's `n` statements that took the most Postgres time over the ingest rounds.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { Agent, request } from "node:http";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -198,43 +197,19 @@ function multipartBody(runs: Record<string, unknown>[], boundary: string): Buffe
  * it about twice the CPU per request for the same bytes on the wire.
  */
 async function sendAll(
-  url: string,
+  port: number,
   apiKey: string,
   bodies: { body: Buffer; boundary: string }[],
   concurrency: number,
 ) {
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const post = ({ body, boundary }: { body: Buffer; boundary: string }) =>
-    new Promise<void>((done, fail) => {
-      const req = request(
-        `${url}/api/v1/runs/multipart`,
-        {
-          agent,
-          method: "POST",
-          headers: {
-            "x-api-key": apiKey,
-            "content-type": `multipart/form-data; boundary=${boundary}`,
-            "content-encoding": "gzip",
-            "content-length": body.length,
-          },
-        },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk: string) => {
-            text += chunk;
-          });
-          res.on("error", fail);
-          res.on("end", () =>
-            res.statusCode === 202
-              ? done()
-              : fail(new Error(`multipart answered ${res.statusCode}: ${text}`)),
-          );
-        },
-      );
-      req.on("error", fail);
-      req.end(body);
+  const client = createJsonClient(port, { "x-api-key": apiKey }, concurrency);
+  const post = async ({ body, boundary }: { body: Buffer; boundary: string }) => {
+    const answer = await client.sendBytes("POST", "/api/v1/runs/multipart", body, {
+      "content-type": `multipart/form-data; boundary=${boundary}`,
+      "content-encoding": "gzip",
     });
+    if (answer.status !== 202) throw new Error(`multipart answered ${answer.status}: ${answer.text}`);
+  };
   let next = 0;
   const worker = async () => {
     while (next < bodies.length) await post(bodies[next++] as { body: Buffer; boundary: string });
@@ -242,7 +217,7 @@ async function sendAll(
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
   } finally {
-    agent.destroy();
+    client.close();
   }
 }
 
@@ -313,7 +288,6 @@ interface Target {
   checkout: Checkout;
   child: AgentplaneChild;
   sql: Sql;
-  url: string;
   meter: CpuMeter;
 }
 
@@ -365,7 +339,7 @@ async function measureIngest(
       const before = await target.meter.read();
       const started = performance.now();
       const clientBefore = process.cpuUsage();
-      await sendAll(target.url, apiKey, bodies, settings.concurrency);
+      await sendAll(target.child.port, apiKey, bodies, settings.concurrency);
       const client = process.cpuUsage(clientBefore);
       const rate = settings.runs / ((performance.now() - started) / 1000);
       const after = await target.meter.read();
@@ -536,7 +510,6 @@ async function main(): Promise<void> {
         checkout,
         child,
         sql,
-        url: `http://127.0.0.1:${child.port}`,
         meter: cpuMeter(admin, database, child.pid),
       });
     }
@@ -556,7 +529,7 @@ async function main(): Promise<void> {
       bodies.push({ body: multipartBody(runs.slice(i, i + BATCH_SIZE), boundary), boundary });
     }
     // Warm-up: one batch each, so connections, JIT and the project row exist.
-    for (const target of targets) await sendAll(target.url, apiKey, bodies.slice(0, 1), 1);
+    for (const target of targets) await sendAll(target.child.port, apiKey, bodies.slice(0, 1), 1);
 
     const cells: Cells = new Map();
     if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);

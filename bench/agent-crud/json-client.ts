@@ -11,6 +11,8 @@ export interface JsonAnswer {
 /** One keep-alive HTTP/1.1 client to one server: the same client code is used for every server. */
 export interface JsonClient {
   send(method: string, path: string, body?: unknown): Promise<JsonAnswer>;
+  /** Sends `body` as it is, with `headers` (its content type and encoding) and its content-length. */
+  sendBytes(method: string, path: string, body: Buffer, headers: OutgoingHttpHeaders): Promise<JsonAnswer>;
   close(): void;
 }
 
@@ -25,13 +27,17 @@ function parseJson(text: string): unknown {
 
 /**
  * A node:http client over a keep-alive Agent with `maxSockets` connections to 127.0.0.1:`port`,
- * sending `headers` with every request and JSON bodies with their content-length.
+ * sending `headers` with every request and bodies with their content-length.
  */
 export function createJsonClient(port: number, headers: OutgoingHttpHeaders, maxSockets: number): JsonClient {
   const agent = new Agent({ keepAlive: true, maxSockets });
-  const send = (method: string, path: string, body?: unknown) =>
+  const exchange = (
+    method: string,
+    path: string,
+    payload?: string | Buffer,
+    bodyHeaders?: OutgoingHttpHeaders,
+  ) =>
     new Promise<JsonAnswer>((done, fail) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = request(
         {
           agent,
@@ -39,9 +45,10 @@ export function createJsonClient(port: number, headers: OutgoingHttpHeaders, max
           port,
           method,
           path,
-          headers: payload
-            ? { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
-            : headers,
+          headers:
+            payload === undefined
+              ? headers
+              : { ...headers, ...bodyHeaders, "content-length": Buffer.byteLength(payload) },
         },
         (res) => {
           let text = "";
@@ -56,5 +63,12 @@ export function createJsonClient(port: number, headers: OutgoingHttpHeaders, max
       req.on("error", fail);
       req.end(payload);
     });
-  return { send, close: () => agent.destroy() };
+  return {
+    send: (method, path, body) =>
+      body === undefined
+        ? exchange(method, path)
+        : exchange(method, path, JSON.stringify(body), { "content-type": "application/json" }),
+    sendBytes: exchange,
+    close: () => agent.destroy(),
+  };
 }
