@@ -15,19 +15,14 @@ import { inWorkspaceScope } from "../../server/store/workspace-scope.js";
 import { createIngestService, type IngestActor } from "../../server/tracing/ingest-service.js";
 import { normalizeRun } from "../../server/tracing/run-normalizer.js";
 import { useTestDatabase } from "../support/database.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
 let actor: IngestActor;
 let projectId: string;
 
 beforeAll(async () => {
-  const organizationId = uuidv7();
-  const workspaceId = uuidv7();
-  await db()
-    .sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
-  await db().sql`
-    insert into workspaces (id, organization_id, display_name, tenant_handle)
-    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  const workspaceId = await createTestWorkspace(db().sql);
   actor = { workspaceId, userId: null, apiKeyId: null };
   const projects = await inWorkspaceScope(db().sql, [workspaceId], (tx) =>
     ensureProjectsByName(tx, workspaceId, ["hostile"]),
