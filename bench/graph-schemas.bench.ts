@@ -28,6 +28,7 @@ import { createBenchApiKey } from "./support/bench-app.js";
 import { startBenchPostgres } from "./support/bench-postgres.js";
 import { numberValue } from "./support/cli-values.js";
 import { percentile } from "./support/percentile.js";
+import { residentBytes } from "./support/process-memory.js";
 import { spawnAgentplane } from "./support/spawn-agentplane.js";
 import { tableRow } from "./support/table-row.js";
 
@@ -140,7 +141,7 @@ async function measure(target: Target): Promise<Sample> {
   const startMs = performance.now() - started;
   try {
     const base = `http://127.0.0.1:${server.port}`;
-    const readyRss = await rssOf(await server.pids(), "VmRSS");
+    const readyRss = await residentBytes(await server.pids(), "VmRSS");
     const schemas = (graph: string) => timedGet(`${base}/assistants/${graph}/schemas`, target.headers);
     const probing = new AbortController();
     const probes = probe(`${base}/ok`, probing.signal);
@@ -167,7 +168,7 @@ async function measure(target: Target): Promise<Sample> {
       warmMs: median(warm),
       zodMs: median(zod),
       readyRssMib: readyRss / MIB,
-      peakRssMib: (await rssOf(await server.pids(), "VmHWM")) / MIB,
+      peakRssMib: (await residentBytes(await server.pids(), "VmHWM")) / MIB,
     };
   } finally {
     await server.stop();
@@ -214,17 +215,6 @@ async function processGroup(pgid: number): Promise<number[]> {
     if (Number(fields[2]) === pgid) pids.push(Number(entry));
   }
   return pids;
-}
-
-/** The largest `field` (VmRSS, or the peak VmHWM) among `pids`, in bytes. */
-async function rssOf(pids: number[], field: "VmRSS" | "VmHWM"): Promise<number> {
-  let largest = 0;
-  for (const pid of pids) {
-    const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
-    const kib = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-    largest = Math.max(largest, kib * 1024);
-  }
-  return largest;
 }
 
 function median(values: number[]): number {

@@ -17,7 +17,9 @@
  * order that alternates, and the report gives each checkout's best round, the range over rounds and
  * the ratio to each baseline. Bodies are built and compressed before the clock starts, so the
  * ingest figure is the server's: parsing, validation, project resolution, the upserts and the usage
- * rollup, all in one transaction per batch. `--profile-server` writes this checkout's V8 CPU profile
+ * rollup, all in one transaction per batch. After the ingest rounds each server's peak resident
+ * memory (VmHWM) is printed, as the server's Node flags (package.json `config.nodeFlags`) trade memory
+ * for CPU. `--profile-server` writes this checkout's V8 CPU profile
  * (`.cpuprofile`) into `<dir>` when its server stops. `--statements <n>` loads `pg_stat_statements`
  * and prints each checkout's `n` statements that took the most Postgres time over the ingest rounds.
  */
@@ -38,6 +40,7 @@ import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from
 import { numberValue } from "./support/cli-values.js";
 import { type CpuMeter, cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
 import { runMeteredLoop } from "./support/metered-loop.js";
+import { residentBytes } from "./support/process-memory.js";
 import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
 import {
@@ -534,6 +537,12 @@ async function main(): Promise<void> {
     const cells: Cells = new Map();
     if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);
     await measureIngest(settings, targets, apiKey, bodies, cells);
+    for (const target of targets) {
+      const peak = await residentBytes([target.child.pid], "VmHWM");
+      console.log(
+        `  ${target.checkout.label}: the server's peak resident memory ${(peak / 2 ** 20).toFixed(0)} MiB`,
+      );
+    }
     if (settings.statements > 0) {
       for (const target of targets) {
         const title = `${target.checkout.label}: statements by Postgres time over the ingest rounds`;
