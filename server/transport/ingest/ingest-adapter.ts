@@ -23,9 +23,9 @@ import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapte
 import { requestHeaders, requestTarget } from "../request-headers.js";
 import { payloadTooLargeError } from "../rest/http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
-import { parseMultipartBody } from "./sdk-multipart.js";
 import { batchFromParts } from "./multipart-batch.js";
 import { boundaryOf, MultipartError } from "./multipart-parser.js";
+import { parseMultipartBody } from "./sdk-multipart.js";
 import { serverInfo } from "./server-info.js";
 
 /** Dependencies of {@link createIngestAdapter}. */
