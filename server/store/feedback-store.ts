@@ -55,20 +55,31 @@ function columns(q: WorkspaceBound) {
 }
 
 /**
- * Serialises feedback changes of the same runs: locks their rows (those stored; ordered, so two
- * changes never wait on each other in a cycle), so a stats refresh after this sees every committed
- * feedback item of the run, and a concurrent change waits for this transaction.
+ * Serialises feedback changes of the same runs: a transaction-scoped advisory lock on each run id
+ * (ordered, so two changes never wait on each other in a cycle), so a stats refresh after this sees
+ * every committed feedback item of the run, and a concurrent change waits for this transaction.
+ *
+ * A lock on the id rather than on the run's row, because the run may not be committed yet: the
+ * ingest takes these locks for the runs it writes before it writes them (ingest-service.ts). Feedback
+ * created through the API for a run that a batch is inserting then waits for the batch to commit and
+ * refreshes the stored run, or the batch waits for the feedback to commit and finds it when it looks
+ * for feedback that arrived before its runs. Locked by row, neither saw the other and the run
+ * never counted that feedback. The keys are the workspace and run id, hashed with another seed than
+ * the trace locks' (trace-rollup-store.ts), as a root run's id is its trace's.
  */
 export async function lockFeedbackRuns(
   q: WorkspaceBound,
   workspaceId: string,
   runIds: readonly string[],
 ): Promise<void> {
+  if (runIds.length === 0) return;
   await q`
-    select 1 from runs
-    where workspace_id = ${workspaceId} and id = any(${[...runIds]}::uuid[])
-    order by id
-    for update`;
+    select pg_advisory_xact_lock(key)
+    from (
+      select distinct hashtextextended(${workspaceId}::text || run_id, 1) as key
+      from unnest(${[...runIds]}::text[]) as run_id
+    ) as keys
+    order by key`;
 }
 
 /** Stores one feedback item; false when the workspace already has one with its id. */

@@ -112,9 +112,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
               updateOnly.map((p) => p.id),
             )),
           ]);
-          // Sent together (postgres.js pipelines them), the lock first: Postgres runs them in order.
-          const [, projectOf] = await Promise.all([
+          // Sent together (postgres.js pipelines them), the locks first: Postgres runs them in order.
+          // The runs the batch may create, and those its feedback is for, are locked as the
+          // feedback API locks them (lockFeedbackRuns): feedback created for one of them while
+          // the batch writes is either committed before the batch looks for it below, or waits
+          // for the batch and then refreshes the stored run.
+          const [, , projectOf] = await Promise.all([
             lockTraces(tx, actor.workspaceId, [...locked]),
+            lockFeedbackRuns(tx, actor.workspaceId, [
+              ...new Set([...positioned.map((run) => run.id), ...feedback.map((f) => f.runId)]),
+            ]),
             resolveProjects(tx, actor.workspaceId, [...posts, ...patches]),
           ]);
           const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
@@ -166,10 +173,8 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             rollup,
           ];
           if (feedback.length > 0) {
+            // Their runs were locked with the batch's: the refresh sees every committed item.
             pipelined.push(
-              // As the feedback API does: a concurrent change of the same runs' feedback waits, so
-              // each refresh below sees every committed item.
-              lockFeedbackRuns(tx, actor.workspaceId, [...new Set(feedback.map((f) => f.runId))]),
               insertFeedback(tx, actor.workspaceId, feedback),
               refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
             );

@@ -8,11 +8,12 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
+import { createFeedback, lockFeedbackRuns } from "../../server/store/feedback-store.js";
 import { deleteProject, ensureProjectsByName } from "../../server/store/project-store.js";
-import { upsertPostedRuns } from "../../server/store/run-store.js";
+import { refreshFeedbackStats, upsertPostedRuns } from "../../server/store/run-store.js";
 import { inWorkspaceScope } from "../../server/store/workspace-scope.js";
 import { createIngestService, type IngestActor } from "../../server/tracing/ingest-service.js";
-import { normalizeRun } from "../../server/tracing/run-normalizer.js";
+import { normalizeFeedback, normalizeRun } from "../../server/tracing/run-normalizer.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();
@@ -161,6 +162,50 @@ describe("ingestRuns", () => {
       { name: "plain", feedback_stats: null },
       { name: "root", feedback_stats: null },
     ]);
+  });
+
+  it("counts feedback created through the API while the batch that creates its run writes", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const run = rootRun(`feedback-race-${randomUUID()}`);
+    const item = normalizeFeedback({ id: randomUUID(), run_id: run.id, key: "race", score: 1 });
+    let batch: Promise<unknown> = Promise.resolve();
+    // As the feedback API creates an item: locked, stored, the run's stats refreshed (the run is
+    // not stored yet, so nothing is), and held open while the batch starts.
+    await inWorkspaceScope(db().sql, [actor.workspaceId], async (tx) => {
+      await lockFeedbackRuns(tx, actor.workspaceId, [run.id]);
+      await createFeedback(tx, actor.workspaceId, item);
+      await refreshFeedbackStats(tx, actor.workspaceId, [run.id]);
+      batch = ingest.ingestRuns(actor, { post: [run] });
+      await lockWaitOf("pg_advisory_xact_lock");
+    });
+    await batch;
+    const [stored] = await db().sql`select feedback_stats from runs where id = ${run.id}`;
+    expect(stored?.feedback_stats).toEqual({ race: { n: 1, avg: 1, values: {} } });
+  });
+
+  it("counts feedback created through the API for a run a batch is still writing, once the batch commits", async () => {
+    const run = rootRun(`feedback-late-${randomUUID()}`);
+    const item = normalizeFeedback({ id: randomUUID(), run_id: run.id, key: "late", score: 0 });
+    const created = await inWorkspaceScope(db().sql, [actor.workspaceId], async (tx) => {
+      // A batch in flight: its runs locked as the ingest locks them and written, not yet committed.
+      await lockFeedbackRuns(tx, actor.workspaceId, [run.id]);
+      const projectId = (await ensureProjectsByName(tx, actor.workspaceId, [run.session_name])).get(
+        run.session_name,
+      ) as string;
+      const row = Object.assign(normalizeRun(run, "post"), { projectId });
+      await upsertPostedRuns(tx, actor.workspaceId, { userId: null, apiKeyId: null }, [row]);
+      const creating = inWorkspaceScope(db().sql, [actor.workspaceId], async (other) => {
+        await lockFeedbackRuns(other, actor.workspaceId, [run.id]);
+        await createFeedback(other, actor.workspaceId, item);
+        await refreshFeedbackStats(other, actor.workspaceId, [run.id]);
+      });
+      await lockWaitOf("pg_advisory_xact_lock");
+      // Wrapped: returned bare, the transaction would wait for the change that waits for it.
+      return { creating };
+    });
+    await created.creating;
+    const [stored] = await db().sql`select feedback_stats from runs where id = ${run.id}`;
+    expect(stored?.feedback_stats).toEqual({ late: { n: 1, avg: 0, values: {} } });
   });
 
   it("deletes the runs of a purged workspace, through its projects", async () => {
