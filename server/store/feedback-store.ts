@@ -4,6 +4,7 @@
  * (run-store.ts) of the runs it touched, under the lock of {@link lockFeedbackRuns}.
  */
 
+import { LOCK_SEED, lockIds } from "./advisory-locks.js";
 import { insertFeedback } from "./run-store.js";
 import type { NormalizedFeedback } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
@@ -64,22 +65,14 @@ function columns(q: WorkspaceBound) {
  * created through the API for a run that a batch is inserting then waits for the batch to commit and
  * refreshes the stored run, or the batch waits for the feedback to commit and finds it when it looks
  * for feedback that arrived before its runs. Locked by row, neither saw the other and the run
- * never counted that feedback. The keys are the workspace and run id, hashed with another seed than
- * the trace locks' (trace-rollup-store.ts), as a root run's id is its trace's.
+ * never counted that feedback.
  */
-export async function lockFeedbackRuns(
+export function lockFeedbackRuns(
   q: WorkspaceBound,
   workspaceId: string,
   runIds: readonly string[],
 ): Promise<void> {
-  if (runIds.length === 0) return;
-  await q`
-    select pg_advisory_xact_lock(key)
-    from (
-      select distinct hashtextextended(${workspaceId}::text || run_id, 1) as key
-      from unnest(${[...runIds]}::text[]) as run_id
-    ) as keys
-    order by key`;
+  return lockIds(q, workspaceId, runIds, LOCK_SEED.runFeedback);
 }
 
 /** Stores one feedback item; false when the workspace already has one with its id. */

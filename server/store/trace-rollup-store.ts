@@ -7,6 +7,7 @@
  * Two batches of one trace in concurrent transactions would each sum what their snapshot shows and
  * the later write would drop the other's runs; {@link lockTraces} serialises them per trace.
  */
+import { LOCK_SEED, lockIds } from "./advisory-locks.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 /**
@@ -14,19 +15,12 @@ import type { WorkspaceBound } from "./workspace-scope.js";
  * other in a cycle). Taken before a batch writes its runs, the recompute after the writes sees every
  * committed run of the trace, and a concurrent batch of the same trace waits for this one.
  */
-export async function lockTraces(
+export function lockTraces(
   q: WorkspaceBound,
   workspaceId: string,
   traceIds: readonly string[],
 ): Promise<void> {
-  if (traceIds.length === 0) return;
-  await q`
-    select pg_advisory_xact_lock(key)
-    from (
-      select distinct hashtextextended(${workspaceId}::text || trace_id, 0) as key
-      from unnest(${[...traceIds]}::text[]) as trace_id
-    ) as keys
-    order by key`;
+  return lockIds(q, workspaceId, traceIds, LOCK_SEED.trace);
 }
 
 /**
