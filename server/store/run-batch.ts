@@ -17,51 +17,68 @@ import type { Queryable } from "./db.js";
 import type { JsonTexts } from "./json-text.js";
 import type { RunRow } from "./run-store.js";
 
+/** A column of `runs` a write fills from its batch: its name, its type, and a run's value of it. */
+interface BatchColumn {
+  readonly column: string;
+  readonly type:
+    | "uuid"
+    | "uuid[]"
+    | "text"
+    | "text[]"
+    | "timestamptz"
+    | "boolean"
+    | "jsonb"
+    | "bigint"
+    | "numeric";
+  readonly value: (r: RunRow) => string | number | boolean | readonly string[] | object | null;
+}
+
 /**
- * The columns of `runs` a write fills from its batch, with their types, in the order a run's array
- * holds them (see {@link runArrayText}).
+ * The columns of a batch, in the order a run's array holds them (see {@link runArrayText}); the
+ * object form names them (see {@link runObject}).
  */
-const BATCH_COLUMNS = [
-  ["id", "uuid"],
-  ["session_id", "uuid"],
-  ["trace_id", "uuid"],
-  ["parent_run_id", "uuid"],
-  ["parent_run_ids", "uuid[]"],
-  ["reference_example_id", "uuid"],
-  ["name", "text"],
-  ["run_type", "text"],
-  ["start_time", "timestamptz"],
-  ["end_time", "timestamptz"],
-  ["is_root", "boolean"],
-  ["dotted_order", "text"],
-  ["trace_tier", "text"],
-  ["inputs", "jsonb"],
-  ["outputs", "jsonb"],
-  ["error", "text"],
-  ["extra", "jsonb"],
-  ["events", "jsonb"],
-  ["serialized", "jsonb"],
-  ["tags", "text[]"],
-  ["total_tokens", "bigint"],
-  ["prompt_tokens", "bigint"],
-  ["completion_tokens", "bigint"],
-  ["total_cost", "numeric"],
-  ["prompt_cost", "numeric"],
-  ["completion_cost", "numeric"],
-  ["first_token_time", "timestamptz"],
-] as const;
+const BATCH_COLUMNS: readonly BatchColumn[] = [
+  { column: "id", type: "uuid", value: (r) => r.id },
+  { column: "session_id", type: "uuid", value: (r) => r.projectId },
+  { column: "trace_id", type: "uuid", value: (r) => r.traceId },
+  { column: "parent_run_id", type: "uuid", value: (r) => r.parentRunId },
+  { column: "parent_run_ids", type: "uuid[]", value: (r) => r.parentRunIds },
+  { column: "reference_example_id", type: "uuid", value: (r) => r.referenceExampleId },
+  { column: "name", type: "text", value: (r) => r.name ?? "" },
+  // A patch that creates its run before the post arrives: the SDK's default type, until the post says.
+  { column: "run_type", type: "text", value: (r) => r.runType ?? "chain" },
+  { column: "start_time", type: "timestamptz", value: (r) => r.startTime },
+  { column: "end_time", type: "timestamptz", value: (r) => r.endTime },
+  { column: "is_root", type: "boolean", value: (r) => r.isRoot },
+  { column: "dotted_order", type: "text", value: (r) => r.dottedOrder },
+  { column: "trace_tier", type: "text", value: (r) => r.traceTier },
+  { column: "inputs", type: "jsonb", value: (r) => r.inputs },
+  { column: "outputs", type: "jsonb", value: (r) => r.outputs },
+  { column: "error", type: "text", value: (r) => r.error },
+  { column: "extra", type: "jsonb", value: (r) => r.extra },
+  { column: "events", type: "jsonb", value: (r) => r.events },
+  { column: "serialized", type: "jsonb", value: (r) => r.serialized },
+  { column: "tags", type: "text[]", value: (r) => r.tags },
+  { column: "total_tokens", type: "bigint", value: (r) => r.totalTokens },
+  { column: "prompt_tokens", type: "bigint", value: (r) => r.promptTokens },
+  { column: "completion_tokens", type: "bigint", value: (r) => r.completionTokens },
+  { column: "total_cost", type: "numeric", value: (r) => r.totalCost },
+  { column: "prompt_cost", type: "numeric", value: (r) => r.promptCost },
+  { column: "completion_cost", type: "numeric", value: (r) => r.completionCost },
+  { column: "first_token_time", type: "timestamptz", value: (r) => r.firstTokenTime },
+];
 
 /**
  * The select list that reads a run's array `e` by position. A document is taken as the jsonb it
  * is (a JSON null, which no stored document is, becomes SQL null); every other value as its text,
  * cast to the column's type by the type's own input (arrays arrive as Postgres array literals).
  */
-const BY_POSITION = BATCH_COLUMNS.map(([column, type], i) =>
+const BY_POSITION = BATCH_COLUMNS.map(({ column, type }, i) =>
   type === "jsonb" ? `nullif(e -> ${i}, 'null') as ${column}` : `(e ->> ${i})::${type} as ${column}`,
 ).join(", ");
 
 /** The column definition list of `jsonb_to_recordset` for runs as objects. */
-const BY_NAME = BATCH_COLUMNS.map(([column, type]) => `${column} ${type}`).join(", ");
+const BY_NAME = BATCH_COLUMNS.map(({ column, type }) => `${column} ${type}`).join(", ");
 
 /**
  * `items` as a Postgres array literal: each element double-quoted, its backslashes and double
@@ -75,30 +92,27 @@ function arrayLiteral(items: readonly string[]): string {
   return `{${literal}}`;
 }
 
-/** A nullable string or number as JSON. */
-function json(value: string | number | null): string {
-  return value === null ? "null" : JSON.stringify(value);
+/**
+ * One value of a run's array: a document as the text it arrived in where that was kept (so it is
+ * not serialized a second time), an array as its Postgres literal in a JSON string, anything else
+ * as JSON.
+ */
+function positionalValue(column: BatchColumn, r: RunRow, texts: JsonTexts): string {
+  const value = column.value(r);
+  if (value === null) return "null";
+  if (column.type === "jsonb") return texts.textOf(value as object);
+  if (column.type === "uuid[]" || column.type === "text[]")
+    return JSON.stringify(arrayLiteral(value as readonly string[]));
+  return JSON.stringify(value);
 }
 
-/**
- * One run as the JSON array {@link BY_POSITION} reads, its values in {@link BATCH_COLUMNS}' order.
- * Ids are validated UUIDs (the normaliser's and the project's), written without escaping; each
- * document is the text it arrived in where that was kept, so it is not serialized a second time.
- */
+/** One run as the JSON array {@link BY_POSITION} reads, its values in {@link BATCH_COLUMNS}' order. */
 function runArrayText(r: RunRow, texts: JsonTexts): string {
-  const document = (value: object | null) => (value === null ? "null" : texts.textOf(value));
-  return (
-    `["${r.id}","${r.projectId}","${r.traceId}",${r.parentRunId === null ? "null" : `"${r.parentRunId}"`},` +
-    `"{${r.parentRunIds.join(",")}}",${r.referenceExampleId === null ? "null" : `"${r.referenceExampleId}"`},` +
-    // A patch that creates its run before the post arrives: the SDK's default type, until the post says.
-    `${JSON.stringify(r.name ?? "")},${JSON.stringify(r.runType ?? "chain")},` +
-    `${JSON.stringify(r.startTime)},${json(r.endTime)},${r.isRoot},${JSON.stringify(r.dottedOrder)},` +
-    `${json(r.traceTier)},${document(r.inputs)},${document(r.outputs)},${json(r.error)},` +
-    `${document(r.extra)},${document(r.events)},${document(r.serialized)},` +
-    `${JSON.stringify(arrayLiteral(r.tags))},${json(r.totalTokens)},${json(r.promptTokens)},` +
-    `${json(r.completionTokens)},${json(r.totalCost)},${json(r.promptCost)},${json(r.completionCost)},` +
-    `${json(r.firstTokenTime)}]`
-  );
+  let text = "[";
+  for (let i = 0; i < BATCH_COLUMNS.length; i++) {
+    text += `${i === 0 ? "" : ","}${positionalValue(BATCH_COLUMNS[i] as BatchColumn, r, texts)}`;
+  }
+  return `${text}]`;
 }
 
 /** The batch as JSON text: an array of {@link runArrayText}. */
@@ -108,39 +122,16 @@ function batchArrayText(rows: readonly RunRow[], texts: JsonTexts): string {
   return text === "" ? "[]" : `${text}]`;
 }
 
-/** The JSON documents of a run. */
-const DOCUMENTS = ["inputs", "outputs", "extra", "events", "serialized"] as const;
-
 /**
  * A run as an object keyed by column, for the encrypting serializer. Null columns are left out (a
  * missing key reads as null).
  */
 function runObject(r: RunRow): Record<string, unknown> {
-  const record: Record<string, unknown> = {
-    id: r.id,
-    session_id: r.projectId,
-    trace_id: r.traceId,
-    parent_run_ids: r.parentRunIds,
-    name: r.name ?? "",
-    run_type: r.runType ?? "chain",
-    start_time: r.startTime,
-    is_root: r.isRoot,
-    dotted_order: r.dottedOrder,
-    tags: r.tags,
-  };
-  if (r.parentRunId !== null) record.parent_run_id = r.parentRunId;
-  if (r.referenceExampleId !== null) record.reference_example_id = r.referenceExampleId;
-  if (r.endTime !== null) record.end_time = r.endTime;
-  if (r.traceTier !== null) record.trace_tier = r.traceTier;
-  if (r.error !== null) record.error = r.error;
-  if (r.totalTokens !== null) record.total_tokens = r.totalTokens;
-  if (r.promptTokens !== null) record.prompt_tokens = r.promptTokens;
-  if (r.completionTokens !== null) record.completion_tokens = r.completionTokens;
-  if (r.totalCost !== null) record.total_cost = r.totalCost;
-  if (r.promptCost !== null) record.prompt_cost = r.promptCost;
-  if (r.completionCost !== null) record.completion_cost = r.completionCost;
-  if (r.firstTokenTime !== null) record.first_token_time = r.firstTokenTime;
-  for (const key of DOCUMENTS) if (r[key] !== null) record[key] = r[key];
+  const record: Record<string, unknown> = {};
+  for (const column of BATCH_COLUMNS) {
+    const value = column.value(r);
+    if (value !== null) record[column.column] = value;
+  }
   return record;
 }
 
