@@ -153,6 +153,14 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
           // round trip instead of one each. Postgres runs them in order; when one fails, the rest
           // fail as the transaction is aborted, and the first failure is the one that rejects.
           const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+          // A run stored by a concurrent batch after the lookup above names its trace only now:
+          // locked here, before the rollups read it (rarely anything, as the SDKs send dotted_order
+          // with every patch).
+          const lateLock = lockTraces(
+            tx,
+            actor.workspaceId,
+            [...touched].filter((id) => !locked.has(id)),
+          );
           // Feedback sent before its run is counted once the run arrives: a batch with feedback
           // refreshes the stats of its inserted runs with those of its feedback; one without asks
           // the rollups' statement whether any inserted run has feedback, and refreshes only then.
@@ -162,16 +170,7 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
             [...touched],
             feedback.length > 0 ? [] : [...statsOf],
           );
-          const pipelined: Promise<unknown>[] = [
-            // A run stored by a concurrent batch after the lookup above names its trace only now:
-            // locked here (rarely anything, as the SDKs send dotted_order with every patch).
-            lockTraces(
-              tx,
-              actor.workspaceId,
-              [...touched].filter((id) => !locked.has(id)),
-            ),
-            rollup,
-          ];
+          const pipelined: Promise<unknown>[] = [lateLock, rollup];
           if (feedback.length > 0) {
             // Their runs were locked with the batch's: the refresh sees every committed item.
             pipelined.push(
