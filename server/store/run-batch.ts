@@ -92,25 +92,41 @@ function arrayLiteral(items: readonly string[]): string {
   return `{${literal}}`;
 }
 
+/** A value of a run's array as JSON: how each column type writes its value (null as `null`). */
+type PositionalWriter = (value: never, texts: JsonTexts) => string;
+
 /**
- * One value of a run's array: a document as the text it arrived in where that was kept (so it is
- * not serialized a second time), an array as its Postgres literal in a JSON string, anything else
- * as JSON.
+ * How each column type writes a value into a run's array: a document as the text it arrived in
+ * where that was kept (so it is not serialized a second time), an array as its Postgres literal in
+ * a JSON string, ids (validated UUIDs, the normaliser's and the project's) without escaping,
+ * anything else as JSON.
  */
-function positionalValue(column: BatchColumn, r: RunRow, texts: JsonTexts): string {
-  const value = column.value(r);
-  if (value === null) return "null";
-  if (column.type === "jsonb") return texts.textOf(value as object);
-  if (column.type === "uuid[]" || column.type === "text[]")
-    return JSON.stringify(arrayLiteral(value as readonly string[]));
-  return JSON.stringify(value);
-}
+const POSITIONAL: Record<BatchColumn["type"], PositionalWriter> = {
+  uuid: (id: string) => `"${id}"`,
+  "uuid[]": (ids: readonly string[]) => `"{${ids.join(",")}}"`,
+  text: (text: string) => JSON.stringify(text),
+  "text[]": (items: readonly string[]) => JSON.stringify(arrayLiteral(items)),
+  timestamptz: (time: string) => JSON.stringify(time),
+  boolean: (flag: boolean) => (flag ? "true" : "false"),
+  jsonb: (document: object, texts) => texts.textOf(document),
+  bigint: (count: number) => JSON.stringify(count),
+  numeric: (amount: string) => JSON.stringify(amount),
+};
+
+/** Each column's writer of a run's value, in {@link BATCH_COLUMNS}' order, chosen once. */
+const POSITIONAL_COLUMNS = BATCH_COLUMNS.map(({ type, value }) => {
+  const write = POSITIONAL[type];
+  return (r: RunRow, texts: JsonTexts) => {
+    const v = value(r);
+    return v === null ? "null" : write(v as never, texts);
+  };
+});
 
 /** One run as the JSON array {@link BY_POSITION} reads, its values in {@link BATCH_COLUMNS}' order. */
 function runArrayText(r: RunRow, texts: JsonTexts): string {
   let text = "[";
-  for (let i = 0; i < BATCH_COLUMNS.length; i++) {
-    text += `${i === 0 ? "" : ","}${positionalValue(BATCH_COLUMNS[i] as BatchColumn, r, texts)}`;
+  for (let i = 0; i < POSITIONAL_COLUMNS.length; i++) {
+    text += `${i === 0 ? "" : ","}${(POSITIONAL_COLUMNS[i] as (typeof POSITIONAL_COLUMNS)[number])(r, texts)}`;
   }
   return `${text}]`;
 }
