@@ -265,6 +265,22 @@ export async function ensureProjectsByName(
   return found;
 }
 
+/**
+ * Locks the named projects FOR KEY SHARE until the transaction ends, as {@link ensureProjectsByName}
+ * does, and answers whether each still exists with the id `expected` gives it: a remembered id (see
+ * project-ids-by-name.ts) that a rename, a delete or a re-creation made stale answers false. The lock
+ * keeps the answer true until the transaction ends: a rename or delete of a project waits for it.
+ */
+export async function confirmProjectIds(
+  q: WorkspaceBound,
+  workspaceId: string,
+  expected: ReadonlyMap<string, string>,
+): Promise<boolean> {
+  if (expected.size === 0) return true;
+  const rows = await keySharedByName(q, workspaceId, [...expected.keys()].sort());
+  return rows.length === expected.size && rows.every((r) => expected.get(r.name) === r.id);
+}
+
 /** The named projects of a workspace that exist, locked FOR KEY SHARE (in name order). */
 function keySharedByName(q: WorkspaceBound, workspaceId: string, names: readonly string[]) {
   return q<{ id: string; name: string }[]>`

@@ -43,10 +43,6 @@ export async function storedTraceIds(
  * Recomputes the totals of each trace onto its root run; rows whose totals did not change are not
  * written. A trace whose root is not stored yet gets its totals when the root arrives.
  *
- * Answers whether any of `feedbackOf` (runs) has feedback stored, looked up in the same statement:
- * a batch that carries no feedback refreshes the feedback stats of the runs it inserted only when
- * feedback arrived before them, and saves a statement otherwise (see ingest-service.ts).
- *
  * The totals are materialized, so the statement sums each trace once, and the roots are looked up
  * by their trace as well as their id (a root's trace_id is its id): whichever index on `runs` the
  * planner picks, it then reads only the batch's traces. Right after a bulk load, before autovacuum
@@ -59,11 +55,10 @@ export async function rollUpTraces(
   q: WorkspaceBound,
   workspaceId: string,
   traceIds: readonly string[],
-  feedbackOf: readonly string[] = [],
-): Promise<{ feedback: boolean }> {
-  if (traceIds.length === 0 && feedbackOf.length === 0) return { feedback: false };
+): Promise<void> {
+  if (traceIds.length === 0) return;
   const traces = [...traceIds];
-  const [row] = await q<{ feedback: boolean }[]>`
+  await q`
     with totals as materialized (
       select trace_id,
         sum(case when is_root then own_total_tokens else total_tokens end) as total_tokens,
@@ -76,26 +71,21 @@ export async function rollUpTraces(
       from runs
       where workspace_id = ${workspaceId} and trace_id = any(${traces}::uuid[])
       group by trace_id
-    ), rolled_up as (
-      update runs set
-        total_tokens = totals.total_tokens,
-        prompt_tokens = totals.prompt_tokens,
-        completion_tokens = totals.completion_tokens,
-        total_cost = totals.total_cost,
-        prompt_cost = totals.prompt_cost,
-        completion_cost = totals.completion_cost,
-        first_token_time = totals.first_token_time
-      from totals
-      where runs.workspace_id = ${workspaceId} and runs.trace_id = any(${traces}::uuid[])
-        and runs.id = any(${traces}::uuid[]) and runs.id = totals.trace_id and runs.is_root
-        and (runs.total_tokens, runs.prompt_tokens, runs.completion_tokens, runs.total_cost,
-             runs.prompt_cost, runs.completion_cost, runs.first_token_time)
-          is distinct from
-            (totals.total_tokens, totals.prompt_tokens, totals.completion_tokens, totals.total_cost,
-             totals.prompt_cost, totals.completion_cost, totals.first_token_time)
     )
-    select exists (
-      select 1 from run_feedback where workspace_id = ${workspaceId} and run_id = any(${[...feedbackOf]}::uuid[])
-    ) as feedback`;
-  return { feedback: row?.feedback === true };
+    update runs set
+      total_tokens = totals.total_tokens,
+      prompt_tokens = totals.prompt_tokens,
+      completion_tokens = totals.completion_tokens,
+      total_cost = totals.total_cost,
+      prompt_cost = totals.prompt_cost,
+      completion_cost = totals.completion_cost,
+      first_token_time = totals.first_token_time
+    from totals
+    where runs.workspace_id = ${workspaceId} and runs.trace_id = any(${traces}::uuid[])
+      and runs.id = any(${traces}::uuid[]) and runs.id = totals.trace_id and runs.is_root
+      and (runs.total_tokens, runs.prompt_tokens, runs.completion_tokens, runs.total_cost,
+           runs.prompt_cost, runs.completion_cost, runs.first_token_time)
+        is distinct from
+          (totals.total_tokens, totals.prompt_tokens, totals.completion_tokens, totals.total_cost,
+           totals.prompt_cost, totals.completion_cost, totals.first_token_time)`;
 }

@@ -73,12 +73,13 @@ export function inWorkspaceScope<T>(
 
 /**
  * {@link inWorkspaceScope} with {@link ScopeOptions.genericPlans}: for a write path of fixed
- * statements, such as trace ingest.
+ * statements, such as trace ingest. `work` may send COMMIT behind its last statements rather than
+ * wait for their answers first (`commit` of {@link pipelinedTransaction}).
  */
 export function inWorkspaceScopeWithGenericPlans<T>(
   sql: Sql,
   workspaceIds: readonly string[],
-  work: (q: WorkspaceBound) => Promise<T>,
+  work: (q: WorkspaceBound, commit: () => Promise<void>) => Promise<T>,
 ): Promise<T> {
   return scoped(sql, workspaceIds, work, { genericPlans: true });
 }
@@ -86,17 +87,17 @@ export function inWorkspaceScopeWithGenericPlans<T>(
 async function scoped<T>(
   sql: Sql,
   workspaceIds: readonly string[],
-  work: (q: WorkspaceBound) => Promise<T>,
+  work: (q: WorkspaceBound, commit: () => Promise<void>) => Promise<T>,
   options: ScopeOptions,
 ): Promise<T> {
-  return pipelinedTransaction(sql, async ({ tx }) => {
+  return pipelinedTransaction(sql, async ({ tx, commit }) => {
     const scope = scopeStatement(tx, workspaceIds, options);
     // Awaited below, after `work`; this handler only keeps an early failure from being unhandled
     // while `work` runs (its own statements then fail on the aborted transaction).
     scope.catch(() => undefined);
     let result: T;
     try {
-      result = await work(tx as unknown as WorkspaceBound);
+      result = await work(tx as unknown as WorkspaceBound, commit);
     } catch (error) {
       await scope; // a failed scope is the cause to report
       throw error;

@@ -2,8 +2,9 @@
  * Trace ingest as an in-process service: the REST adapters (multipart, batch, single run) call it,
  * and so can anything in the server that records traces without HTTP.
  *
- * One call is one transaction: every item is validated before anything is written, so a bad run
- * stores nothing of its batch. Re-sending a batch duplicates nothing (runs are upserted by
+ * One call is one transaction (or two, the first rolled back, when a project id it remembered
+ * proved stale): every item is validated before anything is written, so a bad run stores nothing
+ * of its batch. Re-sending a batch duplicates nothing (runs are upserted by
  * (workspace, id)); posts and patches of one run merge into the same row whichever arrives first
  * (see run-store.ts for the merge rules).
  */
@@ -11,11 +12,13 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
 import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { JsonTexts } from "../store/json-text.js";
-import { ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
+import { ProjectIdsByName } from "../store/project-ids-by-name.js";
+import { confirmProjectIds, ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
 import {
   insertFeedback,
   type RunAttachment,
   type RunRow,
+  type RunWriteOptions,
   refreshFeedbackStats,
   updatePatchedRuns,
   upsertAttachments,
@@ -24,7 +27,7 @@ import {
   type WrittenRun,
 } from "../store/run-store.js";
 import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
-import type { NormalizedRun } from "../store/trace-rows.js";
+import type { NormalizedFeedback, NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
@@ -87,121 +90,34 @@ const RETRYABLE_CODES = new Set([PgCode.foreignKeyViolation, "40P01"]);
 export function createIngestService({ sql, usageReporting }: IngestServiceDeps): IngestService {
   // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
   const plainJson = storedCipherOf(sql) === undefined;
+  const remembered = new ProjectIdsByName();
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
-      const posts = mergeById(batch.post ?? []).map((raw) => normalizeRun(raw, "post", now));
-      const patches = mergeById(batch.patch ?? []).map((raw) => normalizeRun(raw, "patch", now));
-      const feedback = (batch.feedback ?? []).map(normalizeFeedback);
-      const attachments = batch.attachments ?? [];
+      const items: NormalizedBatch = {
+        posts: mergeById(batch.post ?? []).map((raw) => normalizeRun(raw, "post", now)),
+        patches: mergeById(batch.patch ?? []).map((raw) => normalizeRun(raw, "patch", now)),
+        feedback: (batch.feedback ?? []).map(normalizeFeedback),
+        attachments: batch.attachments ?? [],
+      };
       const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
-      try {
-        // begin, the scope and the statements up to the runs' upsert go to Postgres together.
+      const write = (projectIds: ProjectIdsByName | undefined) =>
         // Planned once per connection: a batch's statements are the same every time, each by its keys.
-        return await inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx) => {
-          // Every trace the batch writes is locked before anything is written (projects
-          // included), in one ordered statement: batches of one trace then queue on its lock
-          // instead of each holding a row the other needs while waiting for the lock it holds.
-          const positioned = [...posts, ...patches.filter((p) => p.positioned)];
-          const updateOnly = patches.filter((p) => !p.positioned);
-          const locked = new Set([
-            ...positioned.map((run) => run.traceId),
-            ...(await storedTraceIds(
-              tx,
-              actor.workspaceId,
-              updateOnly.map((p) => p.id),
-            )),
-          ]);
-          // Sent together (postgres.js pipelines them), the locks first: Postgres runs them in order.
-          // The runs the batch may create, and those its feedback is for, are locked as the
-          // feedback API locks them (lockFeedbackRuns): feedback created for one of them while
-          // the batch writes is either committed before the batch looks for it below, or waits
-          // for the batch and then refreshes the stored run.
-          const [, , projectOf] = await Promise.all([
-            lockTraces(tx, actor.workspaceId, [...locked]),
-            lockFeedbackRuns(tx, actor.workspaceId, [
-              ...new Set([...positioned.map((run) => run.id), ...feedback.map((f) => f.runId)]),
-            ]),
-            resolveProjects(tx, actor.workspaceId, [...posts, ...patches]),
-          ]);
-          const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
-          const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projectOf));
-          const written: WrittenRun[] = [
-            ...(await upsertPostedRuns(tx, actor.workspaceId, sender, rows(posts), writeOptions)),
-            ...(await upsertPatchedRuns(
-              tx,
-              actor.workspaceId,
-              sender,
-              rows(patches.filter((p) => p.positioned)),
-              writeOptions,
-            )),
-          ];
-          const updatedRuns = await updatePatchedRuns(tx, actor.workspaceId, rows(updateOnly), writeOptions);
-          const updated = new Set(updatedRuns.map((r) => r.id));
-          const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
-          if (missing.length > 0) {
-            throw new ConnectError(
-              `run ${missing.join(", ")} not found: a patch of a run not stored yet must carry its dotted_order`,
-              Code.NotFound,
-            );
-          }
-          const inserted = written.filter((w) => w.inserted);
-          const newTraces = inserted.filter((w) => w.isRoot);
-          const statsOf = new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]);
-          // The statements below need none of each other's results: they are sent together, in this
-          // order, and postgres.js pipelines them on the transaction's connection, so they cost one
-          // round trip instead of one each. Postgres runs them in order; when one fails, the rest
-          // fail as the transaction is aborted, and the first failure is the one that rejects.
-          const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
-          // A run stored by a concurrent batch after the lookup above names its trace only now:
-          // locked here, before the rollups read it (rarely anything, as the SDKs send dotted_order
-          // with every patch).
-          const lateLock = lockTraces(
-            tx,
-            actor.workspaceId,
-            [...touched].filter((id) => !locked.has(id)),
-          );
-          // Feedback sent before its run is counted once the run arrives: a batch with feedback
-          // refreshes the stats of its inserted runs with those of its feedback; one without asks
-          // the rollups' statement whether any inserted run has feedback, and refreshes only then.
-          const rollup = rollUpTraces(
-            tx,
-            actor.workspaceId,
-            [...touched],
-            feedback.length > 0 ? [] : [...statsOf],
-          );
-          const pipelined: Promise<unknown>[] = [lateLock, rollup];
-          if (feedback.length > 0) {
-            // Their runs were locked with the batch's: the refresh sees every committed item.
-            pipelined.push(
-              insertFeedback(tx, actor.workspaceId, feedback),
-              refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]),
-            );
-          }
-          if (usageReporting) {
-            pipelined.push(
-              recordTracesUsage(
-                tx,
-                newTraces.map((root) => ({
-                  workspaceId: actor.workspaceId,
-                  projectId: root.sessionId,
-                  userId: actor.userId,
-                  apiKeyId: actor.apiKeyId,
-                  receivedAt: root.receivedAt,
-                })),
-              ),
-            );
-          }
-          await Promise.all(pipelined);
-          if ((await rollup).feedback) await refreshFeedbackStats(tx, actor.workspaceId, [...statsOf]);
-          // One statement per attachment, each awaited: not part of the pipeline above.
-          await upsertAttachments(tx, actor.workspaceId, attachments);
-          return {
-            runs: posts.length + patches.length,
-            feedback: feedback.length,
-            newTraces: newTraces.length,
-          };
-        });
+        inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], (tx, commit) =>
+          writeBatch({ tx, commit, actor, items, writeOptions, usageReporting, projectIds }),
+        );
+      try {
+        let written: WrittenBatch;
+        try {
+          written = await write(remembered);
+        } catch (error) {
+          if (!(error instanceof StaleProjectIds)) throw error;
+          // Once, with the names looked up: the batch saw no remembered id it could trust.
+          remembered.forget(actor.workspaceId, error.names);
+          written = await write(undefined);
+        }
+        remembered.remember(actor.workspaceId, written.projectIds);
+        return written.result;
       } catch (error) {
         const code = pgErrorCode(error) ?? "";
         if (RETRYABLE_CODES.has(code)) {
@@ -214,6 +130,154 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
         throw explainUnstorableInput(error) ?? error;
       }
     },
+  };
+}
+
+/** A batch's items once validated. */
+interface NormalizedBatch {
+  posts: NormalizedRun[];
+  patches: NormalizedRun[];
+  feedback: NormalizedFeedback[];
+  attachments: readonly RunAttachment[];
+}
+
+/** What one transaction of {@link writeBatch} needs. */
+interface BatchWrite {
+  tx: WorkspaceBound;
+  /** Sends COMMIT behind the statements sent so far. */
+  commit: () => Promise<void>;
+  actor: IngestActor;
+  items: NormalizedBatch;
+  writeOptions: RunWriteOptions;
+  usageReporting: boolean;
+  /** Project ids to use without a lookup, confirmed in the same pipeline; undefined: look them up. */
+  projectIds: ProjectIdsByName | undefined;
+}
+
+/** What a committed batch stored, and the ids of the projects it named. */
+interface WrittenBatch {
+  result: IngestResult;
+  projectIds: ReadonlyMap<string, string>;
+}
+
+/**
+ * Thrown inside a batch's transaction when a remembered project id proved stale: the transaction
+ * rolls back and the batch is written again with its projects looked up.
+ */
+class StaleProjectIds extends Error {
+  constructor(readonly names: readonly string[]) {
+    super("remembered tracing project ids are stale");
+  }
+}
+
+/**
+ * Writes one batch in its transaction, in two round trips when its runs are positioned (the SDKs
+ * send dotted_order with every patch) and its projects known: the locks, the projects' lock and the
+ * runs' writes go out together; then the rollups, the feedback, the usage counts and COMMIT.
+ */
+async function writeBatch({
+  tx,
+  commit,
+  actor,
+  items,
+  writeOptions,
+  usageReporting,
+  projectIds,
+}: BatchWrite): Promise<WrittenBatch> {
+  const { posts, patches, feedback, attachments } = items;
+  const workspaceId = actor.workspaceId;
+  // Every trace the batch writes is locked before anything is written (projects included), in one
+  // ordered statement: batches of one trace then queue on its lock instead of each holding a row the
+  // other needs while waiting for the lock it holds.
+  const positioned = [...posts, ...patches.filter((p) => p.positioned)];
+  const updateOnly = patches.filter((p) => !p.positioned);
+  const locked = new Set([
+    ...positioned.map((run) => run.traceId),
+    ...(await storedTraceIds(
+      tx,
+      workspaceId,
+      updateOnly.map((p) => p.id),
+    )),
+  ]);
+  // Sent first: Postgres runs a connection's statements in the order sent. The runs the batch may
+  // create, and those its feedback is for, are locked as the feedback API locks them
+  // (lockFeedbackRuns): feedback created for one of them while the batch writes is either
+  // committed before the batch refreshes their stats below, or waits for the batch and then
+  // refreshes the stored run.
+  const locks = Promise.all([
+    lockTraces(tx, workspaceId, [...locked]),
+    lockFeedbackRuns(tx, workspaceId, [
+      ...new Set([...positioned.map((run) => run.id), ...feedback.map((f) => f.runId)]),
+    ]),
+  ]);
+  const projects = await resolveProjects(tx, workspaceId, [...posts, ...patches], projectIds);
+  const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
+  const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projects.idOf));
+  const [, , posted, patched, updatedRuns] = await Promise.all([
+    locks,
+    projects.confirmed,
+    upsertPostedRuns(tx, workspaceId, sender, rows(posts), writeOptions),
+    upsertPatchedRuns(tx, workspaceId, sender, rows(patches.filter((p) => p.positioned)), writeOptions),
+    updatePatchedRuns(tx, workspaceId, rows(updateOnly), writeOptions),
+  ]);
+  const updated = new Set(updatedRuns.map((r) => r.id));
+  const missing = updateOnly.filter((p) => !updated.has(p.id)).map((p) => p.id);
+  if (missing.length > 0) {
+    throw new ConnectError(
+      `run ${missing.join(", ")} not found: a patch of a run not stored yet must carry its dotted_order`,
+      Code.NotFound,
+    );
+  }
+  const written: WrittenRun[] = [...posted, ...patched];
+  const inserted = written.filter((w) => w.inserted);
+  const newTraces = inserted.filter((w) => w.isRoot);
+  // The statements below need none of each other's results: they are sent together, in this
+  // order, with COMMIT behind them, and postgres.js pipelines them on the transaction's connection,
+  // so they cost one round trip instead of one each. Postgres runs them in order; when one fails, the
+  // rest fail as the transaction is aborted, COMMIT answers ROLLBACK, and the first failure is the
+  // one that rejects.
+  const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
+  const pipelined: Promise<unknown>[] = [
+    // A run stored by a concurrent batch after the lookup above names its trace only now: locked
+    // here, before the rollups read it (rarely anything, as the SDKs send dotted_order with every
+    // patch).
+    lockTraces(
+      tx,
+      workspaceId,
+      [...touched].filter((id) => !locked.has(id)),
+    ),
+    rollUpTraces(tx, workspaceId, [...touched]),
+  ];
+  // Their runs were locked with the batch's: the refresh sees every committed item. Feedback sent
+  // before its run is counted once the run arrives: the stats of inserted runs are refreshed too
+  // (a statement that writes no row when none of them has feedback).
+  if (feedback.length > 0) pipelined.push(insertFeedback(tx, workspaceId, feedback));
+  pipelined.push(
+    refreshFeedbackStats(tx, workspaceId, [
+      ...new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]),
+    ]),
+  );
+  if (usageReporting) {
+    pipelined.push(
+      recordTracesUsage(
+        tx,
+        newTraces.map((root) => ({
+          workspaceId,
+          projectId: root.sessionId,
+          userId: actor.userId,
+          apiKeyId: actor.apiKeyId,
+          receivedAt: root.receivedAt,
+        })),
+      ),
+    );
+  }
+  // Attachments follow, one statement each, awaited: COMMIT goes after them instead.
+  if (attachments.length === 0) pipelined.push(commit());
+  await Promise.all(pipelined);
+  await upsertAttachments(tx, workspaceId, attachments);
+  return {
+    result: { runs: posts.length + patches.length, feedback: feedback.length, newTraces: newTraces.length },
+    projectIds: projects.byName,
   };
 }
 
@@ -236,45 +300,79 @@ function mergeById(items: readonly RunInput[]): RunInput[] {
   return [...out, ...byId.values()];
 }
 
+/** The projects of a batch's runs, as {@link resolveProjects} found them. */
+interface ResolvedProjects {
+  /** The project id of a run. */
+  idOf: (run: NormalizedRun) => string;
+  /** The ids of the named projects. */
+  byName: ReadonlyMap<string, string>;
+  /**
+   * Settles once Postgres has confirmed the ids (and locked the projects): rejects with NOT_FOUND
+   * for a project id the workspace has not, or with {@link StaleProjectIds}.
+   */
+  confirmed: Promise<void>;
+}
+
 /**
  * The project id of every run: named projects are created on first use; projects named by id must
- * exist in the workspace (a key never writes into another workspace's project).
+ * exist in the workspace (a key never writes into another workspace's project). Each is locked
+ * FOR KEY SHARE until the transaction ends, so it cannot be deleted or renamed under the batch.
+ *
+ * Without waiting for Postgres when every name is in `remembered` (and for projects given by id):
+ * the runs then go out behind the statements that confirm the ids, in the same round trip, and
+ * `confirmed` rejects if one did not hold, which rolls the batch back.
  */
 async function resolveProjects(
   tx: WorkspaceBound,
   workspaceId: string,
   runs: readonly NormalizedRun[],
-): Promise<(run: NormalizedRun) => string> {
+  remembered: ProjectIdsByName | undefined,
+): Promise<ResolvedProjects> {
   const ids = new Set<string>();
   const names = new Set<string>();
   for (const run of runs) {
     if ("id" in run.project) ids.add(run.project.id);
     else names.add(run.project.name);
   }
-  // Both sent at once; a batch that names an unknown project fails below and is rolled back whole.
-  const [found, byName] = await Promise.all([
-    existingProjectIds(tx, workspaceId, [...ids]),
-    ensureProjectsByName(tx, workspaceId, [...names].sort()),
-  ]);
-  const unknown = [...ids].filter((id) => !found.has(id));
-  if (unknown.length > 0) {
-    throw new ConnectError(
-      `tracing project ${unknown.join(", ")} not found in this workspace: send session_name to create one`,
-      Code.NotFound,
-    );
-  }
-  return (run) => {
+  const checkIds = (found: Set<string>) => {
+    const unknown = [...ids].filter((id) => !found.has(id));
+    if (unknown.length > 0) {
+      throw new ConnectError(
+        `tracing project ${unknown.join(", ")} not found in this workspace: send session_name to create one`,
+        Code.NotFound,
+      );
+    }
+  };
+  const idOf = (byName: ReadonlyMap<string, string>) => (run: NormalizedRun) => {
     if ("id" in run.project) return run.project.id;
     const id = byName.get(run.project.name);
     if (id === undefined) throw new Error(`project "${run.project.name}" vanished while ingesting`);
     return id;
   };
+  const found = existingProjectIds(tx, workspaceId, [...ids]);
+  const known = remembered?.lookup(workspaceId, names);
+  if (known !== undefined) {
+    const confirmed = Promise.all([found, confirmProjectIds(tx, workspaceId, known)]).then(
+      ([existing, current]) => {
+        checkIds(existing);
+        if (!current) throw new StaleProjectIds([...names]);
+      },
+    );
+    return { idOf: idOf(known), byName: known, confirmed };
+  }
+  // Both sent at once; a batch that names an unknown project fails and is rolled back whole.
+  const [existing, byName] = await Promise.all([
+    found,
+    ensureProjectsByName(tx, workspaceId, [...names].sort()),
+  ]);
+  checkIds(existing);
+  return { idOf: idOf(byName), byName, confirmed: Promise.resolve() };
 }
 
 /**
  * The run as the store writes it: the normalised run itself (made for this batch alone) with its
  * project's id added, rather than a copy of its thirty fields per run.
  */
-function toRow(run: NormalizedRun, projectOf: (run: NormalizedRun) => string): RunRow {
-  return Object.assign(run, { projectId: projectOf(run) });
+function toRow(run: NormalizedRun, idOf: (run: NormalizedRun) => string): RunRow {
+  return Object.assign(run, { projectId: idOf(run) });
 }

@@ -303,4 +303,43 @@ describe("ingestRuns", () => {
     ]);
     expect(await db().sql`select id from runs where id = ${byId.id}`).toHaveLength(0);
   });
+
+  it("writes into a project renamed since a batch named it only under its new name", async () => {
+    const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `renamed-${randomUUID()}`;
+    await ingest.ingestRuns(actor, { post: [rootRun(project)] });
+    const [first] = await db().sql<{ id: string }[]>`select id from tracing_projects where name = ${project}`;
+    await db().sql`update tracing_projects set name = ${`${project}-new`} where id = ${first?.id ?? ""}`;
+    const later = rootRun(project);
+    await ingest.ingestRuns(actor, { post: [later] });
+    const [current] = await db().sql<
+      { id: string }[]
+    >`select id from tracing_projects where name = ${project}`;
+    expect(current?.id).not.toBe(first?.id);
+    expect(await db().sql`select session_id from runs where id = ${later.id}`).toEqual([
+      { session_id: current?.id },
+    ]);
+    expect(await projectRuns(first?.id ?? "")).toBe(1);
+  });
+
+  it("writes into the project another process created again under a name this one remembers", async () => {
+    // Two services: what each has resolved is its own, as in two server processes.
+    const here = createIngestService({ sql: db().sql, usageReporting: false });
+    const elsewhere = createIngestService({ sql: db().sql, usageReporting: false });
+    const project = `recreated-${randomUUID()}`;
+    await here.ingestRuns(actor, { post: [rootRun(project)] });
+    await db()
+      .sql`delete from tracing_projects where workspace_id = ${actor.workspaceId} and name = ${project}`;
+    await elsewhere.ingestRuns(actor, { post: [rootRun(project)] });
+    const [recreated] = await db().sql<
+      { id: string }[]
+    >`select id from tracing_projects where name = ${project}`;
+    const later = rootRun(project);
+    await here.ingestRuns(actor, { post: [later] });
+    expect(await db().sql`select id from tracing_projects where name = ${project}`).toHaveLength(1);
+    expect(await db().sql`select session_id from runs where id = ${later.id}`).toEqual([
+      { session_id: recreated?.id },
+    ]);
+    expect(await projectRuns(recreated?.id ?? "")).toBe(2);
+  });
 });
