@@ -8,17 +8,18 @@
  * read side on the ingested runs: `POST /api/v1/runs/query` (a page of root runs; a filter with
  * `or` and `search`) and `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
  *
- *   npm run bench:ingest -- [--runs 20000] [--concurrency 5] [--runs-per-trace 10] [--rounds 3]
- *     [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
+ *   npm run bench:ingest -- [--runs 20000] [--warmup-runs 10000] [--concurrency 5] [--runs-per-trace 10]
+ *     [--rounds 3] [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
  *     [--profile-server <dir>] [--statements <n>]
  *
  * Each server runs in a child process (bench/support/agentplane-child.ts) on its own database of one
  * throwaway embedded Postgres (fsync off). `--baseline <dir>` adds another checkout of agentplane
  * (see bench/support/checkouts.ts), measured side by side: every round runs every checkout, in an
  * order that alternates, and the report gives each checkout's best round, the range over rounds and
- * the ratio to each baseline. Bodies are built and compressed before the clock starts, so the
- * ingest figure is the server's: parsing, validation, project resolution, the upserts and the usage
- * rollup, all in one transaction per batch. After the ingest rounds each server's peak resident
+ * the ratio to each baseline. Before the first round each server ingests `--warmup-runs` runs,
+ * untimed, as a server that has been running would have. Bodies are built and compressed before
+ * the clock starts, so the ingest figure is the server's: parsing, validation, project resolution,
+ * the upserts and the usage rollup, all in one transaction per batch. After the ingest rounds each server's peak resident
  * memory (VmHWM) is printed, as the server's Node flags (package.json `config.nodeFlags`) trade memory
  * for CPU. `--profile-server` writes this checkout's V8 CPU profile
  * (`.cpuprofile`) into `<dir>` when its server stops. `--statements <n>` loads `pg_stat_statements`
@@ -92,6 +93,8 @@ interface Settings {
   rounds: number;
   durationMs: number;
   warmupMs: number;
+  /** Runs each server ingests, untimed, before the first round. */
+  warmupRuns: number;
   queryConcurrencies: number[];
   checkouts: Checkout[];
   /** Where this checkout's server writes its CPU profile, if anywhere. */
@@ -111,6 +114,10 @@ function readSettings(): Settings {
       rounds: { type: "string", default: "3" },
       "duration-s": { type: "string", default: "2" },
       "warmup-s": { type: "string", default: "0.5" },
+      // Cold, a server's first round ran 6–21 % below its best later round in five of six runs of
+      // this bench on the 2-core VM (2026-11-27, before there was a warm-up): JIT tiers, heap sizing,
+      // the pool's connections and their plans. Sent once, untimed, before the rounds.
+      "warmup-runs": { type: "string", default: "10000" },
       "query-concurrency": { type: "string", default: "1,8" },
       "profile-server": { type: "string" },
       statements: { type: "string", default: "0" },
@@ -124,6 +131,7 @@ function readSettings(): Settings {
     rounds: numberValue("rounds", values.rounds, 1, true),
     durationMs: numberValue("duration-s", values["duration-s"], 0.1) * 1000,
     warmupMs: numberValue("warmup-s", values["warmup-s"], 0) * 1000,
+    warmupRuns: numberValue("warmup-runs", values["warmup-runs"], 0, true),
     queryConcurrencies: values["query-concurrency"]
       .split(",")
       .map((c) => numberValue("query-concurrency", c, 1, true)),
@@ -558,7 +566,7 @@ async function main(): Promise<void> {
     const first = targets[0] as Target;
     const [version] = await first.sql<{ v: string }[]>`select current_setting('server_version') as v`;
     console.log(
-      `ingest bench: ${settings.runs} runs, ${settings.runsPerTrace} per trace, ${BATCH_SIZE} per request, concurrency ${settings.concurrency}; ` +
+      `ingest bench: ${settings.runs} runs after ${Math.min(settings.warmupRuns, settings.runs)} untimed, ${settings.runsPerTrace} per trace, ${BATCH_SIZE} per request, concurrency ${settings.concurrency}; ` +
         `queries ${settings.durationMs / 1000} s per cell after ${settings.warmupMs / 1000} s warm-up at c=${settings.queryConcurrencies.join(",")}; ` +
         `${settings.rounds} round(s); checkouts ${settings.checkouts.map((c) => c.label).join(", ")}; ` +
         `PostgreSQL ${version?.v} (embedded, fsync off), Node ${process.version}, ${availableParallelism()} cores`,
@@ -570,8 +578,14 @@ async function main(): Promise<void> {
       const boundary = `----LangSmithFormBoundary${randomBytes(6).toString("hex")}`;
       bodies.push({ body: multipartBody(runs.slice(i, i + BATCH_SIZE), boundary), boundary });
     }
-    // Warm-up: one batch each, so connections, JIT and the project row exist.
-    for (const target of targets) await sendAll(target.child.port, apiKey, bodies.slice(0, 1), 1);
+    // Warm-up, untimed: one batch alone (the project row), then `--warmup-runs` at the bench's
+    // concurrency, so that the pool's connections and their plans, the JIT and the heap are those of
+    // a server that has been running. Each round empties the runs again before it starts.
+    const warmup = bodies.slice(0, Math.ceil(Math.min(settings.warmupRuns, settings.runs) / BATCH_SIZE));
+    for (const target of targets) {
+      await sendAll(target.child.port, apiKey, bodies.slice(0, 1), 1);
+      await sendAll(target.child.port, apiKey, warmup, settings.concurrency);
+    }
 
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
