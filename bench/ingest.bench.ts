@@ -4,9 +4,9 @@
  * parts `post.<id>`, `.inputs`, `.outputs`, `.extra`; gzip, as with `gzip_body_enabled`), sent
  * `--concurrency` at a time (the SDK's `traceBatchConcurrency` is 5), beside the ceiling: a plain
  * Postgres `COPY` of the same rows into a scratch copy of the `runs` table, once after every round
- * (the ratio is given per round as well as best against best). Then the
- * read side on the ingested runs: `POST /api/v1/runs/query` (a page of root runs; a filter with
- * `or` and `search`) and `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
+ * (the ratio is given per round as well as best against best). Then the read side on the ingested
+ * runs: `POST /api/v1/runs/query` (a page of root runs; a filter with `or` and `search`) and
+ * `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
  *
  *   npm run bench:ingest -- [--runs 20000] [--warmup-runs 10000] [--concurrency 5] [--runs-per-trace 10]
  *     [--rounds 3] [--duration-s 2] [--warmup-s 0.5] [--query-concurrency 1,8] [--baseline <dir>]...
@@ -19,10 +19,10 @@
  * the ratio to each baseline. Before the first round each server ingests `--warmup-runs` runs,
  * untimed, as a server that has been running would have. Bodies are built and compressed before
  * the clock starts, so the ingest figure is the server's: parsing, validation, project resolution,
- * the upserts and the usage rollup, all in one transaction per batch. After the ingest rounds each server's peak resident
- * memory (VmHWM) is printed, as the server's Node flags (package.json `config.nodeFlags`) trade memory
- * for CPU. `--profile-server` writes this checkout's V8 CPU profile
- * (`.cpuprofile`) into `<dir>` when its server stops. `--statements <n>` loads `pg_stat_statements`
+ * the upserts and the usage rollup, all in one transaction per batch. After the ingest rounds each
+ * server's peak resident memory (VmHWM) is printed, as the server's Node flags (package.json
+ * `config.nodeFlags`) trade memory for CPU. `--profile-server` writes this checkout's V8 CPU
+ * profile (`.cpuprofile`) into `<dir>` when its server stops. `--statements <n>` loads `pg_stat_statements`
  * and prints each checkout's `n` statements that took the most Postgres time over the ingest rounds.
  */
 import { randomBytes, randomUUID } from "node:crypto";

@@ -23,7 +23,10 @@ export interface MultipartPart {
   readonly declaredLength: number | null;
   /** Its bytes. */
   readonly data: Buffer;
-  /** Its bytes as text, when the parser read them as text (a UTF-8 body in the SDKs' layout, see sdk-multipart.ts). */
+  /**
+   * Its bytes as text, when the parser read them as text: a UTF-8 body in the SDKs' layout (see
+   * sdk-multipart.ts).
+   */
   readonly text?: string;
 }
 
