@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../../test/support/seeded-random.js";
 import { type MultipartLimits, type MultipartPart, parseMultipart } from "./multipart-parser.js";
 import { parseMultipartBody } from "./sdk-multipart.js";
 
@@ -34,17 +35,6 @@ async function outcome(parse: Promise<MultipartPart[]>): Promise<unknown> {
 async function expectSameAsGeneral(body: Buffer, limits: MultipartLimits = LIMITS): Promise<void> {
   const general = await outcome(parseMultipart([body], BOUNDARY, limits));
   expect(await outcome(parseMultipartBody(body, BOUNDARY, limits)), body.toString("latin1")).toEqual(general);
-}
-
-/** A small deterministic generator (mulberry32), so that a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe("parseMultipartBody", () => {
@@ -96,8 +86,9 @@ describe("parseMultipartBody", () => {
   });
 
   it("answers exactly as the general parser for thousands of damaged bodies, ASCII or not", async () => {
-    const next = random(11);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+    const random = seededRandom(11);
+    const next = random.next;
+    const pick = random.pick;
     // Bytes as Latin-1 characters: "\u00c3" and "\u00f0" open UTF-8 sequences, "\u0080" continues one.
     const bytes = [
       "\r",
