@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../test/support/seeded-random.js";
 import { parseDecimal } from "./row-group-encoder.js";
 
 /** A random decimal text as numeric's output writes it: up to `digits` digits, `scale` of them decimals. */
@@ -10,20 +11,10 @@ function decimalText(random: () => number, digits: number, scale: number): strin
   return `${random() < 0.3 ? "-" : ""}${whole}${fraction}`;
 }
 
-/** A seeded generator (mulberry32), so a failure names a reproducible text. */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("parseDecimal", () => {
   it("gives the double Number gives for every decimal text, on the fast path and off it", () => {
-    const random = seeded(20261126);
+    // Seeded, so a failure names a reproducible text.
+    const random = seededRandom(20261126).next;
     for (let i = 0; i < 200_000; i++) {
       const digits = 1 + Math.floor(random() * 30);
       const scale = Math.floor(random() * (digits + 3));
