@@ -13,10 +13,13 @@ import type { WorkspaceBound } from "./workspace-scope.js";
 /** ISO 8601 UTC with exactly six fractional digits, as the run queries return times. */
 const ISO_MICROS = `YYYY-MM-DD"T"HH24:MI:SS.US"Z"`;
 
-/** Where a page of threads starts: after the thread last active at this time (ISO text), with this id. */
+/**
+ * Where a page of threads starts: after the thread last active at this time (ISO text) whose latest
+ * trace has this id.
+ */
 export interface ThreadKey {
   maxStartTime: string;
-  threadId: string;
+  lastTraceId: string;
 }
 
 /** A thread query; every set field narrows the result. */
@@ -61,8 +64,13 @@ function threadOf(q: Queryable, alias: string): SqlFragment {
 }
 
 /**
- * One page of threads, most recently active first (by their latest trace's start, then id), after
- * `query.after`. Reads `limit + 1` rows so the caller knows whether another page follows.
+ * One page of threads, most recently active first, after `query.after`: by their latest trace's
+ * start, then by that trace's id, both descending. That is the order the deprecated
+ * `listThreads` of the SDK gives too, as it groups the roots that the runs query answers by
+ * (start_time, id) descending, in order of first appearance, and sorts the threads stably by
+ * their latest start: threads whose latest traces started in the same millisecond come in the
+ * order of those traces' ids. Reads `limit + 1` rows so the caller knows whether another page
+ * follows.
  */
 export async function queryThreads(q: WorkspaceBound, query: ThreadQuery): Promise<ThreadRow[]> {
   const where: SqlFragment[] = [
@@ -80,8 +88,10 @@ export async function queryThreads(q: WorkspaceBound, query: ThreadQuery): Promi
         runFilterSql(q, query.treeCondition, "tree_run"),
       ])})`
     : q`true`;
+  // The latest trace: its id breaks ties of the latest start (Postgres computes the aggregate once).
+  const lastTrace = q`(array_agg(roots.trace_id order by roots.start_time desc, roots.trace_id desc))[1]`;
   const after = query.after
-    ? q`(max(roots.start_time), roots.thread_id) < (${query.after.maxStartTime}::text::timestamptz, ${query.after.threadId}::text)`
+    ? q`(max(roots.start_time), ${lastTrace}) < (${query.after.maxStartTime}::text::timestamptz, ${query.after.lastTraceId}::uuid)`
     : q`true`;
   const iso = (value: SqlFragment) => q`to_char(${value} at time zone 'UTC', ${ISO_MICROS})`;
   const latency = q`extract(epoch from (roots.end_time - roots.start_time))::float8`;
@@ -95,7 +105,7 @@ export async function queryThreads(q: WorkspaceBound, query: ThreadQuery): Promi
     select roots.thread_id, count(*)::int as count,
       ${iso(q`min(roots.start_time)`)} as min_start_time, ${iso(q`max(roots.start_time)`)} as max_start_time,
       (array_agg(roots.trace_id order by roots.start_time, roots.trace_id))[1] as first_trace_id,
-      (array_agg(roots.trace_id order by roots.start_time desc, roots.trace_id desc))[1] as last_trace_id,
+      ${lastTrace} as last_trace_id,
       percentile_cont(0.5) within group (order by ${latency}) as latency_p50,
       percentile_cont(0.99) within group (order by ${latency}) as latency_p99,
       (count(*) filter (where roots.error is not null))::int as num_errored_turns,
@@ -105,7 +115,7 @@ export async function queryThreads(q: WorkspaceBound, query: ThreadQuery): Promi
     from roots
     group by roots.thread_id
     having bool_or(roots.trace_match) and bool_or(roots.tree_match) and ${after}
-    order by max(roots.start_time) desc, roots.thread_id desc
+    order by max(roots.start_time) desc, ${lastTrace} desc
     limit ${query.limit + 1}`;
 }
 

@@ -501,6 +501,46 @@ describe("client.threads", () => {
     expect(conv2).toMatchObject({ count: 1, first_trace_id: ids.rootC, total_tokens: 12 });
   });
 
+  it("query() orders threads whose latest traces started at the same time as listThreads() does, page by page", async () => {
+    const client = sdkClient();
+    const project = `v2-ties-${randomUUID()}`;
+    const at = new Date(Date.now() - 30_000);
+    // Two threads whose latest traces start in the same millisecond, the later thread id having the
+    // smaller trace id, so that a tie broken by thread id would reverse listThreads' order.
+    const [low, high] = [randomUUID(), randomUUID()].sort();
+    const roots = [
+      { id: randomUUID(), thread: "tie-b", start: at.getTime() - 5_000 },
+      { id: high as string, thread: "tie-a", start: at.getTime() },
+      { id: low as string, thread: "tie-b", start: at.getTime() },
+      { id: randomUUID(), thread: "tie-c", start: at.getTime() - 1_000 },
+    ];
+    for (const root of roots) {
+      await client.createRun({
+        id: root.id,
+        name: "turn",
+        run_type: "chain",
+        start_time: root.start,
+        end_time: root.start + 10,
+        inputs: { q: root.thread },
+        project_name: project,
+        extra: { metadata: { thread_id: root.thread } },
+      });
+    }
+    const tieProjectId = (await client.readProject({ projectName: project })).id;
+    const v1 = await client.listThreads({ projectId: tieProjectId, startTime: new Date(since) });
+    expect(v1.map((th) => th.thread_id)).toEqual(["tie-a", "tie-b", "tie-c"]);
+    const v2 = [];
+    for await (const thread of client.threads.query({
+      project_id: tieProjectId,
+      min_start_time: since,
+      page_size: 1,
+    })) {
+      v2.push(thread);
+    }
+    expect(v2.map((th) => th.thread_id)).toEqual(v1.map((th) => th.thread_id));
+    expect(v2.map((th) => th.last_trace_id)).toEqual([high, low, roots[3]?.id]);
+  });
+
   it("query() answers 422 for thread_filter and without a project", async () => {
     expect(
       await call("POST", "/api/v2/threads/query", { project_id: projectId, thread_filter: "gt(count, 1)" }),

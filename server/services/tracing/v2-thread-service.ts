@@ -87,7 +87,10 @@ export function createV2ThreadService({
         }),
         ...(more
           ? {
-              nextCursor: encodeThreadCursor({ maxStartTime: last.max_start_time, threadId: last.thread_id }),
+              nextCursor: encodeThreadCursor({
+                maxStartTime: last.max_start_time,
+                lastTraceId: last.last_trace_id,
+              }),
             }
           : {}),
       };
