@@ -94,6 +94,18 @@ async function v2Query(
   return runs;
 }
 
+/** Every thread of a project since the test began, through `threads.query()`, one per page. */
+async function v2Threads(client: Client, project: string) {
+  const threads = [];
+  for await (const thread of client.threads.query({
+    project_id: project,
+    min_start_time: since,
+    page_size: 1,
+  }))
+    threads.push(thread);
+  return threads;
+}
+
 /** The v1 run fields the v2 API also returns (under its own names). */
 const SHARED_FIELDS = [
   "id",
@@ -477,14 +489,7 @@ describe("client.threads", () => {
   it("query() answers the threads listThreads() does, most recently active first", async () => {
     const client = sdkClient();
     const v1 = await client.listThreads({ projectId, startTime: new Date(since) });
-    const v2 = [];
-    for await (const thread of client.threads.query({
-      project_id: projectId,
-      min_start_time: since,
-      page_size: 1,
-    })) {
-      v2.push(thread);
-    }
+    const v2 = await v2Threads(client, projectId);
     expect(v2.map((th) => th.thread_id)).toEqual(v1.map((th) => th.thread_id));
     expect(v2.map((th) => th.count)).toEqual(v1.map((th) => th.count));
     expect(v2.map((th) => th.min_start_time)).toEqual(v1.map((th) => th.min_start_time));
@@ -529,14 +534,7 @@ describe("client.threads", () => {
     const tieProjectId = (await client.readProject({ projectName: project })).id;
     const v1 = await client.listThreads({ projectId: tieProjectId, startTime: new Date(since) });
     expect(v1.map((th) => th.thread_id)).toEqual(["tie-a", "tie-b", "tie-c"]);
-    const v2 = [];
-    for await (const thread of client.threads.query({
-      project_id: tieProjectId,
-      min_start_time: since,
-      page_size: 1,
-    })) {
-      v2.push(thread);
-    }
+    const v2 = await v2Threads(client, tieProjectId);
     expect(v2.map((th) => th.thread_id)).toEqual(v1.map((th) => th.thread_id));
     expect(v2.map((th) => th.last_trace_id)).toEqual([high, low, roots[3]?.id]);
   });
