@@ -210,6 +210,10 @@ async function writeBatch({
       ...new Set([...positioned.map((run) => run.id), ...feedback.map((f) => f.runId)]),
     ]),
   ]);
+  // Awaited below with the writes; this handler only keeps a failure (the connection lost, the
+  // transaction aborted) from being reported as unhandled when the projects' lookup fails with it
+  // first and the batch ends before reaching that await.
+  locks.catch(() => undefined);
   const projects = await resolveProjects(tx, workspaceId, [...posts, ...patches], projectIds);
   const sender = { userId: actor.userId, apiKeyId: actor.apiKeyId };
   const rows = (runs: NormalizedRun[]) => runs.map((run) => toRow(run, projects.idOf));

@@ -342,4 +342,26 @@ describe("ingestRuns", () => {
     ]);
     expect(await projectRuns(recreated?.id ?? "")).toBe(2);
   });
+
+  it("rejects a batch whose transaction fails at its first statement, leaving no promise unhandled", async () => {
+    // A workspace id Postgres refuses fails the scope, and with it every statement pipelined
+    // behind it (as a lost connection would): the locks as well as the projects' lookup.
+    const unhandled: unknown[] = [];
+    const collect = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", collect);
+    try {
+      const ingest = createIngestService({ sql: db().sql, usageReporting: false });
+      await expect(
+        ingest.ingestRuns(
+          { ...actor, workspaceId: "not-a-uuid" },
+          { post: [rootRun(`failed-${randomUUID()}`)] },
+        ),
+      ).rejects.toThrow();
+      // Node reports an unhandled rejection after the turn it happened in.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", collect);
+    }
+    expect(unhandled).toEqual([]);
+  });
 });
