@@ -5,8 +5,9 @@
  * server answers for the same graphs; graph modules may call `getLogger()` at load; and
  * `LANGGRAPH_CONFIG` gives the system assistants their config and context.
  *
- * `fixtures/schema-graphs/js-server-answers.json` holds the JS server's answers, captured once by
- * running `langgraphjs dev` (@langchain/langgraph-cli 1.4.5) on that folder; CI never runs it.
+ * `fixtures/schema-graphs/js-server-answers.json` holds the JS server's answers, captured by
+ * `bench/capture-js-schemas.ts` running `langgraphjs dev` (@langchain/langgraph-cli 1.5.1) on that
+ * folder; CI never runs it.
  */
 import { readFile } from "node:fs/promises";
 import { Client } from "@langchain/langgraph-sdk";

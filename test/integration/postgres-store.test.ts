@@ -62,8 +62,14 @@ describe("BaseStore helpers", () => {
     await expect(store.batch([{ namespace: [], key: "k", value: {} }])).rejects.toThrow(
       new StoreInputError("namespace must have at least one label"),
     );
-    await expect(store.get(["a", ""], "k")).rejects.toThrow("namespace label 2 is empty");
-    await expect(store.get(["a.b"], "k")).rejects.toThrow('namespace label 1 ("a.b") contains "."');
+    // LangGraph's own get() checks the namespace before it reaches the store; batch() does not.
+    await expect(store.get(["a", ""], "k")).rejects.toThrow("Namespace labels cannot be empty strings");
+    await expect(store.batch([{ namespace: ["a", ""], key: "k" }])).rejects.toThrow(
+      new StoreInputError("namespace label 2 is empty; namespace labels must be non-empty"),
+    );
+    await expect(store.batch([{ namespace: ["a.b"], key: "k" }])).rejects.toThrow(
+      'namespace label 1 ("a.b") contains "."',
+    );
     await expect(store.get(["a"], "")).rejects.toThrow("key must not be empty");
     await expect(store.get(["a"], "x".repeat(513))).rejects.toThrow("key is longer than 512 bytes");
     await expect(store.batch([{ namespace: ["a"], key: "k", value: [1] as never }])).rejects.toThrow(
