@@ -3,6 +3,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { ConnectError } from "@connectrpc/connect";
+import { ThreadStreamService } from "../gen/agentplane/agents/v1/thread_stream_service_pb.js";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
 import {
@@ -49,7 +50,7 @@ import { createSystemService } from "./services/system/system-service.js";
 import { createCustomDataCipher } from "./store/custom-data-cipher.js";
 import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
-import { scopedHandler } from "./store/encryption-scope.js";
+import { scopedHandler, withEncryptionScope } from "./store/encryption-scope.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { installQueryContextTags } from "./store/query-context-tags.js";
@@ -68,6 +69,7 @@ import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
 import { checkPortAvailable } from "./transport/port-check.js";
+import { corsAllows } from "./transport/rest/cors.js";
 import {
   createHeapDumpAdapter,
   createLogLevelAdapter,
@@ -76,6 +78,7 @@ import {
   LOG_LEVEL_ROUTES,
   METRICS_ROUTES,
 } from "./transport/system-adapter.js";
+import { createThreadStreamSockets } from "./transport/ws/thread-stream-socket.js";
 
 /** A running agentplane process. */
 export interface App {
@@ -388,6 +391,16 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     onStop("dependency monitor", async () => monitor.stop());
 
     const shutdown = new AbortController();
+    const threadStream = services.find((bound) => bound.service.typeName === ThreadStreamService.typeName);
+    const sockets = threadStream
+      ? createThreadStreamSockets({
+          service: threadStream,
+          originAllowed: corsAllows(cors),
+          inRequestScope: customEncryption !== undefined ? withEncryptionScope : (fn) => fn(),
+          log,
+          ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
+        })
+      : undefined;
     const server = createOnePortServer(
       withEncryptionScopes(
         customEncryption !== undefined,
@@ -445,6 +458,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ),
       {
         shutdown,
+        ...(sockets ? { onUpgrade: sockets.handleUpgrade, onClose: sockets.close } : {}),
       },
     );
     const address = await server.listen(config.port, config.host);

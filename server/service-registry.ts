@@ -3,6 +3,7 @@ import { CronService } from "../gen/agentplane/agents/v1/cron_service_pb.js";
 import { RunService as AgentRunService } from "../gen/agentplane/agents/v1/run_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
+import { ThreadStreamService } from "../gen/agentplane/agents/v1/thread_stream_service_pb.js";
 import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
@@ -37,11 +38,16 @@ import { createAssistantTools } from "./services/agents/assistant-tools.js";
 import { createCronService } from "./services/agents/cron-service.js";
 import { createGenerativeUi } from "./services/agents/generative-ui.js";
 import { createRunLauncher } from "./services/agents/run-launcher.js";
-import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
+import {
+  createRunService as createAgentRunService,
+  type RunServiceDeps,
+  runCreationDepsOf,
+} from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
 import { createThreadGraphs } from "./services/agents/thread-graph.js";
 import { createThreadService, type ThreadServiceDeps } from "./services/agents/thread-service.js";
+import { createThreadStreamService } from "./services/agents/thread-stream/thread-stream-service.js";
 import { createBulkExportService } from "./services/export/bulk-export-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
 import type { Authenticator, Identity } from "./services/iam/authenticator.js";
@@ -59,6 +65,7 @@ import { createV2RunService } from "./services/tracing/v2-run-service.js";
 import { createV2ThreadService } from "./services/tracing/v2-thread-service.js";
 import { createV2TraceService } from "./services/tracing/v2-trace-service.js";
 import type { Sql } from "./store/db.js";
+import { createThreadBatches } from "./store/thread-batches.js";
 import type { SecretBox } from "./store/secret-box.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
@@ -111,6 +118,23 @@ export function createApiServices(
 ): BoundService[] {
   const { sql, queue, jobs, graphs, identities } = deps;
   const systemAssistants = systemAssistantsOf(deps);
+  const runServiceDeps: RunServiceDeps = {
+    sql,
+    graphs,
+    systemAssistants,
+    queue: () => queue,
+    runJob: () => jobs.agentRun,
+    bus: deps.runBus,
+    settings: deps.runSettings,
+    webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+    webhookJob: () => jobs.webhookDelivery,
+    ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+  };
+  const threadService = createThreadService({
+    sql,
+    threadGraphs: createThreadGraphs({ sql, graphs }),
+    ...defaultThreadTtlOption(graphs),
+  });
   return [
     bindService(IdentityService, createIdentityService(), bind),
     bindService(
@@ -124,19 +148,16 @@ export function createApiServices(
     bindService(ApiKeyService, clearingIdentitiesAfterWrites(createApiKeyService({ sql }), identities), bind),
     bindService(MemberService, clearingIdentitiesAfterWrites(createMemberService({ sql }), identities), bind),
     bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
+    bindService(AgentRunService, createAgentRunService(runServiceDeps), bind),
     bindService(
-      AgentRunService,
-      createAgentRunService({
+      ThreadStreamService,
+      createThreadStreamService({
         sql,
-        graphs,
-        systemAssistants,
-        queue: () => queue,
-        runJob: () => jobs.agentRun,
-        bus: deps.runBus,
-        settings: deps.runSettings,
-        webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
-        webhookJob: () => jobs.webhookDelivery,
-        ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+        log: deps.log,
+        creation: runCreationDepsOf(runServiceDeps),
+        threads: createThreadBatches(sql),
+        threadService,
+        readers: { sql, bus: deps.runBus, ...(deps.localRuns ? { localRuns: deps.localRuns } : {}) },
       }),
       bind,
     ),
@@ -171,15 +192,7 @@ export function createApiServices(
       bind,
     ),
     bindService(StoreService, createStoreService({ sql, ...storeTtlOption(graphs) }), bind),
-    bindService(
-      ThreadService,
-      createThreadService({
-        sql,
-        threadGraphs: createThreadGraphs({ sql, graphs }),
-        ...defaultThreadTtlOption(graphs),
-      }),
-      bind,
-    ),
+    bindService(ThreadService, threadService, bind),
   ];
 }
 

@@ -9,6 +9,8 @@ import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
 import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
 import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
+import { executeProtocolRun } from "../runtime/protocol/protocol-run-executor.js";
+import { rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
 import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
@@ -313,7 +315,8 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         );
       }
       graph = await loadGraph(run, kwargs);
-      const result = await executeRun({
+      const execute = kwargs.protocol ? executeProtocolRun : executeRun;
+      const result = await execute({
         graph,
         runId: run.runId,
         threadId: run.threadId,
@@ -340,6 +343,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       }
       if (reason?.kind === "cancel" || reason?.kind === "orphaned") {
         status = "interrupted";
+        if (kwargs.protocol) writer.push(rootLifecycleEvent("interrupted", run.graphId));
         if (reason.kind === "cancel" && reason.action === "rollback") {
           await writer.flush().catch(() => {});
           await rollBack(run, leaseToken, graph);
@@ -353,6 +357,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
             : errorData(error);
         output = { __error__: failure };
         writer.push({ event: "error", data: failure });
+        if (kwargs.protocol) writer.push(rootLifecycleEvent("failed", run.graphId, failure.message));
         if (!reason)
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }

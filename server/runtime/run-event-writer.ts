@@ -16,6 +16,11 @@ import type { RunStreamEvent } from "./run-stream-modes.js";
  */
 export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
 
+/** An event as it is stored: produced now, its data as JSON text. */
+export function storedEvent({ event, data }: RunStreamEvent): NewRunEvent {
+  return { ms: Date.now(), event, data: JSON.stringify(toPlainJson(data)) ?? "null" };
+}
+
 /** Writes a run's events to Postgres as they happen; see {@link createRunEventWriter}. */
 export interface RunEventWriter {
   /** Queues an event; it is written with the next batch. */
@@ -98,17 +103,17 @@ export function createRunEventWriter(
   };
 
   return {
-    push({ event, data }) {
-      const json = JSON.stringify(toPlainJson(data)) ?? "null";
-      if (json.length > MAX_EVENT_BYTES) {
+    push(event) {
+      const stored = storedEvent(event);
+      if (stored.data.length > MAX_EVENT_BYTES) {
         log.warn("run event skipped: larger than the 128 MB ceiling", {
           runId: run.runId,
-          event,
-          bytes: json.length,
+          event: event.event,
+          bytes: stored.data.length,
         });
         return;
       }
-      pending.push({ ms: Date.now(), event, data: json });
+      pending.push(stored);
       start();
     },
     lastSeq: () => last,

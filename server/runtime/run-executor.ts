@@ -59,20 +59,19 @@ export function toCommand(command: RunCommand): Command {
   });
 }
 
+/** The graph's input: the run's command as the library's, or its input. */
+export function graphInput(kwargs: RunKwargs): unknown {
+  return kwargs.command ? toCommand(kwargs.command) : (kwargs.input ?? null);
+}
+
 /**
- * Runs the graph once, streaming its chunks as API events through `emit`: `metadata` first, then
- * whatever the stream modes ask for. Throws what the graph throws (an abort included); the caller
- * decides the run's status. When an earlier attempt of the same run left checkpoints, the library
- * resumes from the last one: the run id in the config metadata matches the checkpoint's.
+ * The options every execution passes the graph: the run's config (its `configurable` with the
+ * run's ids and checkpoint), metadata, context, interrupts, durability, signal, callbacks and run id.
  */
-export async function executeRun(x: RunExecution): Promise<RunResult> {
+export function graphOptions(x: RunExecution) {
   const { kwargs, runId } = x;
-  x.emit({ event: "metadata", data: { run_id: runId, attempt: x.attempt } });
-  const modes = kwargs.stream_mode;
-  const mapper = createStreamMapper(modes, kwargs.subgraphs);
-  const input = kwargs.command ? toCommand(kwargs.command) : (kwargs.input ?? null);
   const { tags, recursion_limit: recursionLimit, configurable, ...rest } = kwargs.config;
-  const options = {
+  return {
     ...rest,
     ...(tags ? { tags } : {}),
     ...(recursionLimit !== undefined ? { recursionLimit } : {}),
@@ -101,6 +100,23 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
     signal: x.signal,
     ...(x.callbacks ? { callbacks: x.callbacks } : {}),
     runId,
+  };
+}
+
+/**
+ * Runs the graph once, streaming its chunks as API events through `emit`: `metadata` first, then
+ * whatever the stream modes ask for. Throws what the graph throws (an abort included); the caller
+ * decides the run's status. When an earlier attempt of the same run left checkpoints, the library
+ * resumes from the last one: the run id in the config metadata matches the checkpoint's.
+ */
+export async function executeRun(x: RunExecution): Promise<RunResult> {
+  const { kwargs, runId } = x;
+  x.emit({ event: "metadata", data: { run_id: runId, attempt: x.attempt } });
+  const modes = kwargs.stream_mode;
+  const mapper = createStreamMapper(modes, kwargs.subgraphs);
+  const input = graphInput(kwargs);
+  const options = {
+    ...graphOptions(x),
     streamMode: libraryModes(modes),
     subgraphs: kwargs.subgraphs,
   };

@@ -413,6 +413,10 @@ export interface CancelOutcome {
   previous: RunStatus;
   /** The run's webhook URL, if it has one. */
   webhook: string | null;
+  /** Whether it is a run of the thread-centric streaming protocol (its stream ends with a lifecycle event). */
+  protocol: boolean;
+  /** Its graph. */
+  graphId: string;
 }
 
 /**
@@ -426,9 +430,20 @@ export async function cancelRuns(
   runIds: readonly string[],
   action: CancelAction,
 ): Promise<CancelOutcome[]> {
-  const rows = await q<{ run_id: string; thread_id: string; previous: RunStatus; webhook: string | null }[]>`
+  const rows = await q<
+    {
+      run_id: string;
+      thread_id: string;
+      graph_id: string;
+      previous: RunStatus;
+      webhook: string | null;
+      protocol: boolean;
+    }[]
+  >`
     with target as (
-      select run_id, thread_id, status, kwargs ->> 'webhook' as webhook from agent_runs
+      select run_id, thread_id, graph_id, status, kwargs ->> 'webhook' as webhook,
+        coalesce((kwargs ->> 'protocol')::boolean, false) as protocol
+      from agent_runs
       where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])
         and status in ('pending', 'running')
       for update
@@ -444,12 +459,14 @@ export async function cancelRuns(
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'running'
       returning r.run_id
     )
-    select run_id, thread_id, status as previous, webhook from target`;
+    select run_id, thread_id, graph_id, status as previous, webhook, protocol from target`;
   return rows.map((r) => ({
     runId: r.run_id,
     threadId: r.thread_id,
     previous: r.previous,
     webhook: r.webhook,
+    protocol: r.protocol,
+    graphId: r.graph_id,
   }));
 }
 

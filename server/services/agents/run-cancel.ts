@@ -1,6 +1,8 @@
 import { dispatchThreadQueue, type RunDispatchDeps } from "../../jobs/agent-run-dispatch.js";
 import { oweWebhook, type WebhookOwing } from "../../jobs/webhook-delivery-job.js";
+import { rootLifecycleEvent } from "../../runtime/protocol/protocol-session.js";
 import type { RunEventBus } from "../../runtime/run-event-bus.js";
+import { storedEvent } from "../../runtime/run-event-writer.js";
 import {
   type CancelAction,
   type CancelOutcome,
@@ -71,7 +73,10 @@ export async function cancelRunsInTx(
       continue;
     }
     threads.add(outcome.threadId);
+    // A protocol run's stream ends with the root's lifecycle, as when its worker ends it.
+    const ended = outcome.protocol ? [storedEvent(rootLifecycleEvent("interrupted", outcome.graphId))] : [];
     await appendRunEvents(tx, { workspaceId, runId: outcome.runId, threadId: outcome.threadId }, [
+      ...ended,
       { ms: Date.now(), event: END_EVENT, data: "null" },
     ]);
     await expireRunEvents(tx, outcome.runId, deps.streamTtlSeconds);

@@ -33,6 +33,13 @@ export interface RunRequest {
   durability: "sync" | "async" | "exit" | null;
   feedbackKeys: string[] | null;
   langsmithTracer: JsonObject | null;
+  /**
+   * A run of the thread-centric streaming protocol (the ids of the interrupts it answers, when it
+   * resumes some); absent for runs of the run endpoints.
+   */
+  protocol?: { answers: string[] };
+  /** Refuse the resume when an interrupt it answers by id is not waiting (it fails, running nothing). */
+  strictResume?: boolean;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "interrupt", "rollback", "enqueue"];

@@ -25,7 +25,7 @@ import {
   runIdsWithStatus,
 } from "../../store/agent-run-store.js";
 import { threadExists } from "../../store/agent-run-thread-store.js";
-import { pgErrorCode, type Sql } from "../../store/db.js";
+import type { Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
 import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
@@ -33,6 +33,7 @@ import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
 import { toValue } from "./json-value.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
+import { conflictsAs409 } from "./run-conflicts.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
 import {
   parseCancelAction,
@@ -140,21 +141,6 @@ function parseJsonList(raw: string, field: string): string[] {
 
 function runNotFound(runId: string): ConnectError {
   return new ConnectError(`run ${runId} not found`, Code.NotFound);
-}
-
-/** Deadlocks and serialization failures of racing writes answer 409, never 500. */
-async function conflictsAs409<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const code = pgErrorCode(error);
-    if (code === "40P01" || code === "40001")
-      throw new ConnectError(
-        "the run changed while this request ran (a race with its end); retry",
-        Code.Aborted,
-      );
-    throw error;
-  }
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   ServerSentEventSchema,
 } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
+import { parseProtocolParams, protocolMethodOf } from "../../runtime/protocol/protocol-event.js";
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
@@ -59,7 +60,22 @@ export function eventFilter(modes: readonly StreamMode[] | undefined): (event: s
   return (event) => names.has(event.split("|")[0] ?? event);
 }
 
+/**
+ * A stored event as the run streams send it. A protocol run's event (see protocol-event.ts) is sent
+ * as the run endpoints name their events: its method, with the namespace of a subgraph's event
+ * after `|`, and its payload as the data.
+ */
 function toMessage(record: RunEventRecord): ServerSentEvent {
+  const method = protocolMethodOf(record.event);
+  if (method !== undefined) {
+    const params = parseProtocolParams(record.data);
+    const name = params.namespace.length > 0 ? `${method}|${params.namespace.join("|")}` : method;
+    return create(ServerSentEventSchema, {
+      id: eventId(record),
+      event: name,
+      data: fromJson(ValueSchema, params.data),
+    });
+  }
   return create(ServerSentEventSchema, {
     id: eventId(record),
     event: record.event,
@@ -144,14 +160,15 @@ export async function* readRunStream(
 }
 
 /**
- * Every event of a thread's runs after `afterSeq`, one run after another, until the client goes
- * away. Run end markers are not sent.
+ * Every stored event of a thread's runs after `afterSeq`, in seq order (one run after another, and
+ * new ones as they are written, from any process), until `signal` aborts. Run end markers are not
+ * yielded. Reads a page at a time and waits for the thread's notifications in between.
  */
-export async function* readThreadStream(
+export async function* threadEventRecords(
   deps: StreamReaderDeps,
   thread: { workspaceId: string; threadId: string },
-  options: { afterSeq: number; accept: (event: string) => boolean; signal: AbortSignal },
-): AsyncGenerator<ServerSentEvent> {
+  options: { afterSeq: number; signal: AbortSignal },
+): AsyncGenerator<RunEventRecord> {
   const { sql, bus } = deps;
   const watch = bus.watch(thread.threadId);
   try {
@@ -161,7 +178,7 @@ export async function* readThreadStream(
       const rows = await eventsAfter(sql, thread.workspaceId, { threadId: thread.threadId }, last, PAGE);
       for (const row of rows) {
         last = row.seq;
-        if (row.event !== END_EVENT && options.accept(row.event)) yield toMessage(row);
+        if (row.event !== END_EVENT) yield row;
       }
       if (rows.length === PAGE) continue;
       await watch.changed(seen, SAFETY_POLL_MS, options.signal);
@@ -169,6 +186,16 @@ export async function* readThreadStream(
   } finally {
     watch.close();
   }
+}
+
+/** Every event of a thread's runs after `afterSeq` that `accept` takes, until the client goes away. */
+export async function* readThreadStream(
+  deps: StreamReaderDeps,
+  thread: { workspaceId: string; threadId: string },
+  options: { afterSeq: number; accept: (event: string) => boolean; signal: AbortSignal },
+): AsyncGenerator<ServerSentEvent> {
+  for await (const row of threadEventRecords(deps, thread, options))
+    if (options.accept(row.event)) yield toMessage(row);
 }
 
 /**
