@@ -7,10 +7,10 @@ import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
-import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
-import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
 import { executeProtocolRun } from "../runtime/protocol/protocol-run-executor.js";
-import { rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
+import { protocolEndEvent, rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
+import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
+import { createRunEventWriter, type RunEventWriter, storedEvent } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
@@ -36,7 +36,7 @@ import {
   saveThreadAfterRun,
 } from "../store/agent-run-thread-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import type { Sql } from "../store/db.js";
+import { type Sql, storedCipherOf } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
 import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
@@ -343,7 +343,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       }
       if (reason?.kind === "cancel" || reason?.kind === "orphaned") {
         status = "interrupted";
-        if (kwargs.protocol) writer.push(rootLifecycleEvent("interrupted", run.graphId));
         if (reason.kind === "cancel" && reason.action === "rollback") {
           await writer.flush().catch(() => {});
           await rollBack(run, leaseToken, graph);
@@ -357,7 +356,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
             : errorData(error);
         output = { __error__: failure };
         writer.push({ event: "error", data: failure });
-        if (kwargs.protocol) writer.push(rootLifecycleEvent("failed", run.graphId, failure.message));
         if (!reason)
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }
@@ -396,6 +394,21 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let output = outcome.output;
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
+    // A protocol run's stream ends with the root's lifecycle, written with the end (encrypted as
+    // the run's other events are, though the transaction carries no cipher).
+    const final = kwargs.protocol
+      ? storedEvent(
+          protocolEndEvent(
+            {
+              status: outcome.status,
+              ...(outcome.failure ? { error: outcome.failure.message } : {}),
+              waitingForInput: Object.keys(state?.interrupts ?? {}).length > 0,
+            },
+            run.graphId,
+          ),
+          storedCipherOf(sql),
+        )
+      : undefined;
     let ended: RunEnd | undefined;
     let kept = false;
     // Awaited before the transaction opens: a transaction holding a connection while the events
@@ -417,6 +430,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           eventTtlSeconds: settings.streamTtlSeconds,
           endEvent: END_EVENT,
           channel: RUN_EVENTS_CHANNEL,
+          ...(final ? { finalEvent: final } : {}),
         }),
         kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
       ]);
@@ -496,7 +510,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (!ended) return;
       await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
       await deleteRun(tx, run.workspaceId, run.runId);
-      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
+      const kwargs = run.kwargs as unknown as RunKwargs;
+      await appendRunEvents(tx, run, [
+        ...(kwargs.protocol ? [storedEvent(rootLifecycleEvent("interrupted", run.graphId))] : []),
+        { ms: Date.now(), event: END_EVENT, data: "null" },
+      ]);
       await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
     });
     if (ended) reportEnded(run.runId, "interrupted");

@@ -6,6 +6,7 @@ import {
   type NewRunEvent,
   type RunEventRecord,
 } from "../store/run-event-store.js";
+import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
@@ -16,9 +17,13 @@ import type { RunStreamEvent } from "./run-stream-modes.js";
  */
 export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
 
-/** An event as it is stored: produced now, its data as JSON text. */
-export function storedEvent({ event, data }: RunStreamEvent): NewRunEvent {
-  return { ms: Date.now(), event, data: JSON.stringify(toPlainJson(data)) ?? "null" };
+/**
+ * An event as it is stored: produced now, its data as JSON text (encrypted with `cipher`, for a
+ * write through a transaction, which encrypts nothing itself).
+ */
+export function storedEvent({ event, data }: RunStreamEvent, cipher?: StoredDataCipher): NewRunEvent {
+  const json = JSON.stringify(toPlainJson(data)) ?? "null";
+  return { ms: Date.now(), event, data: cipher ? cipher.encryptJsonText(json) : json };
 }
 
 /** Writes a run's events to Postgres as they happen; see {@link createRunEventWriter}. */

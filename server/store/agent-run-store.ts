@@ -542,10 +542,19 @@ export async function endRun(
   q: Queryable,
   runId: string,
   leaseToken: string,
-  end: { status: RunStatus; output: JsonValue; eventTtlSeconds: number; endEvent: string; channel: string },
+  end: {
+    status: RunStatus;
+    output: JsonValue;
+    eventTtlSeconds: number;
+    endEvent: string;
+    channel: string;
+    /** An event stored just before the end event, in the same statement (its data as stored). */
+    finalEvent?: { ms: number; event: string; data: string };
+  },
 ): Promise<RunEnd | undefined> {
   const ttl = end.eventTtlSeconds;
   const ms = Date.now();
+  const final = end.finalEvent;
   const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string }[]>`
     with finished as (
       update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
@@ -555,11 +564,18 @@ export async function endRun(
     ), expired as (
       update agent_run_events set expires_at = now() + make_interval(secs => ${ttl}::float8)
       where run_id = ${runId} and exists (select 1 from finished)
+    ), last as (
+      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
+      select workspace_id, run_id, thread_id, ${final?.ms ?? ms}, ${final?.event ?? ""}, ${final?.data ?? "null"},
+        now() + make_interval(secs => ${ttl}::float8)
+      from finished where ${final !== undefined}
+      returning seq
     ), ended as (
+      -- After the final event (when there is one): its seq is drawn first, so the end's is higher.
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
       select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, 'null',
         now() + make_interval(secs => ${ttl}::float8)
-      from finished
+      from finished, (select count(*) from last) l
       returning seq
     )
     select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end ' || ended.seq::text),

@@ -34,9 +34,11 @@ export interface OnePortServerOptions {
 }
 
 /** The answer to an upgrade no one serves. */
-const UPGRADE_REFUSAL = `HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify({
-  detail: "no WebSocket is served at this path; the protocol's is /threads/{thread_id}/stream/events",
-})}`;
+const UPGRADE_REFUSAL = `HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify(
+  {
+    detail: "no WebSocket is served at this path; the protocol's is /threads/{thread_id}/stream/events",
+  },
+)}`;
 
 /** A server that answers HTTP/1.1 and HTTP/2 without TLS (h2c, prior knowledge) on one port. */
 export interface OnePortServer {

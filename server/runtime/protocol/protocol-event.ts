@@ -40,7 +40,9 @@ export function protocolEventName(method: string): string {
 
 /** The method of a stored protocol event; undefined for an event that is not one. */
 export function protocolMethodOf(storedName: string): string | undefined {
-  return storedName.startsWith(PROTOCOL_EVENT_PREFIX) ? storedName.slice(PROTOCOL_EVENT_PREFIX.length) : undefined;
+  return storedName.startsWith(PROTOCOL_EVENT_PREFIX)
+    ? storedName.slice(PROTOCOL_EVENT_PREFIX.length)
+    : undefined;
 }
 
 /** The params of a stored protocol event, from its stored data (JSON text). */

@@ -30,9 +30,8 @@ export async function executeProtocolRun(x: RunExecution): Promise<RunResult> {
   for await (const event of protocolEvents(x.graph, graphInput(x.kwargs), graphOptions(x)))
     session.handle(event);
   x.signal.throwIfAborted();
-  // The run ended on its own: waiting for the input it asked for, or done. (A failure or a cancel
-  // is reported by the worker, which decides the run's status.)
-  x.emit(rootLifecycleEvent(session.requestedInput() ? "interrupted" : "completed", x.graphId));
+  // The root's terminal lifecycle is written with the run's end (protocolEndEvent), in the same
+  // transaction as the run's and its thread's new status, so a client that reads them on it sees them.
   return { output: session.output() };
 }
 

@@ -64,15 +64,37 @@ export function rootLifecycleEvent(status: RootLifecycle, graphName: string, err
   });
 }
 
+/**
+ * The root `lifecycle` event that ends a protocol run, from how it ended: `completed`, or
+ * `interrupted` when it stopped waiting for input (interrupts pending) or was cancelled, or
+ * `failed` with the error's message.
+ */
+export function protocolEndEvent(
+  outcome: { status: string; error?: string; waitingForInput: boolean },
+  graphName: string,
+): RunStreamEvent {
+  if (outcome.status === "error" || outcome.status === "timeout")
+    return rootLifecycleEvent("failed", graphName, outcome.error ?? "the run failed");
+  if (outcome.status === "interrupted" || outcome.waitingForInput)
+    return rootLifecycleEvent("interrupted", graphName);
+  return rootLifecycleEvent("completed", graphName);
+}
+
 function isObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** `{interrupt_id, payload}` of each interrupt with an id in a list of LangGraph interrupts. */
 function interruptRequests(raw: JsonValue | undefined): { interrupt_id: string; payload: JsonValue }[] {
-  const list = Array.isArray(raw) ? raw : isObject(raw) && Array.isArray(raw[INTERRUPT_KEY]) ? raw[INTERRUPT_KEY] : [];
+  const list = Array.isArray(raw)
+    ? raw
+    : isObject(raw) && Array.isArray(raw[INTERRUPT_KEY])
+      ? raw[INTERRUPT_KEY]
+      : [];
   return list.flatMap((entry) =>
-    isObject(entry) && typeof entry.id === "string" ? [{ interrupt_id: entry.id, payload: entry.value ?? null }] : [],
+    isObject(entry) && typeof entry.id === "string"
+      ? [{ interrupt_id: entry.id, payload: entry.value ?? null }]
+      : [],
   );
 }
 
@@ -112,7 +134,9 @@ export function createProtocolSession(emit: (event: RunStreamEvent) => void) {
           requestInput(ns, values);
           return;
         }
-        emit(protocolRunEvent("updates", ns, protocolState(values ?? {}), { ...at, ...(node ? { node } : {}) }));
+        emit(
+          protocolRunEvent("updates", ns, protocolState(values ?? {}), { ...at, ...(node ? { node } : {}) }),
+        );
         return;
       }
       if (method === "lifecycle") {
@@ -140,9 +164,6 @@ export function createProtocolSession(emit: (event: RunStreamEvent) => void) {
       const name = method.startsWith("custom:") ? method.slice("custom:".length) : method;
       emit(protocolRunEvent("custom", ns, { name, payload: data }, at));
     },
-
-    /** Whether the run asked for input it has not had (an interrupt it reported). */
-    requestedInput: (): boolean => requested.size > 0,
 
     /** The last root `values` LangGraph produced (the run's output); undefined when none. */
     output: (): { value: unknown } | undefined => output,

@@ -54,7 +54,9 @@ function contentBlock(block: JsonValue): JsonValue | undefined {
   if (CONTENT_BLOCK_TYPES.has(block.type)) {
     // Media blocks name their type `mime_type` in the protocol; LangChain's camelCase is renamed.
     const { mimeType, ...rest } = block;
-    return typeof mimeType === "string" && rest.mime_type === undefined ? { ...rest, mime_type: mimeType } : block;
+    return typeof mimeType === "string" && rest.mime_type === undefined
+      ? { ...rest, mime_type: mimeType }
+      : block;
   }
   if (block.type === "image_url") {
     const image = block.image_url;
@@ -81,7 +83,8 @@ function toolCalls(raw: JsonValue | undefined): { valid: JsonObject[]; invalid: 
     // OpenAI's form nests the name and arguments under `function`.
     const fn = isObject(call.function) ? call.function : undefined;
     const id = typeof call.id === "string" ? call.id : undefined;
-    const name = typeof call.name === "string" ? call.name : typeof fn?.name === "string" ? fn.name : undefined;
+    const name =
+      typeof call.name === "string" ? call.name : typeof fn?.name === "string" ? fn.name : undefined;
     const rawArgs = call.args ?? fn?.arguments;
     let args: JsonValue | undefined = rawArgs;
     if (typeof rawArgs === "string") {
@@ -117,7 +120,8 @@ export function protocolMessage(message: JsonObject): JsonObject {
   // Human-in-the-loop cards ride on response_metadata: kept whenever it holds something.
   if (isObject(message.response_metadata) && Object.keys(message.response_metadata).length > 0)
     out.response_metadata = message.response_metadata;
-  if ((type === "ai" || type === "human") && typeof message.example === "boolean") out.example = message.example;
+  if ((type === "ai" || type === "human") && typeof message.example === "boolean")
+    out.example = message.example;
   if (type === "tool") {
     if (typeof message.tool_call_id === "string") out.tool_call_id = message.tool_call_id;
     if (message.status === "success" || message.status === "error") out.status = message.status;
@@ -126,7 +130,9 @@ export function protocolMessage(message: JsonObject): JsonObject {
   if (type === "ai") {
     const kwargs = isObject(message.additional_kwargs) ? message.additional_kwargs : undefined;
     const raw =
-      Array.isArray(message.tool_calls) && message.tool_calls.length > 0 ? message.tool_calls : kwargs?.tool_calls;
+      Array.isArray(message.tool_calls) && message.tool_calls.length > 0
+        ? message.tool_calls
+        : kwargs?.tool_calls;
     const calls = toolCalls(raw);
     if (calls.valid.length > 0) out.tool_calls = calls.valid;
     const invalid =
@@ -140,7 +146,8 @@ export function protocolMessage(message: JsonObject): JsonObject {
 
 /** State (or a state update) in the protocol's shape: messages reduced, interrupts left out. */
 export function protocolState(value: JsonValue): JsonValue {
-  if (Array.isArray(value)) return value.map((item) => (isMessage(item) ? protocolMessage(item) : protocolState(item)));
+  if (Array.isArray(value))
+    return value.map((item) => (isMessage(item) ? protocolMessage(item) : protocolState(item)));
   if (!isObject(value)) return value;
   const out: JsonObject = {};
   for (const [key, entry] of Object.entries(value)) {

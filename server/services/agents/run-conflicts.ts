@@ -11,7 +11,10 @@ export async function conflictsAs409<T>(work: () => Promise<T>): Promise<T> {
   } catch (error) {
     const code = pgErrorCode(error);
     if (code === "40P01" || code === "40001")
-      throw new ConnectError("the run changed while this request ran (a race with its end); retry", Code.Aborted);
+      throw new ConnectError(
+        "the run changed while this request ran (a race with its end); retry",
+        Code.Aborted,
+      );
     throw error;
   }
 }

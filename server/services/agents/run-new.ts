@@ -89,7 +89,9 @@ export function newRunOf(
     on_disconnect: request.onDisconnect,
     ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
     ...(request.protocol ? { protocol: true as const } : {}),
-    ...(request.protocol && request.protocol.answers.length > 0 ? { protocol_answers: request.protocol.answers } : {}),
+    ...(request.protocol && request.protocol.answers.length > 0
+      ? { protocol_answers: request.protocol.answers }
+      : {}),
     ...(request.strictResume ? { strict_resume: true as const } : {}),
   };
   return {

@@ -61,7 +61,17 @@ const SOCKET_PATH = /^\/threads\/([^/?#]+)\/stream\/events\/?$/;
 /** Close code for a server going away (RFC 6455). */
 const GOING_AWAY = 1001;
 /** Every channel: the connection reads them all and sends what its subscriptions take. */
-const ALL_CHANNELS = ["values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom"];
+const ALL_CHANNELS = [
+  "values",
+  "updates",
+  "messages",
+  "tools",
+  "lifecycle",
+  "input",
+  "checkpoints",
+  "tasks",
+  "custom",
+];
 
 /** Options of {@link createThreadStreamSockets}. */
 export interface ThreadStreamSocketOptions {
@@ -170,11 +180,15 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
     const send = (message: JsonValue): Promise<void> => enqueue(() => write(message));
 
     /** Ends the connection with 4000 + the HTTP status of `error`. */
-    const refuse = (error: ConnectError) => ws.close(4000 + restErrorStatus(error), error.rawMessage.slice(0, 120));
+    const refuse = (error: ConnectError) =>
+      ws.close(4000 + restErrorStatus(error), error.rawMessage.slice(0, 120));
 
     /** Answers a failed command; a refused credential ends the connection. */
     const answerError = (id: number | null, error: unknown): Promise<void> => {
-      if (error instanceof ConnectError && (error.code === Code.Unauthenticated || error.code === Code.PermissionDenied)) {
+      if (
+        error instanceof ConnectError &&
+        (error.code === Code.Unauthenticated || error.code === Code.PermissionDenied)
+      ) {
         refuse(error);
         return Promise.resolve();
       }
@@ -204,7 +218,9 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
       const request = create(StreamThreadEventsRequestSchema, { threadId, channels: ALL_CHANNELS });
       while (!closed.signal.aborted) {
         try {
-          const events = call.events(request, context("streamThreadEvents")) as AsyncIterable<{ data?: Value }>;
+          const events = call.events(request, context("streamThreadEvents")) as AsyncIterable<{
+            data?: Value;
+          }>;
           for await (const message of events) {
             // The stream's first message only opens it; every other one is an event.
             if (!message.data) continue;
@@ -215,7 +231,10 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
         } catch (error) {
           if (closed.signal.aborted) return;
           if (!(error instanceof ConnectError) || error.code !== Code.NotFound) {
-            if (error instanceof ConnectError && (error.code === Code.Unauthenticated || error.code === Code.PermissionDenied))
+            if (
+              error instanceof ConnectError &&
+              (error.code === Code.Unauthenticated || error.code === Code.PermissionDenied)
+            )
               refuse(error);
             else options.log.warn("protocol socket stream ended on an error", { threadId, error });
             return;
@@ -233,9 +252,18 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
     };
 
     const subscribe = (id: number, params: JsonObject): Promise<void> => {
-      const filter = parseEventFilter({ channels: params.channels, namespaces: params.namespaces, depth: params.depth });
+      const filter = parseEventFilter({
+        channels: params.channels,
+        namespaces: params.namespaces,
+        depth: params.depth,
+      });
       if ("problem" in filter)
-        return send({ type: "error", id, error: "invalid_argument", message: `subscription.subscribe: ${filter.problem}` });
+        return send({
+          type: "error",
+          id,
+          error: "invalid_argument",
+          message: `subscription.subscribe: ${filter.problem}`,
+        });
       const subscriptionId = crypto.randomUUID();
       const done = enqueue(async () => {
         await write({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: 0 } });
@@ -245,7 +273,9 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
       if (!pumping) {
         pumping = true;
         options.inRequestScope(() => {
-          pump().catch((error: unknown) => options.log.error("protocol socket stream failed", { threadId, error }));
+          pump().catch((error: unknown) =>
+            options.log.error("protocol socket stream failed", { threadId, error }),
+          );
         });
       }
       return done;
@@ -275,7 +305,11 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
       }
       // A command that started a run created the thread if it was missing: the stream need not wait.
       wakePump?.();
-      return send(toJson(ThreadCommandResponseSchema, create(ThreadCommandResponseSchema, answer), { useProtoFieldName: true }));
+      return send(
+        toJson(ThreadCommandResponseSchema, create(ThreadCommandResponseSchema, answer), {
+          useProtoFieldName: true,
+        }),
+      );
     };
 
     const handle = (text: string): Promise<void> => {
@@ -283,7 +317,12 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
       try {
         envelope = JSON.parse(text) as JsonValue;
       } catch {
-        return send({ type: "error", id: null, error: "invalid_argument", message: "protocol commands must be JSON" });
+        return send({
+          type: "error",
+          id: null,
+          error: "invalid_argument",
+          message: "protocol commands must be JSON",
+        });
       }
       const body = isObject(envelope) ? envelope : {};
       const id = typeof body.id === "number" && Number.isInteger(body.id) && body.id >= 0 ? body.id : null;
@@ -303,7 +342,8 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
           type: "error",
           id,
           error: "not_supported",
-          message: "subscription.reconnect: subscribe again on the new connection; it replays the thread's kept events",
+          message:
+            "subscription.reconnect: subscribe again on the new connection; it replays the thread's kept events",
         });
       return command(id, method, params);
     };
@@ -311,7 +351,9 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
     ws.on("message", (data, isBinary) => {
       const text = isBinary ? Buffer.from(data as Buffer).toString("utf8") : data.toString();
       options.inRequestScope(() => {
-        handle(text).catch((error: unknown) => options.log.error("protocol socket command failed", { threadId, error }));
+        handle(text).catch((error: unknown) =>
+          options.log.error("protocol socket command failed", { threadId, error }),
+        );
       });
     });
     ws.on("pong", () => {
@@ -341,9 +383,11 @@ export function createThreadStreamSockets(options: ThreadStreamSocketOptions): T
       const origin = req.headers.origin;
       if (origin !== undefined && !options.originAllowed(req, origin)) {
         socket.end(
-          `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify({
-            detail: `WebSocket connections from ${origin} are not allowed: add the origin to AGENTPLANE_CORS_ORIGINS`,
-          })}`,
+          `HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify(
+            {
+              detail: `WebSocket connections from ${origin} are not allowed: add the origin to AGENTPLANE_CORS_ORIGINS`,
+            },
+          )}`,
         );
         return true;
       }

@@ -43,7 +43,8 @@ export function invalidParam(message: string): ProtocolError {
  */
 export function protocolErrorOf(error: unknown): { code: ProtocolErrorCode; message: string } | undefined {
   if (error instanceof ProtocolError) return { code: error.code, message: error.message };
-  if (!(error instanceof ConnectError)) return { code: "unknown_error", message: "the command failed on the server" };
+  if (!(error instanceof ConnectError))
+    return { code: "unknown_error", message: "the command failed on the server" };
   switch (error.code) {
     case Code.Unauthenticated:
       return undefined;

@@ -6,8 +6,8 @@
  * (`matchesSubscription` of `@langchain/langgraph/stream`), which the SDK applies on its side too.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { Channel } from "@langchain/protocol";
 import { isSupportedChannel, matchesSubscription } from "@langchain/langgraph/stream";
+import type { Channel } from "@langchain/protocol";
 import {
   type ProtocolEventEnvelope,
   parseProtocolParams,
@@ -46,10 +46,19 @@ export function parseEventFilter(raw: {
   if (
     namespaces !== undefined &&
     namespaces !== null &&
-    !(Array.isArray(namespaces) && namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === "string")))
+    !(
+      Array.isArray(namespaces) &&
+      namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === "string"))
+    )
   )
-    return { problem: "namespaces must be a list of namespaces, each a list of strings ([] is the root graph)" };
-  if (depth !== undefined && depth !== null && !(typeof depth === "number" && Number.isInteger(depth) && depth >= 0))
+    return {
+      problem: "namespaces must be a list of namespaces, each a list of strings ([] is the root graph)",
+    };
+  if (
+    depth !== undefined &&
+    depth !== null &&
+    !(typeof depth === "number" && Number.isInteger(depth) && depth >= 0)
+  )
     return { problem: "depth must be a whole number of 0 or more" };
   return {
     channels: channels as Channel[],
@@ -61,7 +70,11 @@ export function parseEventFilter(raw: {
 /** Whether `event` passes `filter`. */
 export function passes(filter: ProtocolEventFilter, event: ProtocolEventEnvelope): boolean {
   return matchesSubscription(
-    { method: event.method, params: { namespace: event.params.namespace, data: event.params.data }, seq: event.seq },
+    {
+      method: event.method,
+      params: { namespace: event.params.namespace, data: event.params.data },
+      seq: event.seq,
+    },
     filter,
   );
 }

@@ -35,7 +35,8 @@ export function paramsOf(method: string, params: JsonObject): Params {
   const stringList = (name: string): string[] | undefined => {
     const value = raw(name);
     if (value === undefined) return undefined;
-    if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) throw fail(name, "a list of strings");
+    if (!Array.isArray(value) || !value.every((v) => typeof v === "string"))
+      throw fail(name, "a list of strings");
     return value as string[];
   };
   return {
@@ -48,7 +49,8 @@ export function paramsOf(method: string, params: JsonObject): Params {
     },
     requiredString(name) {
       const value = raw(name);
-      if (typeof value !== "string" || value === "") throw invalidParam(`${method} requires ${name}: a non-empty string`);
+      if (typeof value !== "string" || value === "")
+        throw invalidParam(`${method} requires ${name}: a non-empty string`);
       return value;
     },
     object(name) {

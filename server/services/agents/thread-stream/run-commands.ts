@@ -72,7 +72,9 @@ function strategyOf(params: Params): MultitaskStrategy {
   const raw = params.string("multitask_strategy") ?? params.string("multitaskStrategy");
   if (raw === undefined) return "enqueue";
   if (!(STRATEGIES as readonly string[]).includes(raw))
-    throw invalidParam(`multitask_strategy must be one of ${STRATEGIES.join(", ")}; got ${JSON.stringify(raw)}`);
+    throw invalidParam(
+      `multitask_strategy must be one of ${STRATEGIES.join(", ")}; got ${JSON.stringify(raw)}`,
+    );
   return raw as MultitaskStrategy;
 }
 
@@ -82,7 +84,8 @@ function checkpointOf(config: JsonObject): RunRequest["checkpoint"] {
   if (typeof configurable !== "object" || configurable === null || Array.isArray(configurable)) return null;
   const id = configurable.checkpoint_id;
   if (id === undefined || id === null) return null;
-  if (typeof id !== "string" || id === "") throw invalidParam("config.configurable.checkpoint_id must be a string");
+  if (typeof id !== "string" || id === "")
+    throw invalidParam("config.configurable.checkpoint_id must be a string");
   const ns = configurable.checkpoint_ns;
   return { checkpoint_id: id, checkpoint_ns: typeof ns === "string" ? ns : "" };
 }
@@ -184,7 +187,9 @@ export function createRunCommands(deps: RunCommandDeps) {
           throw invalidParam("input.respond: responses must be a non-empty list of {interrupt_id, response}");
         for (const [i, entry] of responses.entries()) {
           const id =
-            typeof entry === "object" && entry !== null && !Array.isArray(entry) ? entry.interrupt_id : undefined;
+            typeof entry === "object" && entry !== null && !Array.isArray(entry)
+              ? entry.interrupt_id
+              : undefined;
           if (typeof id !== "string" || id === "")
             throw invalidParam(`input.respond: responses[${i}] needs an interrupt_id`);
           answers[id] = (entry as JsonObject).response ?? null;
@@ -192,7 +197,9 @@ export function createRunCommands(deps: RunCommandDeps) {
       } else answers[params.requiredString("interrupt_id")] = params.raw("response") ?? null;
       const update = params.raw("update");
       if (update !== undefined && (typeof update !== "object" || update === null))
-        throw invalidParam("input.respond: update must be an object of state values or a list of [key, value] pairs");
+        throw invalidParam(
+          "input.respond: update must be an object of state values or a list of [key, value] pairs",
+        );
       const goto = params.raw("goto");
       if (goto !== undefined) checkGoto(goto);
       const strict = params.boolean("strict_resume") === true;
@@ -232,8 +239,10 @@ export function createRunCommands(deps: RunCommandDeps) {
       const message = params.object("message");
       if (!message) throw invalidParam("input.inject requires message: {role, content}");
       const role = message.role;
-      if (role !== "user" && role !== "system") throw invalidParam('input.inject: message.role must be "user" or "system"');
-      if (typeof message.content !== "string") throw invalidParam("input.inject: message.content must be a string");
+      if (role !== "user" && role !== "system")
+        throw invalidParam('input.inject: message.role must be "user" or "system"');
+      if (typeof message.content !== "string")
+        throw invalidParam("input.inject: message.content must be a string");
       if (message.name !== undefined && typeof message.name !== "string")
         throw invalidParam("input.inject: message.name must be a string");
       const { thread } = await findThread(scope);
@@ -281,6 +290,7 @@ function checkGoto(goto: JsonValue): void {
     const ok =
       typeof item === "string" ||
       (typeof item === "object" && item !== null && !Array.isArray(item) && typeof item.node === "string");
-    if (!ok) throw invalidParam("input.respond: goto must be a node name, a {node, input} send, or a list of them");
+    if (!ok)
+      throw invalidParam("input.respond: goto must be a node name, a {node, input} send, or a list of them");
   }
 }

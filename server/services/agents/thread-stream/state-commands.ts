@@ -50,7 +50,9 @@ async function threadState(deps: StateCommandDeps, scope: CommandScope): Promise
     create(GetThreadStateRequestSchema, { threadId: scope.threadId, subgraphs: true }),
     scope.ctx,
   );
-  return toJson(ThreadStateSchema, create(ThreadStateSchema, state), { useProtoFieldName: true }) as JsonObject;
+  return toJson(ThreadStateSchema, create(ThreadStateSchema, state), {
+    useProtoFieldName: true,
+  }) as JsonObject;
 }
 
 /**
@@ -107,7 +109,9 @@ export function createStateCommands(deps: StateCommandDeps) {
           `state.get: no subgraph at namespace ${JSON.stringify(namespace)} is waiting in thread ${scope.threadId}`,
         );
       const all = isObject(state.values) ? state.values : {};
-      const values = keys ? Object.fromEntries(Object.entries(all).filter(([key]) => keys.includes(key))) : all;
+      const values = keys
+        ? Object.fromEntries(Object.entries(all).filter(([key]) => keys.includes(key)))
+        : all;
       const checkpoint = checkpointRef(state);
       return { values, ...(checkpoint ? { checkpoint } : {}) };
     },
@@ -117,27 +121,37 @@ export function createStateCommands(deps: StateCommandDeps) {
       const namespace = params.namespace("namespace");
       const limit = params.integer("limit", 1) ?? DEFAULT_CHECKPOINT_PAGE;
       if (limit > MAX_CHECKPOINT_PAGE)
-        throw new ProtocolError("invalid_argument", `state.listCheckpoints: limit is at most ${MAX_CHECKPOINT_PAGE}`);
+        throw new ProtocolError(
+          "invalid_argument",
+          `state.listCheckpoints: limit is at most ${MAX_CHECKPOINT_PAGE}`,
+        );
       const before = params.string("before");
+      // One more than the page: a checkpoint's node is the one its parent was about to run.
       const history = await deps.threadService.searchThreadHistory(
         create(SearchThreadHistoryRequestSchema, {
           threadId: scope.threadId,
-          limit,
-          ...(before ? { before: create(ValueSchema, { kind: { case: "stringValue", value: before } }) } : {}),
+          limit: limit + 1,
+          ...(before
+            ? { before: create(ValueSchema, { kind: { case: "stringValue", value: before } }) }
+            : {}),
           // A subgraph's checkpoints are kept under its namespace's segments joined by "|".
           checkpoint: create(CheckpointInputSchema, { checkpointNs: namespace.join("|") }),
         }),
         scope.ctx,
       );
-      const checkpoints = (history.states ?? []).map((s) => {
-        const state = toJson(ThreadStateSchema, create(ThreadStateSchema, s), { useProtoFieldName: true }) as JsonObject;
+      const states = (history.states ?? []).map(
+        (s) =>
+          toJson(ThreadStateSchema, create(ThreadStateSchema, s), { useProtoFieldName: true }) as JsonObject,
+      );
+      const checkpoints = states.slice(0, limit).map((state, i) => {
         const metadata = isObject(state.metadata) ? state.metadata : {};
-        const writes = isObject(metadata.writes) ? Object.keys(metadata.writes) : [];
+        const parent = states[i + 1];
+        const ran = metadata.source === "loop" && Array.isArray(parent?.next) ? parent.next : [];
         return {
           id: checkpointRef(state)?.id ?? "",
           timestamp: typeof state.created_at === "string" ? state.created_at : "",
           step: typeof metadata.step === "number" ? metadata.step : 0,
-          ...(writes[0] !== undefined ? { node_name: writes[0] } : {}),
+          ...(typeof ran[0] === "string" ? { node_name: ran[0] } : {}),
           metadata,
         };
       });
@@ -157,7 +171,9 @@ export function createStateCommands(deps: StateCommandDeps) {
       if (!run)
         throw new ProtocolError(
           "no_such_run",
-          runId ? `agent.getTree: run ${runId} not found on thread ${scope.threadId}` : "agent.getTree: the thread has no run",
+          runId
+            ? `agent.getTree: run ${runId} not found on thread ${scope.threadId}`
+            : "agent.getTree: the thread has no run",
         );
       const nodes = new Map<string, TreeNode>();
       const touch = (namespace: string[], status?: string, graphName?: string) => {
@@ -197,7 +213,10 @@ export function createStateCommands(deps: StateCommandDeps) {
       }
       const build = (node: TreeNode): JsonObject => {
         const children = [...nodes.values()]
-          .filter((c) => c.namespace.length === node.namespace.length + 1 && isPrefixMatch(c.namespace, node.namespace))
+          .filter(
+            (c) =>
+              c.namespace.length === node.namespace.length + 1 && isPrefixMatch(c.namespace, node.namespace),
+          )
           .sort((a, b) => JSON.stringify(a.namespace).localeCompare(JSON.stringify(b.namespace)))
           .map(build);
         return {

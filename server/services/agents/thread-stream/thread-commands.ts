@@ -33,13 +33,23 @@ export interface ThreadCommandDeps extends RunCommandDeps, StateCommandDeps {
 }
 
 /** Commands that only a WebSocket carries (an HTTP event stream's body is its subscription). */
-const SOCKET_COMMANDS = new Set(["subscription.subscribe", "subscription.unsubscribe", "subscription.reconnect"]);
+const SOCKET_COMMANDS = new Set([
+  "subscription.subscribe",
+  "subscription.unsubscribe",
+  "subscription.reconnect",
+]);
 
 /** Creates the command dispatcher. */
 export function createThreadCommands(deps: ThreadCommandDeps) {
   const runs = createRunCommands(deps);
   const state = createStateCommands(deps);
-  const handlers: Record<string, (scope: { ctx: HandlerContext; threadId: string }, params: ReturnType<typeof paramsOf>) => Promise<JsonObject>> = {
+  const handlers: Record<
+    string,
+    (
+      scope: { ctx: HandlerContext; threadId: string },
+      params: ReturnType<typeof paramsOf>,
+    ) => Promise<JsonObject>
+  > = {
     "run.start": runs.start,
     "input.respond": runs.respond,
     "input.inject": runs.inject,
@@ -54,7 +64,11 @@ export function createThreadCommands(deps: ThreadCommandDeps) {
      * Carries out `command` on thread `rawThreadId` (a UUID, checked first: a bad one fails the
      * request as a whole). Refusals are answers; only a request without valid credentials throws.
      */
-    async handle(ctx: HandlerContext, rawThreadId: string, command: ThreadCommand): Promise<ThreadCommandAnswer> {
+    async handle(
+      ctx: HandlerContext,
+      rawThreadId: string,
+      command: ThreadCommand,
+    ): Promise<ThreadCommandAnswer> {
       const threadId = requireUuid(rawThreadId, "thread_id");
       const meta: JsonObject = { thread_id: threadId, applied_through_seq: 0 };
       const fail = (error: ProtocolErrorCode, message: string): ThreadCommandAnswer => ({
@@ -97,7 +111,8 @@ export function commandOf(envelope: JsonValue): ThreadCommand | { problem: strin
   const { id, method, params } = envelope;
   if (typeof id !== "number" || !Number.isInteger(id) || id < 0)
     return { problem: "a protocol command needs id: a whole number of 0 or more" };
-  if (typeof method !== "string" || method === "") return { problem: "a protocol command needs method: a string" };
+  if (typeof method !== "string" || method === "")
+    return { problem: "a protocol command needs method: a string" };
   if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params)))
     return { problem: "a protocol command's params must be a JSON object" };
   return { id, method, params: (params ?? {}) as JsonObject };

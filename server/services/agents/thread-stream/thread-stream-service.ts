@@ -6,11 +6,11 @@
 import { create, fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ServerSentEventSchema } from "../../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import {
   ThreadCommandResponseSchema,
   type ThreadStreamService,
 } from "../../../../gen/agentplane/agents/v1/thread_stream_service_pb.js";
+import { ServerSentEventSchema } from "../../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import { invalid } from "../../request-validation.js";
 import type { StreamReaderDeps } from "../run-streams.js";
 import { loadThread } from "../thread-access.js";
@@ -49,14 +49,20 @@ function answerMessage(answer: ThreadCommandAnswer) {
 }
 
 /** Creates the service. */
-export function createThreadStreamService(deps: ThreadStreamServiceDeps): ServiceImpl<typeof ThreadStreamService> {
+export function createThreadStreamService(
+  deps: ThreadStreamServiceDeps,
+): ServiceImpl<typeof ThreadStreamService> {
   const commands = createThreadCommands(deps);
   return {
     async sendThreadCommand(request, ctx) {
       if (request.id === undefined) throw invalid("a protocol command needs id: a whole number of 0 or more");
       if (request.method === "") throw invalid("a protocol command needs method: a string");
       const params: JsonObject = request.params ?? {};
-      const answer = await commands.handle(ctx, request.threadId, { id: request.id, method: request.method, params });
+      const answer = await commands.handle(ctx, request.threadId, {
+        id: request.id,
+        method: request.method,
+        params,
+      });
       return answerMessage(answer);
     },
 
