@@ -286,7 +286,7 @@ describe("over SSE", () => {
     const parents = new Map(
       branch.map((h) => [h.checkpoint.checkpoint_id, h.parent_checkpoint?.checkpoint_id]),
     );
-    let cursor: string | undefined = branch[0]?.checkpoint.checkpoint_id;
+    let cursor: string | null | undefined = branch[0]?.checkpoint.checkpoint_id;
     const lineage: string[] = [];
     while (cursor) {
       lineage.push(cursor);

@@ -8,6 +8,7 @@
 import { convertToProtocolEvent, STREAM_EVENTS_V3_MODES } from "@langchain/langgraph/stream";
 import type { CompiledGraph } from "../graph-registry.js";
 import { graphInput, graphOptions, type RunExecution, type RunResult } from "../run-executor.js";
+import { createLegacyMessages } from "./legacy-messages.js";
 import {
   createProtocolSession,
   type LangGraphProtocolEvent,
@@ -55,12 +56,20 @@ async function* protocolEvents(
   yield* events;
 }
 
-/** An older LangGraph's chunks of every mode the protocol maps, as protocol events. */
+/**
+ * An older LangGraph's chunks of every mode the protocol maps, as protocol events: converted by
+ * agentplane's LangGraph, its message chunks by legacy-messages.ts (that LangGraph streams no
+ * content blocks).
+ */
 async function* convertedChunks(
   graph: CompiledGraph,
   input: unknown,
   options: ReturnType<typeof graphOptions>,
 ): AsyncGenerator<LangGraphProtocolEvent> {
+  const pending: LangGraphProtocolEvent[] = [];
+  const messages = createLegacyMessages(({ namespace, node, data }) =>
+    pending.push({ method: "messages", params: { namespace, ...(node ? { node } : {}), data } }),
+  );
   const chunks = await graph.stream(input, {
     ...options,
     streamMode: STREAM_EVENTS_V3_MODES,
@@ -68,6 +77,17 @@ async function* convertedChunks(
   } as Parameters<CompiledGraph["stream"]>[1]);
   for await (const chunk of chunks as AsyncIterable<[string[], string, unknown]>) {
     const [namespace, mode, payload] = chunk;
-    yield* convertToProtocolEvent({ namespace, mode: mode as never, payload, seq: 0 });
+    if (mode === "messages") {
+      const [message, metadata] = Array.isArray(payload) ? payload : [payload, undefined];
+      const node = (metadata as { langgraph_node?: unknown } | undefined)?.langgraph_node;
+      messages.chunk(namespace, typeof node === "string" ? node : undefined, message);
+    } else {
+      const converted = convertToProtocolEvent({ namespace, mode: mode as never, payload, seq: 0 });
+      if (mode === "updates") for (const event of converted) messages.nodeDone(namespace, event.params.node);
+      pending.push(...converted);
+    }
+    yield* pending.splice(0);
   }
+  messages.end();
+  yield* pending.splice(0);
 }
