@@ -38,7 +38,13 @@ import {
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import { type Sql, storedCipherOf } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
-import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
+import {
+  appendRunEvents,
+  END_EVENT,
+  endEventData,
+  expireRunEvents,
+  RUN_EVENTS_CHANNEL,
+} from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import {
   type AgentRunPayload,
@@ -409,6 +415,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           storedCipherOf(sql),
         )
       : undefined;
+    const endData = endEventData(
+      outcome.status === "success" || outcome.status === "error" || outcome.status === "timeout"
+        ? outcome.status
+        : "interrupted",
+    );
     let ended: RunEnd | undefined;
     let kept = false;
     // Awaited before the transaction opens: a transaction holding a connection while the events
@@ -429,6 +440,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           output,
           eventTtlSeconds: settings.streamTtlSeconds,
           endEvent: END_EVENT,
+          endData,
           channel: RUN_EVENTS_CHANNEL,
           ...(final ? { finalEvent: final } : {}),
         }),
@@ -472,7 +484,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (end)
         stored = {
           previousSeq: writer.lastSeq(),
-          rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: "null" }],
+          rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: endData }],
         };
     } finally {
       // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
@@ -513,7 +525,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       const kwargs = run.kwargs as unknown as RunKwargs;
       await appendRunEvents(tx, run, [
         ...(kwargs.protocol ? [storedEvent(rootLifecycleEvent("interrupted", run.graphId))] : []),
-        { ms: Date.now(), event: END_EVENT, data: "null" },
+        { ms: Date.now(), event: END_EVENT, data: endEventData("rollback") },
       ]);
       await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
     });

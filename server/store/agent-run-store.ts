@@ -547,6 +547,8 @@ export async function endRun(
     output: JsonValue;
     eventTtlSeconds: number;
     endEvent: string;
+    /** The end event's data (the run's status, run-event-store.ts's endEventData). */
+    endData: string;
     channel: string;
     /** An event stored just before the end event, in the same statement (its data as stored). */
     finalEvent?: { ms: number; event: string; data: string };
@@ -573,7 +575,7 @@ export async function endRun(
     ), ended as (
       -- After the final event (when there is one): its seq is drawn first, so the end's is higher.
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
-      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, 'null',
+      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, ${end.endData},
         now() + make_interval(secs => ${ttl}::float8)
       from finished, (select count(*) from last) l
       returning seq

@@ -14,7 +14,7 @@ import {
 } from "../../store/agent-run-store.js";
 import { settleThreadStatus } from "../../store/agent-run-thread-store.js";
 import type { Queryable } from "../../store/db.js";
-import { appendRunEvents, END_EVENT, expireRunEvents } from "../../store/run-event-store.js";
+import { appendRunEvents, END_EVENT, endEventData, expireRunEvents } from "../../store/run-event-store.js";
 import { findThreads } from "../../store/thread-store.js";
 
 /** What cancelling needs. */
@@ -77,7 +77,11 @@ export async function cancelRunsInTx(
     const ended = outcome.protocol ? [storedEvent(rootLifecycleEvent("interrupted", outcome.graphId))] : [];
     await appendRunEvents(tx, { workspaceId, runId: outcome.runId, threadId: outcome.threadId }, [
       ...ended,
-      { ms: Date.now(), event: END_EVENT, data: "null" },
+      {
+        ms: Date.now(),
+        event: END_EVENT,
+        data: endEventData(action === "rollback" ? "rollback" : "interrupted"),
+      },
     ]);
     await expireRunEvents(tx, outcome.runId, deps.streamTtlSeconds);
     if (action === "rollback") await deleteRun(tx, workspaceId, outcome.runId);

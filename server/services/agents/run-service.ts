@@ -8,6 +8,7 @@ import {
   RunSchema,
   type RunService,
 } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
+import { ServerSentEventSchema } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import type { RunSettings, WebhookSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
@@ -268,7 +269,13 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           readers,
           { workspaceId, runId: run.runId },
           // Watched from the run's start when it started here: nothing to read before its events.
-          { afterSeq: 0, accept: () => true, signal: ctx.signal, watchedFromStart: startedHere },
+          {
+            afterSeq: 0,
+            accept: () => true,
+            signal: ctx.signal,
+            watchedFromStart: startedHere,
+            endEvent: true,
+          },
         );
         ended = !ctx.signal.aborted;
       } finally {
@@ -412,8 +419,14 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const modes = parseQueryStreamModes(request.streamMode);
       const lastEventId = parseLastEventId(ctx.requestHeader.get("last-event-id") ?? request.lastEventId);
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
-      // Without Last-Event-ID a join sees what happens from now on; an ended run has nothing more.
-      if (lastEventId === undefined && hasEnded(run)) return;
+      // Without Last-Event-ID a join sees what happens from now on: an ended run has only its end.
+      if (lastEventId === undefined && hasEnded(run)) {
+        yield create(ServerSentEventSchema, {
+          event: "end",
+          data: fromJson(ValueSchema, { run_id: run.runId, status: run.status }),
+        });
+        return;
+      }
       const afterSeq = lastEventId ?? (await lastEventSeq(sql, workspaceId, { runId: run.runId }));
       let ended = false;
       try {
@@ -424,6 +437,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
             afterSeq,
             accept: eventFilter(modes),
             signal: ctx.signal,
+            endEvent: true,
           },
         );
         ended = !ctx.signal.aborted;

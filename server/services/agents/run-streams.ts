@@ -83,6 +83,18 @@ function toMessage(record: RunEventRecord): ServerSentEvent {
   });
 }
 
+/** A run's end event as run streams send it: `end`, `{run_id, status}`. */
+function endMessage(record: RunEventRecord): ServerSentEvent {
+  const stored = JSON.parse(record.data) as { status?: unknown } | null;
+  // An end stored before the end event carried the status (data null) was a cancel's.
+  const status = typeof stored?.status === "string" ? stored.status : "interrupted";
+  return create(ServerSentEventSchema, {
+    id: eventId(record),
+    event: "end",
+    data: fromJson(ValueSchema, { run_id: record.runId, status }),
+  });
+}
+
 /** What a stream reader needs. */
 export interface StreamReaderDeps {
   sql: Sql;
@@ -98,6 +110,8 @@ export interface RunStreamOptions {
   /** Whether an event (by its name) is sent; the end marker never is. */
   accept: (event: string) => boolean;
   signal: AbortSignal;
+  /** Send the run's end as a last `end` event `{run_id, status}` (the SDK 1.15 run streams' form). */
+  endEvent?: boolean;
   /**
    * The run was just created and started by this process's worker (`startedHere` of createRun),
    * in the caller's current turn of the event loop: the watch opens before any of its events can be
@@ -133,7 +147,10 @@ export async function* readRunStream(
       read = true;
       for (const row of rows) {
         last = row.seq;
-        if (row.event === END_EVENT) return;
+        if (row.event === END_EVENT) {
+          if (options.endEvent) yield endMessage(row);
+          return;
+        }
         if (options.accept(row.event)) yield toMessage(row);
       }
       if (rows.length === PAGE) continue;
@@ -146,7 +163,10 @@ export async function* readRunStream(
         if (hasEnded(current)) {
           const tail = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
           for (const row of tail) {
-            if (row.event === END_EVENT) return;
+            if (row.event === END_EVENT) {
+              if (options.endEvent) yield endMessage(row);
+              return;
+            }
             if (options.accept(row.event)) yield toMessage(row);
             last = row.seq;
           }
