@@ -63,6 +63,7 @@ import type { SecretBox } from "./store/secret-box.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
+import type { IgnoredFieldsSink } from "./transport/field-leniency.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
@@ -99,6 +100,8 @@ export interface ServiceDeps {
   readonly clock: Clock;
   /** The graphs file's generative-UI bundles, built at start. */
   readonly uiBundles: UiBundles;
+  /** Where the A2A and MCP adapters report the request members they ignored (field-leniency.ts). */
+  readonly ignoredFields?: IgnoredFieldsSink;
 }
 
 /**
@@ -215,6 +218,7 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
         a2a: createA2aService({ sql: deps.sql, graphs: deps.graphs, ...agents }),
         launcher: agents.launcher,
         log: deps.log,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
       });
     },
   },
@@ -233,7 +237,11 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
       const graphIds = () => graphs.ids();
       const systemAssistants = systemAssistantsOf(deps);
       const ui = createGenerativeUi({ sql, systemAssistants, graphIds, bundles: deps.uiBundles });
-      return createUiAdapter({ ui, auth });
+      return createUiAdapter({
+        ui,
+        auth,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
+      });
     },
   },
 ];

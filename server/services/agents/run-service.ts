@@ -31,6 +31,7 @@ import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
+import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
@@ -92,8 +93,11 @@ const RUN_FIELDS = [
   "multitask_strategy",
 ];
 
-/** One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped. */
-function batchEntry(value: Value, index: number): CreateRunRequest {
+/**
+ * One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped, and
+ * members no field knows are ignored (decision 14) and noted on the call for the REST layer.
+ */
+function batchEntry(value: Value, index: number, ctx: HandlerContext): CreateRunRequest {
   const json = toJson(ValueSchema, value);
   if (typeof json !== "object" || json === null || Array.isArray(json))
     throw invalid(`runs[${index}] must be a JSON object: a run's body`);
@@ -102,6 +106,7 @@ function batchEntry(value: Value, index: number): CreateRunRequest {
     "assistant_id" in rest
       ? rest
       : { ...rest, ...(assistantId === undefined ? {} : { assistant_id: assistantId }) };
+  noteIgnoredFields(ctx, takeUnknownFields(CreateRunRequestSchema, body));
   try {
     return fromJson(CreateRunRequestSchema, body);
   } catch (error) {
@@ -308,7 +313,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       if (request.runs.length === 0 || request.runs.length > MAX_BATCH)
         throw invalid(`a batch must hold 1 to ${MAX_BATCH} runs`);
       const parsed = request.runs.map((value, i) => {
-        const r = batchEntry(value, i);
+        const r = batchEntry(value, i, ctx);
         if (r.threadId !== undefined)
           throw invalid(`runs[${i}]: batch runs are stateless; send no thread_id`);
         return parseRunRequest(r, true);

@@ -26,6 +26,7 @@ import type { WorkspacePermission } from "../../services/iam/permissions.js";
 import { authorizedWorkspace, type Principal } from "../../services/iam/principal.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import { readJsonBody } from "../body/json-body.js";
+import type { IgnoredFieldsSink } from "../field-leniency.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
 import { clientGone, requestHeaders, requestOrigin, requestTarget } from "../request-headers.js";
 import { restErrorStatus } from "../rest/http-status.js";
@@ -57,6 +58,8 @@ export interface A2aAdapterDeps {
   a2a: A2aService;
   launcher: Pick<RunLauncher, "assistant">;
   log: Logger;
+  /** Where ignored request members go (the agent card's unknown query parameters). */
+  ignoredFields?: IgnoredFieldsSink;
 }
 
 /** The permission each method needs in the workspace. */
@@ -158,13 +161,11 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
   return bindAdapter(A2A_ROUTES, {
     [AGENT_CARD_PATH]: async (req, res, { query }) => {
       const principal = await deps.auth.authenticate(requestHeaders(req), requestTarget(req));
-      const params = parseQuery(query);
-      const unknown = params.find(([name]) => name !== "assistant_id");
-      if (unknown)
-        throw new ConnectError(
-          `unknown query parameter "${unknown[0]}"; this endpoint takes assistant_id`,
-          Code.InvalidArgument,
-        );
+      const all = parseQuery(query);
+      // Other parameters are a newer client's: ignored and counted (field-leniency.ts).
+      const ignored = all.filter(([name]) => name !== "assistant_id").map(([name]) => name);
+      if (ignored.length > 0) deps.ignoredFields?.("a2a", ignored);
+      const params = all.filter(([name]) => name === "assistant_id");
       if (params.length > 1)
         throw new ConnectError(
           'query parameter "assistant_id" is given more than once',
