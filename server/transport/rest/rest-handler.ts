@@ -165,6 +165,12 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       const noted = ctx.values.get(ignoredFieldsKey);
       if (noted) reportIgnored(route, noted);
       if (res.destroyed) return;
+      if (endpoint.lenient && route.httpMethod === "PATCH" && prefersMinimalReturn(req)) {
+        // RFC 7240: the client asked for no representation of the updated resource.
+        res.writeHead(204, { ...call.handlerHeaders(), "preference-applied": "return=minimal" });
+        res.end();
+        return;
+      }
       const body = JSON.stringify(endpoint.encode(response));
       res.writeHead(ctx.values.get(restSuccessStatusKey), {
         ...call.handlerHeaders(),
@@ -199,6 +205,27 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     await serve(endpoints.get(found.route)!, found.captures, q < 0 ? "" : url.slice(q + 1), req, res);
     return true;
   };
+}
+
+/**
+ * Whether the request's `Prefer` header asks for `return=minimal` (RFC 7240), as
+ * `@langchain/langgraph-sdk`'s `threads.update(..., {returnMinimal: true})` sends it.
+ */
+function prefersMinimalReturn(req: NodeServerRequest): boolean {
+  const prefer = req.headers.prefer;
+  if (prefer === undefined) return false;
+  const values = Array.isArray(prefer) ? prefer : [prefer];
+  return values.some((value) =>
+    value.split(",").some((preference) => {
+      const [token] = preference.split(";", 1);
+      return (
+        token
+          ?.trim()
+          .toLowerCase()
+          .replace(/\s*=\s*/, "=") === "return=minimal"
+      );
+    }),
+  );
 }
 
 /** A handler returns an init object or a message; protobuf-es's JSON needs a message. */
