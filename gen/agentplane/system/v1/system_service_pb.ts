@@ -177,7 +177,7 @@ export const FlagsSchema: GenMessage<Flags> = /*@__PURE__*/
  */
 export const SystemService: GenService<{
   /**
-   * Liveness and readiness, with the state of each dependency under `services`. Fails with
+   * Liveness and readiness. Answers the state of each dependency under `services`; fails with
    * UNAVAILABLE (HTTP 503) when Postgres, the job queue or a job worker loop is down, naming each;
    * `check_db` also runs a query against Postgres before answering.
    *
