@@ -9,6 +9,7 @@ import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { FeedbackService } from "../gen/agentplane/tracing/v1/feedback_service_pb.js";
+import { FeedbackTokenService } from "../gen/agentplane/tracing/v1/feedback_token_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { RunStatsService } from "../gen/agentplane/tracing/v1/run_stats_service_pb.js";
@@ -51,6 +52,7 @@ import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js
 import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createFeedbackService } from "./services/tracing/feedback-service.js";
+import { createFeedbackTokenService } from "./services/tracing/feedback-token-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
 import { createRunStatsService } from "./services/tracing/run-stats-service.js";
@@ -161,6 +163,8 @@ export function createApiServices(
     bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
+    // The presigned token is the credential: no API-key guard (the database gate still applies).
+    bindService(FeedbackTokenService, createFeedbackTokenService({ sql }), { ...bind, guard: undefined }),
     bindService(RunStatsService, createRunStatsService({ sql }), bind),
     bindService(
       BulkExportService,

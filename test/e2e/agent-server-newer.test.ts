@@ -8,6 +8,7 @@ import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ThreadService } from "../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { langGraphFailure } from "../support/call-failures.js";
+import { langsmithClient } from "../support/langsmith-client.js";
 import { type RunsApp, startRunsApp } from "../support/runs-app.js";
 
 let r: RunsApp;
@@ -134,5 +135,122 @@ describe("Prefer: return=minimal on PATCH", () => {
       r.sdk.threads.update(crypto.randomUUID(), { metadata: {}, returnMinimal: true }),
     );
     expect(failure.status).toBe(404);
+  });
+});
+
+describe("feedback_keys and presigned feedback tokens", () => {
+  /** Posts feedback to a presigned URL as a browser page would: no API key. */
+  const giveFeedback = (url: string, body: object) =>
+    fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+
+  it("a run created with feedbackKeys answers __feedback__ URLs on join, which take feedback without a key", async () => {
+    const thread = await r.sdk.threads.create();
+    const run = await r.sdk.runs.create(thread.thread_id, "chat", {
+      input: say("rate me", "f1"),
+      feedbackKeys: ["user_liked", "user_disliked"],
+    });
+    const joined = (await r.sdk.runs.join(thread.thread_id, run.run_id)) as {
+      messages: unknown[];
+      __feedback__: Record<string, string>;
+    };
+    expect(joined.messages).toHaveLength(2);
+    const urls = joined.__feedback__;
+    expect(Object.keys(urls)).toEqual(["user_liked", "user_disliked"]);
+    for (const url of Object.values(urls))
+      expect(url).toMatch(new RegExp(`^${r.t.baseUrl}/api/v1/feedback/tokens/[0-9a-f-]{36}$`));
+
+    const given = await giveFeedback(urls.user_liked!, {
+      score: 1,
+      comment: "great",
+      metadata: { page: "chat" },
+    });
+    expect(given.status).toBe(200);
+    const { feedback_id } = (await given.json()) as { feedback_id: string };
+
+    const langsmith = langsmithClient(r.t).client;
+    const listed = [];
+    for await (const item of langsmith.listFeedback({ runIds: [run.run_id] })) listed.push(item);
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      id: feedback_id,
+      run_id: run.run_id,
+      key: "user_liked",
+      score: 1,
+      comment: "great",
+      feedback_source: { type: "app", metadata: { page: "chat" } },
+    });
+    // A join of the ended run presigns again; the run's tokens are listed for it.
+    const again = (await r.sdk.runs.join(thread.thread_id, run.run_id)) as { __feedback__: object };
+    expect(Object.keys(again.__feedback__)).toEqual(["user_liked", "user_disliked"]);
+    const tokens = [];
+    for await (const token of langsmith.listPresignedFeedbackTokens(run.run_id)) tokens.push(token);
+    expect(tokens).toHaveLength(4);
+  });
+
+  it("POST /runs/wait with feedback_keys answers __feedback__ beside the values", async () => {
+    const res = await r.t.fetch("/runs/wait", {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "chat", input: say("hi", "w1"), feedback_keys: ["helpful"] }),
+    });
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { messages: unknown[]; __feedback__: { helpful: string } };
+    expect(answer.messages).toHaveLength(2);
+    expect(answer.__feedback__.helpful).toMatch(/\/api\/v1\/feedback\/tokens\//);
+    // Without feedback_keys the answer has no __feedback__.
+    const plain = await r.sdk.runs.wait(null, "chat", { input: say("hi", "w2") });
+    expect(plain).not.toHaveProperty("__feedback__");
+  });
+
+  it("the langsmith SDK's createPresignedFeedbackToken works against our own tracing API", async () => {
+    const { client } = langsmithClient(r.t);
+    const runId = crypto.randomUUID();
+    const token = await client.createPresignedFeedbackToken(runId, "quality", {
+      expiration: { hours: 1 },
+      feedbackConfig: { type: "continuous", min: 0, max: 1 },
+    });
+    expect(token.url).toBe(`${r.t.baseUrl}/api/v1/feedback/tokens/${token.id}`);
+    const inAnHour = Date.now() + 60 * 60 * 1000;
+    expect(Math.abs(new Date(token.expires_at).getTime() - inAnHour)).toBeLessThan(60_000);
+
+    const tooHigh = await giveFeedback(token.url, { score: 2 });
+    expect(tooHigh.status).toBe(422);
+    expect(((await tooHigh.json()) as { detail: string }).detail).toContain("maximum 1");
+    expect((await giveFeedback(token.url, { score: 0.5 })).status).toBe(200);
+    const feedback = [];
+    for await (const item of client.listFeedback({ runIds: [runId] })) feedback.push(item);
+    expect(feedback.map((f) => [f.key, f.score])).toEqual([["quality", 0.5]]);
+  });
+
+  it("refuses an unknown token, bad lifetimes and bad configs", async () => {
+    expect(
+      (await giveFeedback(`${r.t.baseUrl}/api/v1/feedback/tokens/${crypto.randomUUID()}`, { score: 1 }))
+        .status,
+    ).toBe(404);
+    expect((await giveFeedback(`${r.t.baseUrl}/api/v1/feedback/tokens/nope`, { score: 1 })).status).toBe(422);
+    const runId = crypto.randomUUID();
+    const cases: [object, string][] = [
+      [{ run_id: runId, feedback_key: "k", expires_in: { minutes: 0 } }, "expire in the future"],
+      [{ run_id: runId, feedback_key: "k", expires_in: { days: 31 } }, "at most 30 days"],
+      [{ run_id: runId, feedback_key: "k", expires_at: "yesterday" }, "RFC 3339"],
+      [{ run_id: runId, feedback_key: "" }, "feedback key"],
+      [{ run_id: "x", feedback_key: "k" }, "run_id"],
+      [{ run_id: runId, feedback_key: "k", feedback_config: { type: "stars" } }, "feedback_config.type"],
+    ];
+    for (const [body, detail] of cases) {
+      const res = await r.t.fetch("/api/v1/feedback/tokens", { method: "POST", body: JSON.stringify(body) });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(((await res.json()) as { detail: string }).detail, JSON.stringify(body)).toContain(detail);
+    }
+    // Presigning needs an API key; redeeming does not.
+    const anonymous = await fetch(`${r.t.baseUrl}/api/v1/feedback/tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ run_id: runId, feedback_key: "k" }),
+    });
+    expect(anonymous.status).toBe(401);
   });
 });

@@ -31,6 +31,7 @@ import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
+import { callerOrigin, withFeedbackUrls } from "../tracing/feedback-tokens.js";
 import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
@@ -230,6 +231,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     }
   };
 
+  /** A wait or join's answer: the output, with `__feedback__` URLs for a run's `feedback_keys`. */
+  const withFeedback = (ctx: HandlerContext, workspaceId: string, run: AgentRunRecord) =>
+    withFeedbackUrls(
+      sql,
+      { workspaceId, runId: run.runId, origin: callerOrigin(ctx) },
+      outputOf(run),
+      run.kwargs.feedback_keys,
+    );
+
   /**
    * Whether custom auth lets `principal` reach thread `threadId` for `event` (runs belong to their
    * thread: its filter decides); true for principals without handlers.
@@ -306,7 +316,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           : `/threads/${run.threadId}/runs/${run.runId}/join`,
       );
       const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async createRunBatch(request, ctx) {
@@ -423,7 +433,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
       const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async *joinRunStream(request, ctx) {
