@@ -2,11 +2,13 @@
  * The newer Agent Server endpoints and fields (issue 25 item 5) through the clients that send them:
  * `GET /threads/{thread_id}/storage`, `Prefer: return=minimal` on PATCH (the SDK 1.15 `returnMinimal`
  * option of `threads.update`), and `feedback_keys` with presigned feedback URLs against our own
- * tracing API, used with plain `fetch` as a browser would.
+ * tracing API, used with plain `fetch` as a browser would; and MCP `tools/call` with `context`
+ * through the official MCP SDK client.
  */
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ThreadService } from "../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { mcpClient } from "../support/agent-protocols.js";
 import { langGraphFailure } from "../support/call-failures.js";
 import { langsmithClient } from "../support/langsmith-client.js";
 import { type RunsApp, startRunsApp } from "../support/runs-app.js";
@@ -252,5 +254,28 @@ describe("feedback_keys and presigned feedback tokens", () => {
       body: JSON.stringify({ run_id: runId, feedback_key: "k" }),
     });
     expect(anonymous.status).toBe(401);
+  });
+});
+
+describe("MCP tools/call with context", () => {
+  it("hands the call's context to the run, as the graph's runtime context", async () => {
+    const client = await mcpClient(r.t.baseUrl, r.t.adminKey);
+    try {
+      const params = { name: "echo", arguments: {}, context: { user_id: "u1", tier: "gold" } };
+      const result = await client.callTool(params as Parameters<typeof client.callTool>[0]);
+      expect(result.isError).toBeFalsy();
+      expect((result.structuredContent as { context: unknown }).context).toEqual({
+        user_id: "u1",
+        tier: "gold",
+      });
+      const plain = await client.callTool({ name: "echo", arguments: {} });
+      expect((plain.structuredContent as { context: unknown }).context).toEqual({});
+      const bad = { name: "echo", arguments: {}, context: ["not", "an", "object"] };
+      await expect(client.callTool(bad as unknown as Parameters<typeof client.callTool>[0])).rejects.toThrow(
+        /context must be a JSON object/,
+      );
+    } finally {
+      await client.close();
+    }
   });
 });
