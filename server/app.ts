@@ -41,7 +41,7 @@ import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createCustomAuthentication } from "./services/iam/custom-authenticator.js";
 import { createEncryptionContextHook } from "./services/iam/encryption-context.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
-import { countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
+import { type AppMetrics, countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
@@ -63,6 +63,7 @@ import { type BoundService, bindService } from "./transport/bound-service.js";
 import { createCustomAppMount } from "./transport/custom-app/custom-app-handler.js";
 import { createCustomRouteAuth } from "./transport/custom-app/custom-route-auth.js";
 import { createDocsAdapter } from "./transport/docs/docs-adapter.js";
+import type { IgnoredFieldsSink } from "./transport/field-leniency.js";
 import { gateAdapter } from "./transport/gated-adapter.js";
 import { corsPolicyFor, servedAdapters, servedServices } from "./transport/graphs-file-http.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
@@ -218,6 +219,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       streamSubscribers: () => runBus.watching(),
       workerLoops: () => queue.workers(),
     });
+    const ignoredFields = reportingIgnoredFields(metrics, log);
     const ingest = countingIngest(
       createIngestService({ sql, usageReporting: config.usageReporting }),
       metrics,
@@ -364,6 +366,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ...(config.role === "api" ? {} : { localRuns: agentRuns }),
       clock: hooks.clock ?? systemClock,
       uiBundles,
+      ignoredFields,
     };
     const services: BoundService[] = [
       bindService(
@@ -439,6 +442,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
           ),
           log,
           onRequest: (sample) => metrics.recordHttpRequest(sample),
+          onIgnoredFields: ignoredFields,
           cors,
           // A logger with a changeable level is asked per request; a fixed one is the configured level.
           accessLog: log.level !== undefined || writesAt(config.logLevel, "info"),
@@ -479,6 +483,20 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * Where the lenient APIs' ignored request members go (design.md, decision 14): a debug line per
+ * request, so an operator can see which client sends what, and a counter per API and name.
+ */
+function reportingIgnoredFields(
+  metrics: Pick<AppMetrics, "recordIgnoredFields">,
+  log: Logger,
+): IgnoredFieldsSink {
+  return (area, names) => {
+    metrics.recordIgnoredFields(area, names);
+    log.debug("ignored request fields this API does not know", { area, fields: [...names] });
+  };
 }
 
 /** The request handler, each request in its own encryption scope when custom encryption is on. */

@@ -10,6 +10,7 @@ import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { FeedbackService } from "../gen/agentplane/tracing/v1/feedback_service_pb.js";
+import { FeedbackTokenService } from "../gen/agentplane/tracing/v1/feedback_token_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { RunStatsService } from "../gen/agentplane/tracing/v1/run_stats_service_pb.js";
@@ -57,6 +58,7 @@ import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js
 import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createFeedbackService } from "./services/tracing/feedback-service.js";
+import { createFeedbackTokenService } from "./services/tracing/feedback-token-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
 import { createRunStatsService } from "./services/tracing/run-stats-service.js";
@@ -70,6 +72,7 @@ import { createThreadBatches } from "./store/thread-batches.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
+import type { IgnoredFieldsSink } from "./transport/field-leniency.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
@@ -106,6 +109,8 @@ export interface ServiceDeps {
   readonly clock: Clock;
   /** The graphs file's generative-UI bundles, built at start. */
   readonly uiBundles: UiBundles;
+  /** Where the A2A and MCP adapters report the request members they ignored (field-leniency.ts). */
+  readonly ignoredFields?: IgnoredFieldsSink;
 }
 
 /**
@@ -179,6 +184,8 @@ export function createApiServices(
     bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
+    // The presigned token is the credential: no API-key guard (the database gate still applies).
+    bindService(FeedbackTokenService, createFeedbackTokenService({ sql }), { ...bind, guard: undefined }),
     bindService(RunStatsService, createRunStatsService({ sql }), bind),
     bindService(
       BulkExportService,
@@ -228,6 +235,7 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
         a2a: createA2aService({ sql: deps.sql, graphs: deps.graphs, ...agents }),
         launcher: agents.launcher,
         log: deps.log,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
       });
     },
   },
@@ -246,7 +254,11 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
       const graphIds = () => graphs.ids();
       const systemAssistants = systemAssistantsOf(deps);
       const ui = createGenerativeUi({ sql, systemAssistants, graphIds, bundles: deps.uiBundles });
-      return createUiAdapter({ ui, auth });
+      return createUiAdapter({
+        ui,
+        auth,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
+      });
     },
   },
 ];

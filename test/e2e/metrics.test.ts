@@ -302,7 +302,7 @@ describe("GET /ok", () => {
   it("is ok while every worker loop makes progress", async () => {
     const res = await fetch(`${r.t.baseUrl}/ok`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ok: true });
+    expect(await res.json()).toEqual({ ok: true, services: { postgres: "ok", queue: "ok", workers: "ok" } });
   });
 });
 

@@ -430,7 +430,7 @@ describe("bad input gets a 4xx that says what to fix", () => {
     ["POST", "/threads", { if_exists: "replace" }, 422, "if_exists must be one of raise, do_nothing"],
     ["POST", "/threads", { ttl: { strategy: "forever", ttl: 5 } }, 422, "ttl.strategy must be one of"],
     ["POST", "/threads", { ttl: { ttl: -1 } }, 422, "ttl.ttl must be a number of minutes above 0"],
-    ["POST", "/threads", { surprise: 1 }, 422, "surprise"],
+    ["POST", "/threads", { if_exists: 7 }, 422, "if_exists"],
     ["POST", "/threads", { metadata: { note: "a\u0000b" } }, 422, "contains the NUL character (\\u0000)"],
     ["POST", "/threads/search", { metadata: { note: "\u0000" } }, 422, "contains the NUL character"],
     [

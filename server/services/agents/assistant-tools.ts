@@ -65,6 +65,8 @@ export interface AssistantTools {
     headers: Headers,
     signal: AbortSignal,
     principal: Principal,
+    /** The run's context (the graph's context schema), as `tools/call` gives it; none when undefined. */
+    context?: JsonObject,
   ): Promise<ToolOutcome>;
 }
 
@@ -158,7 +160,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
 
   return {
     list,
-    async call(workspaceId, name, args, headers, signal, principal) {
+    async call(workspaceId, name, args, headers, signal, principal, context) {
       const tools = await named(workspaceId, principal);
       const tool = tools.find((t) => t.name === name);
       if (!tool)
@@ -169,7 +171,12 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
       const run = await launcher.start(
         workspaceId,
         { kind: "stateless" },
-        { assistant_id: tool.assistant.assistantId, input: args, stream_mode: ["values"] },
+        {
+          assistant_id: tool.assistant.assistantId,
+          input: args,
+          stream_mode: ["values"],
+          ...(context ? { context } : {}),
+        },
         headers,
         principal,
       );

@@ -32,6 +32,8 @@ import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
+import { callerOrigin, withFeedbackUrls } from "../tracing/feedback-tokens.js";
+import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { conflictsAs409 } from "./run-conflicts.js";
@@ -94,8 +96,11 @@ const RUN_FIELDS = [
   "multitask_strategy",
 ];
 
-/** One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped. */
-function batchEntry(value: Value, index: number): CreateRunRequest {
+/**
+ * One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped, and
+ * members no field knows are ignored (decision 14) and noted on the call for the REST layer.
+ */
+function batchEntry(value: Value, index: number, ctx: HandlerContext): CreateRunRequest {
   const json = toJson(ValueSchema, value);
   if (typeof json !== "object" || json === null || Array.isArray(json))
     throw invalid(`runs[${index}] must be a JSON object: a run's body`);
@@ -104,6 +109,7 @@ function batchEntry(value: Value, index: number): CreateRunRequest {
     "assistant_id" in rest
       ? rest
       : { ...rest, ...(assistantId === undefined ? {} : { assistant_id: assistantId }) };
+  noteIgnoredFields(ctx, takeUnknownFields(CreateRunRequestSchema, body));
   try {
     return fromJson(CreateRunRequestSchema, body);
   } catch (error) {
@@ -212,6 +218,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     }
   };
 
+  /** A wait or join's answer: the output, with `__feedback__` URLs for a run's `feedback_keys`. */
+  const withFeedback = (ctx: HandlerContext, workspaceId: string, run: AgentRunRecord) =>
+    withFeedbackUrls(
+      sql,
+      { workspaceId, runId: run.runId, origin: callerOrigin(ctx) },
+      outputOf(run),
+      run.kwargs.feedback_keys,
+    );
+
   /**
    * Whether custom auth lets `principal` reach thread `threadId` for `event` (runs belong to their
    * thread: its filter decides); true for principals without handlers.
@@ -294,14 +309,14 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           : `/threads/${run.threadId}/runs/${run.runId}/join`,
       );
       const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async createRunBatch(request, ctx) {
       if (request.runs.length === 0 || request.runs.length > MAX_BATCH)
         throw invalid(`a batch must hold 1 to ${MAX_BATCH} runs`);
       const parsed = request.runs.map((value, i) => {
-        const r = batchEntry(value, i);
+        const r = batchEntry(value, i, ctx);
         if (r.threadId !== undefined)
           throw invalid(`runs[${i}]: batch runs are stateless; send no thread_id`);
         return parseRunRequest(r, true);
@@ -411,7 +426,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
       const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async *joinRunStream(request, ctx) {

@@ -8,6 +8,7 @@ import {
   copyThreadCheckpoints,
   deleteThreadCheckpoints,
   pruneThreadCheckpoints,
+  threadCheckpointStorage,
 } from "../../runtime/postgres-checkpointer.js";
 import type { Sql } from "../../store/db.js";
 import { createThreadBatches } from "../../store/thread-batches.js";
@@ -238,6 +239,12 @@ export function createThreadService({
       const { workspaceId, thread } = await loadThread(threads, ctx, "threads:delete", request.threadId);
       await removeThreads(sql, workspaceId, [thread.threadId]);
       return {};
+    },
+
+    async getThreadStorage(request, ctx) {
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", request.threadId);
+      const storage = await threadCheckpointStorage(sql, workspaceId, thread.threadId);
+      return { threadId: thread.threadId, ...storage };
     },
 
     async copyThread(request, ctx) {
