@@ -90,7 +90,7 @@ export async function computeGranularUsage(
             workspaceIds: readable,
             dimension,
             unit,
-            cover: rollupCover(start, end),
+            cover: rollupCover(start, end, unit),
           }),
         );
   return {
