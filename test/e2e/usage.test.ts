@@ -168,6 +168,27 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     ]);
   });
 
+  it("answers hourly buckets for a range under a day that widens to a whole UTC day, in JSON and CSV", async () => {
+    // 23 h 59 min: hourly, though its whole hours cover 2026-03-01, which a daily rollup row holds.
+    const params = {
+      start_time: "2026-03-01T00:01:00Z",
+      end_time: "2026-03-02T00:00:00Z",
+      workspace_ids: wsA,
+    };
+    const body = await usage(params);
+    expect(body.stride).toEqual({ days: 0, hours: 1 });
+    const hourly = [
+      ["2026-03-01T09:00:00Z", 1],
+      ["2026-03-01T10:00:00Z", 2],
+    ];
+    expect(body.usage.map((r) => [r.time_bucket, r.traces])).toEqual(hourly);
+    const { rows } = await csv(params);
+    expect(rows.slice(1).map((r) => [r[0], r[1], Number(r[9])])).toEqual([
+      ["2026-03-01T09:00:00Z", "2026-03-01T10:00:00Z", 1],
+      ["2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z", 2],
+    ]);
+  });
+
   it.each([
     ["23 hours", "2026-03-01T23:00:00Z", { days: 0, hours: 1 }],
     ["1 day", "2026-03-02T00:00:00Z", { days: 1, hours: 0 }],
@@ -485,6 +506,14 @@ describe("GET /api/v1/orgs/current/billing/granular-usage/export", () => {
       });
       expect(fromCsv).toEqual(json.usage);
     }
+  });
+
+  it("writes the header line when no trace matches", async () => {
+    const res = await t.fetch(
+      `${USAGE}/export?${query({ start_time: "2024-06-01T00:00:00Z", end_time: "2024-06-02T00:00:00Z", workspace_ids: wsA })}`,
+    );
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(USAGE_CSV_COLUMNS.join(","));
   });
 
   it("ends a monthly bucket at the next calendar month", async () => {
