@@ -33,13 +33,13 @@ export function createUsageService({ sql }: UsageServiceDeps): ServiceImpl<typeo
           create(GranularUsageRecordSchema, {
             timeBucket: timestampFromDate(record.timeBucket),
             dimensions: create(GranularUsageDimensionsSchema, {
-              workspaceId: valueOf(record.dimensions.workspace_id),
-              workspaceName: valueOf(record.dimensions.workspace_name),
-              projectId: valueOf(record.dimensions.project_id),
-              projectName: valueOf(record.dimensions.project_name),
-              userId: valueOf(record.dimensions.user_id),
-              userEmail: valueOf(record.dimensions.user_email),
-              apiKeyShortKey: valueOf(record.dimensions.api_key_short_key),
+              workspaceId: dimensionValue(record.dimensions.workspace_id),
+              workspaceName: dimensionValue(record.dimensions.workspace_name),
+              projectId: dimensionValue(record.dimensions.project_id),
+              projectName: dimensionValue(record.dimensions.project_name),
+              userId: dimensionValue(record.dimensions.user_id),
+              userEmail: dimensionValue(record.dimensions.user_email),
+              apiKeyShortKey: dimensionValue(record.dimensions.api_key_short_key),
             }),
             traces: record.traces,
           }),
@@ -50,6 +50,6 @@ export function createUsageService({ sql }: UsageServiceDeps): ServiceImpl<typeo
 }
 
 /** A dimension key of the group as a Value (a string, or null); unset for the keys of other groups. */
-function valueOf(value: string | null | undefined): Value | undefined {
+function dimensionValue(value: string | null | undefined): Value | undefined {
   return value === undefined ? undefined : fromJson(ValueSchema, value);
 }
