@@ -140,9 +140,12 @@ describe("a one-off export", () => {
       format: "Parquet",
       format_version: "v2_beta",
       export_fields: [],
+      // A one-off export: no schedule spawned it, and the key says so rather than being left out.
+      source_bulk_export_id: null,
     });
     const done = await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"]);
     expect(done.status).toBe("Completed");
+    expect(done.source_bulk_export_id).toBeNull();
     runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as unknown as Record<string, unknown>[];
   });
 
