@@ -199,6 +199,47 @@ describe("destination errors fail at once, without retries", () => {
     );
   });
 
+  it("a file the bucket does not give back as it was written (the file check after upload)", async () => {
+    const destinationId = await createDestination(s3, "corrupt");
+    const restore = s3.corruptReads((key) => key.startsWith("corrupt/") && key.endsWith(".parquet"));
+    try {
+      const exportId = await createExport(destinationId);
+      await expectFailedWithoutRetry(
+        exportId,
+        /^File check failed: corrupt\/export_id=[^ ]+\/runs-[0-9a-f-]+-00000\.parquet in the bucket is \d+ bytes with SHA-256 [0-9a-f]{64}; the export wrote \d+ bytes with SHA-256 [0-9a-f]{64}$/,
+      );
+      // A file that failed its check is never recorded as exported.
+      for (const run of await runsOf(exportId))
+        expect((run.metadata as { result: Json }).result.exported_files).toEqual([]);
+    } finally {
+      restore();
+    }
+  });
+
+  it("skips the file check where the credentials may not read (s3:GetObject is optional)", async () => {
+    const allow = s3.deny((method, key) => method === "GET" && key.startsWith("unreadable/"));
+    try {
+      const from = s3.requests().length;
+      const exportId = await createExport(await createDestination(s3, "unreadable"));
+      await waitForExportStatus(t.fetch, exportId, ["Completed"]);
+      const files = (await runsOf(exportId)).flatMap(
+        (run) => (run.metadata as { result: { exported_files: string[] } }).result.exported_files,
+      );
+      // One row per file: the three traces' six runs.
+      expect(files).toHaveLength(6);
+      // Each partition tried to read its first file back, was refused, and read nothing more.
+      const reads = s3
+        .requests()
+        .slice(from)
+        .filter((r) => r.method === "GET" && r.key.startsWith(`unreadable/export_id=${exportId}/`));
+      expect(reads.map((r) => r.key).sort()).toEqual(
+        files.filter((f) => f.endsWith("-00000.parquet")).sort(),
+      );
+    } finally {
+      allow();
+    }
+  });
+
   it("a destination deleted during the export", async () => {
     const destinationId = await createDestination(s3, "deleted");
     const hold = s3.hold(
