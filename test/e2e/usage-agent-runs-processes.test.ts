@@ -1,13 +1,18 @@
 /**
  * The traces of agent runs count in granular usage under whoever created the run, across
- * processes: an API process (role api) takes the requests, a worker process (role worker) on the
- * same database executes and traces the runs. A run created with a personal key counts under that
- * key and its user, one created with a service key under that key and no user, and a cron's runs
- * under the key that created the cron. Runs and crons go through the official
+ * processes: an API process (role api, in this process) takes the requests and a worker process
+ * (role worker, a child process) on the same database executes and traces the runs. A run created
+ * with a personal key counts under that key and its user, one created with a service key under
+ * that key and no user, and a cron's runs under the key that created the cron (fired by a second
+ * worker, in this process, whose clock the test moves). Runs and crons go through the official
  * `@langchain/langgraph-sdk`; usage is read back through the REST API.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Clock } from "../../server/clock.js";
+import { type AgentplaneProcess, startAgentplaneProcess } from "../support/agentplane-process.js";
 import { RUNS_GRAPHS, sdkClient, waitFor } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -16,7 +21,9 @@ const clock: Clock & { at: Date } = { at: new Date("2032-06-01T10:00:00.000Z"), 
 const HOUR_MS = 3_600_000;
 
 let api: TestApp;
-let worker: TestApp;
+let worker: AgentplaneProcess;
+let ticker: TestApp | undefined;
+let dataDir: string;
 let workspaceId: string;
 let admin: { userId: string; shortKey: string };
 
@@ -55,24 +62,26 @@ async function serviceKey(): Promise<{ key: string; shortKey: string }> {
 }
 
 beforeAll(async () => {
-  const hooks = { clock, cronTickSeconds: 1 };
-  api = await startTestApp({ graphConfigPath: RUNS_GRAPHS, role: "api" }, { hooks });
-  worker = await startTestApp(
-    {
-      graphConfigPath: RUNS_GRAPHS,
-      role: "worker",
-      databaseUrl: api.databaseUrl,
-      bootstrapApiKey: api.adminKey,
-    },
-    { hooks },
-  );
+  api = await startTestApp({ graphConfigPath: RUNS_GRAPHS, role: "api" });
+  dataDir = await mkdtemp(join(tmpdir(), "agentplane-usage-runs-"));
+  worker = await startAgentplaneProcess({
+    AGENTPLANE_ROLE: "worker",
+    AGENTPLANE_CONFIG: RUNS_GRAPHS,
+    DATABASE_URL: api.databaseUrl,
+    AGENTPLANE_DATA_DIR: dataDir,
+  });
   const me = await api.client().identity.whoami({});
   workspaceId = me.workspace?.id ?? "";
   admin = { userId: me.user?.id ?? "", shortKey: me.apiKeyShortKey };
 });
 afterAll(async () => {
-  await worker?.stop();
+  await ticker?.stop();
+  if (worker && worker.child.exitCode === null && worker.child.signalCode === null) {
+    worker.child.kill("SIGTERM");
+    await worker.exited;
+  }
   await api?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
 it("counts each agent run's trace under the key and user that created the run, cron runs under the cron's creator", async () => {
@@ -81,6 +90,7 @@ it("counts each agent run's trace under the key and user that created the run, c
   const asAdmin = sdkClient(api.baseUrl, api.adminKey);
   const asRunner = sdkClient(api.baseUrl, runner.key);
 
+  // Executed by the worker process, the only one that works runs so far.
   const thread = await asAdmin.threads.create();
   await asAdmin.runs.wait(thread.thread_id, "echo", { input: {} });
   await asRunner.runs.wait(null, "echo", { input: {} });
@@ -89,8 +99,16 @@ it("counts each agent run's trace under the key and user that created the run, c
     onRunCompleted: "keep",
   });
   expect(cron.cron_id).toBeTruthy();
-  // The cron's run is fired by the worker's tick and executed there, as the two runs above were
-  // (the API process works no runs).
+  // The cron fires on a second worker's tick, at its clock's 10:05; either worker executes the run.
+  ticker = await startTestApp(
+    {
+      graphConfigPath: RUNS_GRAPHS,
+      role: "worker",
+      databaseUrl: api.databaseUrl,
+      bootstrapApiKey: api.adminKey,
+    },
+    { hooks: { clock, cronTickSeconds: 1 } },
+  );
   clock.at = new Date("2032-06-01T10:05:00.000Z");
   const byKey = await waitFor(
     () => tracesBy("api_key", "api_key_short_key"),
