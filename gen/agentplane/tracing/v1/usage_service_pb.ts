@@ -50,8 +50,8 @@ export type GetGranularUsageRequest = Message<"agentplane.tracing.v1.GetGranular
   groupBy: string;
 
   /**
-   * Overrides the bucket size derived from the range: `hourly`, `daily`, `weekly` or `monthly`
-   * (agentplane extension; empty = derived).
+   * Overrides the bucket size derived from the range: `daily`, `weekly` or `monthly` (agentplane
+   * extension; empty = derived).
    *
    * @generated from field: string aggregation = 5;
    */
