@@ -12,6 +12,15 @@ export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
 /** How a cancel stops a run: keep its checkpoints, or delete it with them. */
 export type CancelAction = "interrupt" | "rollback";
 
+/**
+ * Who created a run (or a cron): the API key and its user; null for a service key's user, and both
+ * null when no key was involved. The run's trace counts in usage under them (migration 0028).
+ */
+export interface RunCreator {
+  apiKeyId: string | null;
+  userId: string | null;
+}
+
 /** A run row. */
 export interface AgentRunRecord {
   workspaceId: string;
@@ -32,6 +41,8 @@ export interface AgentRunRecord {
   updatedAt: Date;
   /** The creator's custom encryption context (JSON text, store/encryption-scope.ts); null when none. */
   encryptionContext: string | null;
+  /** Who created the run; its trace counts under them. */
+  creator: RunCreator;
 }
 
 interface RunRow {
@@ -52,6 +63,8 @@ interface RunRow {
   created_at: Date;
   updated_at: Date;
   encryption_context: string | null;
+  created_by_api_key_id: string | null;
+  created_by_user_id: string | null;
 }
 
 function toRecord(row: RunRow): AgentRunRecord {
@@ -73,6 +86,7 @@ function toRecord(row: RunRow): AgentRunRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     encryptionContext: row.encryption_context,
+    creator: { apiKeyId: row.created_by_api_key_id, userId: row.created_by_user_id },
   };
 }
 
@@ -89,6 +103,7 @@ export interface NewRun {
   temporary: boolean;
   /** Seconds from now before the run may start. */
   afterSeconds: number;
+  creator: RunCreator;
 }
 
 /**
@@ -123,14 +138,16 @@ export async function insertRun(
     with inserted as (
       insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                               multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                              lease_token, lease_expires_at, started_at, encryption_context)
+                              lease_token, lease_expires_at, started_at, encryption_context,
+                              created_by_api_key_id, created_by_user_id)
       values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
               ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
               now() + make_interval(secs => ${run.afterSeconds}::float8),
               ${claim ? "running" : "pending"}, ${claim ? 1 : 0}, ${claim?.owner ?? null},
               ${claim?.leaseToken ?? null}::uuid,
               ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
-              ${claim ? q`now()` : null}, ${encryptionContextText()})
+              ${claim ? q`now()` : null}, ${encryptionContextText()}, ${run.creator.apiKeyId}::uuid,
+              ${run.creator.userId}::uuid)
       returning *
     ), busy as (
       update threads set status = 'busy', updated_at = now()
@@ -163,12 +180,13 @@ export async function insertRunOnNewThread(
     )
     insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                             multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                            lease_token, lease_expires_at, started_at, encryption_context)
+                            lease_token, lease_expires_at, started_at, encryption_context,
+                            created_by_api_key_id, created_by_user_id)
     select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
            now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
            ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now(),
-           ${encryptionContextText()}
+           ${encryptionContextText()}, ${run.creator.apiKeyId}::uuid, ${run.creator.userId}::uuid
     from thread
     returning *`;
   if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);

@@ -48,6 +48,9 @@ beforeAll(async () => {
     values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
 });
 
+/** Runs of these tests are created with no key. */
+const NO_CREATOR = { apiKeyId: null, userId: null };
+
 async function newThread(): Promise<string> {
   const threadId = uuidv7();
   await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
@@ -68,6 +71,7 @@ async function newRun(threadId: string, afterSeconds = 0) {
       multitaskStrategy: "enqueue",
       temporary: false,
       afterSeconds,
+      creator: NO_CREATOR,
     },
     { threadMetadata: null },
   );
@@ -96,6 +100,7 @@ describe("a stateless run started by its creator", () => {
       multitaskStrategy: "enqueue" as const,
       temporary: true,
       afterSeconds: 0,
+      creator: NO_CREATOR,
     };
     const owner = { owner: "test", leaseToken, leaseSeconds: 30 };
     const stored = await insertRunOnNewThread(db().sql, run, { graph_id: "g" }, owner);

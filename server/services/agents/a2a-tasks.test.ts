@@ -26,6 +26,7 @@ function run(overrides: Partial<AgentRunRecord> = {}): AgentRunRecord {
     createdAt: at,
     updatedAt: at,
     encryptionContext: null,
+    creator: { apiKeyId: null, userId: null },
     ...overrides,
   };
 }

@@ -12,6 +12,7 @@ import {
   insertRun,
   insertRunOnNewThread,
   lockThreadQueue,
+  type RunCreator,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
@@ -24,7 +25,7 @@ import {
   insertThreads,
   type ThreadRecord,
 } from "../../store/thread-store.js";
-import { authorizeEvent, type Principal } from "../iam/principal.js";
+import { authorizeEvent, creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { assistantVisibility } from "./assistant-access.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
@@ -190,6 +191,7 @@ export async function createRunInTx(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   options: RunInTxOptions = {},
 ): Promise<CreatedRun> {
   const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
@@ -208,6 +210,7 @@ export async function createRunInTx(
     assistant,
     request,
     headers,
+    creator,
     options,
   );
 }
@@ -223,6 +226,7 @@ async function createRunOnQueue(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   options: RunInTxOptions,
 ): Promise<CreatedRun> {
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
@@ -287,6 +291,7 @@ async function createRunOnQueue(
     assistant,
     request,
     headers,
+    creator,
   );
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip. Runs still active before it dispatch it when they end.
@@ -329,10 +334,11 @@ async function startStatelessHere(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   slot: RunSlot,
 ): Promise<AgentRunRecord> {
   const threadId = uuidv7();
-  const newRun = newRunOf(deps, workspaceId, true, threadId, undefined, assistant, request, headers);
+  const newRun = newRunOf(deps, workspaceId, true, threadId, undefined, assistant, request, headers, creator);
   let stored: AgentRunRecord;
   try {
     stored = await insertRunOnNewThread(
@@ -373,10 +379,19 @@ async function createThreadRun(
     ]);
     if (!assistant) throw assistantNotFound(deps, request.assistantId);
     checkCheckpointThread(request, threadId);
-    return createRunOnQueue(tx, deps, workspaceId, target, threadId, queue, assistant, request, headers, {
-      reserve,
-      commit,
-    });
+    return createRunOnQueue(
+      tx,
+      deps,
+      workspaceId,
+      target,
+      threadId,
+      queue,
+      assistant,
+      request,
+      headers,
+      creatorOf(principal),
+      { reserve, commit },
+    );
   });
 }
 
@@ -421,12 +436,23 @@ export async function createRun(
       const slot = deps.localRuns?.reserve();
       if (slot)
         return {
-          run: await startStatelessHere(deps, workspaceId, assistant, request, headers, slot),
+          run: await startStatelessHere(
+            deps,
+            workspaceId,
+            assistant,
+            request,
+            headers,
+            creatorOf(principal),
+            slot,
+          ),
           startedHere: true,
         };
     }
     creating = pipelinedTransaction(deps.sql, ({ tx, commit }) =>
-      createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, { reserve, commit }),
+      createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, creatorOf(principal), {
+        reserve,
+        commit,
+      }),
     );
   }
   const created = await creating.catch((error: unknown) => {
