@@ -162,7 +162,8 @@ describe("the 128 MB event ceiling", () => {
     const custom = parts.filter((p) => p.event === "custom").map((p) => p.data);
     // The big event's JSON (`{"big":"xx…"}`) is past the ceiling; the small one is delivered.
     expect(custom).toEqual([{ small: "after" }]);
-    expect(parts.at(-1)).toMatchObject({ event: "values", data: { done: true } });
+    expect(parts.at(-2)).toMatchObject({ event: "values", data: { done: true } });
+    expect(parts.at(-1)).toMatchObject({ event: "end", data: { status: "success" } });
     expect(parts.map((p) => p.event)).not.toContain("error");
   }, 60_000);
 });
