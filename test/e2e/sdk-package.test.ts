@@ -41,7 +41,7 @@ let browser: TestBrowser | undefined;
 
 beforeAll(async () => {
   t = await startTestApp();
-  workspaceName = (await t.client().identity.whoami({})).workspace?.displayName ?? "";
+  workspaceName = (await t.client().iam.identity.whoami({})).workspace?.displayName ?? "";
   scratch = await mkdtemp(join(tmpdir(), "agentplane-sdk-consumer-"));
   const tarballs = join(scratch, "tarballs");
   await mkdir(tarballs);

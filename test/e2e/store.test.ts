@@ -23,9 +23,9 @@ beforeAll(async () => {
   sdk = new Client({ apiUrl: t.baseUrl, apiKey: t.adminKey, callerOptions: { maxRetries: 0 } });
   rpc = createClient(StoreService, t.client().transport);
   const admin = t.client();
-  const workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+  const workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
   viewerKey = (
-    await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+    await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
   viewer = new Client({ apiUrl: t.baseUrl, apiKey: viewerKey, callerOptions: { maxRetries: 0 } });
 });
@@ -273,13 +273,7 @@ describe("bad input", () => {
       undefined,
       "namespace label 2 is empty; namespace labels must be non-empty",
     ],
-    [
-      "no namespace on get",
-      "GET",
-      "/store/items?key=k",
-      undefined,
-      "namespace must have at least one label",
-    ],
+    ["no namespace on get", "GET", "/store/items?key=k", undefined, "namespace must have at least one label"],
     [
       "label with a period in a search prefix",
       "POST",

@@ -63,7 +63,7 @@ export const suite = isolationSuite({
     await store(adminB).putItem({ namespace: SHARED_NAMESPACE, key: "k1", value: lookAlike(1) });
     // A key of B for `verify`, acting in B by default.
     const keyB = (
-      await adminA.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
+      await adminA.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
     ).key;
     return { workspaceA, keyB };
   },
