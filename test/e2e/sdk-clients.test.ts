@@ -7,6 +7,7 @@
  * sdk-package.test.ts.
  */
 import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import type { DescService } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -98,6 +99,15 @@ describe("the service table", () => {
           (service as DescService).methods.map((m) => m.localName).sort(),
         );
       }
+  });
+
+  it("lists in sdk/README.md only clients the table has, with their services", async () => {
+    const readme = await readFile(new URL("../../sdk/README.md", import.meta.url), "utf8");
+    const rows = [...readme.matchAll(/^\| `ap\.(\w+)\.(\w+)` +\| `([\w.]+)` +\|$/gm)];
+    expect(rows.length).toBeGreaterThan(0);
+    const table = services as unknown as Record<string, Record<string, DescService>>;
+    for (const [, domain, name, typeName] of rows)
+      expect(table[domain!]?.[name!]?.typeName, `ap.${domain}.${name}`).toBe(typeName);
   });
 });
 
