@@ -13,7 +13,7 @@ import {
   ThreadStateSchema,
 } from "../gen/agentplane/agents/v1/thread_service_pb.js";
 import { RunSchema } from "../gen/agentplane/tracing/v1/run_service_pb.js";
-import { normalizeJson, toPlain, toRequestInit } from "./plain-json.js";
+import { normalizeJson, toPlain, toRequestInit, valueJson } from "./plain-json.js";
 
 /** The proto JSON (REST's shape) of what the SDK would send for `plain`. */
 function sentAs<T extends Parameters<typeof create>[0]>(schema: T, plain: unknown) {
@@ -138,6 +138,13 @@ describe("answers", () => {
     expect(plain.checkpoint).toBeUndefined();
     const run = fromJson(RunSchema, { id: "r", tags: ["a"], events: [{ name: "e" }] });
     expect(toPlain(RunSchema, run)).toMatchObject({ id: "r", tags: ["a"], events: [{ name: "e" }] });
+  });
+
+  it("reads a Value as protobuf-es's toJson does", () => {
+    const json = { a: [1, "two", null, true, { b: [] }, {}], c: -0.5, d: "" };
+    const value = fromJson(ValueSchema, json);
+    expect(valueJson(value)).toEqual(toJson(ValueSchema, value));
+    expect(valueJson(value)).toEqual(json);
   });
 
   it("leaves messages without Value fields as protobuf-es made them", () => {

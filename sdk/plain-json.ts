@@ -137,7 +137,7 @@ export function toRequestInit(desc: DescMessage, plain: unknown, path = ""): unk
   // A message built with protobuf-es's `create` is sent as it is.
   if ((plain as { $typeName?: unknown }).$typeName === desc.typeName) return plain;
   const out: Record<string, unknown> = { ...(plain as Record<string, unknown>) };
-  for (const member of desc.members) {
+  for (const member of convertedMembers(desc, "request")) {
     const value = out[member.localName];
     if (value === undefined) continue;
     const at = join(path, member.localName);
@@ -196,12 +196,9 @@ function messageInit(desc: DescMessage, value: unknown, path: string): unknown {
 /** A response message as {@link Plain} describes it. */
 export function toPlain(desc: DescMessage, message: Message): unknown {
   if (!jsonMessageTypeNames.has(desc.typeName)) return message;
-  const out: Record<string, unknown> = {};
-  const source = message as unknown as Record<string, unknown>;
-  for (const [key, value] of Object.entries(source))
-    if (key !== "$typeName" && key !== "$unknown") out[key] = value;
-  for (const member of desc.members) {
-    const value = source[member.localName];
+  const { $typeName, $unknown, ...out } = message as Message & Record<string, unknown>;
+  for (const member of convertedMembers(desc, "answer")) {
+    const value = out[member.localName];
     if (value === undefined) continue;
     if (member.kind === "field") {
       out[member.localName] = plainField(member, value);
@@ -212,6 +209,34 @@ export function toPlain(desc: DescMessage, message: Message): unknown {
     if (field) out[member.localName] = { case: selected.case, value: plainField(field, selected.value) };
   }
   return out;
+}
+
+/** The members of each message that need converting, by direction, worked out once per message. */
+const converted = {
+  request: new WeakMap<DescMessage, Member[]>(),
+  answer: new WeakMap<DescMessage, Member[]>(),
+};
+
+type Member = DescMessage["members"][number];
+
+/**
+ * The fields (and oneofs) of `desc` whose values the SDK converts: those holding a Value or
+ * ListValue, or a message that does; in requests also a Struct, or a message holding one.
+ */
+function convertedMembers(desc: DescMessage, direction: "request" | "answer"): Member[] {
+  const cache = converted[direction];
+  let members = cache.get(desc);
+  if (!members) {
+    const converts = (field: DescField) => {
+      const name = field.message?.typeName;
+      if (name === undefined) return false;
+      if (name === VALUE || name === LIST_VALUE || jsonMessageTypeNames.has(name)) return true;
+      return direction === "request" && (name === STRUCT || structMessageTypeNames.has(name));
+    };
+    members = desc.members.filter((m) => (m.kind === "field" ? converts(m) : m.fields.some(converts)));
+    cache.set(desc, members);
+  }
+  return members;
 }
 
 function plainField(field: DescField, value: unknown): unknown {
@@ -238,9 +263,35 @@ function plainField(field: DescField, value: unknown): unknown {
 
 function plainMessage(desc: DescMessage, value: unknown): unknown {
   if (value === undefined) return undefined;
-  if (desc.typeName === VALUE) return toJson(ValueSchema, value as Value);
-  if (desc.typeName === LIST_VALUE) return toJson(ListValueSchema, value as ListValue);
+  if (desc.typeName === VALUE) return valueJson(value as Value);
+  if (desc.typeName === LIST_VALUE) return (value as ListValue).values.map(valueJson);
   return toPlain(desc, value as Message);
+}
+
+/**
+ * A Value as JSON: what protobuf-es's `toJson` answers, read straight from the message (several
+ * times faster than the reflective walk, which matters on pages of a thousand runs).
+ */
+export function valueJson(value: Value): JsonValue {
+  const { kind } = value;
+  switch (kind.case) {
+    case "nullValue":
+      return null;
+    case "numberValue":
+    case "stringValue":
+    case "boolValue":
+      return kind.value;
+    case "listValue":
+      return kind.value.values.map(valueJson);
+    case "structValue": {
+      const out: JsonObject = {};
+      for (const [key, item] of Object.entries(kind.value.fields)) out[key] = valueJson(item);
+      return out;
+    }
+    default:
+      // What protobuf-es says of a Value that sets no kind (the server never answers one).
+      return toJson(ValueSchema, value);
+  }
 }
 
 /**

@@ -132,19 +132,19 @@ export const services = {
      */
     projects: tracingV1.ProjectService,
     /**
-     * Reading trace runs (spans): one by id, or a filtered, cursor-paginated query, as the `langsmith`
-     * SDK's readRun and listRuns call them. Needs `runs:read`; only the selected workspace's runs.
-     *
-     * `agentplane.tracing.v1.RunService`
-     */
-    runs: tracingV1.RunService,
-    /**
      * Aggregates over trace runs, as the `langsmith` SDK's getRunStats asks for them. Needs `runs:read`;
      * only the selected workspace's runs.
      *
      * `agentplane.tracing.v1.RunStatsService`
      */
     runStats: tracingV1.RunStatsService,
+    /**
+     * Reading trace runs (spans): one by id, or a filtered, cursor-paginated query, as the `langsmith`
+     * SDK's readRun and listRuns call them. Needs `runs:read`; only the selected workspace's runs.
+     *
+     * `agentplane.tracing.v1.RunService`
+     */
+    runs: tracingV1.RunService,
     /**
      * Granular billable usage: traces counted per time bucket and per workspace, project, user or API
      * key, over the workspaces of the caller's organization it can read. Needs `organization:read`.

@@ -94,7 +94,7 @@ export class SdkNamingError extends Error {
 export function selectSdk(files: readonly DescFile[]): SdkSelection {
   const services: SdkService[] = [];
   const packages = new Map<string, DescFile[]>();
-  for (const file of [...files].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const file of [...files].sort((a, b) => byText(a.name, b.name))) {
     const own = isOwnPackage(file.proto.package);
     const served = file.services.filter((s) => own || s.typeName in SERVED_VENDORED_SERVICES);
     if (!own && served.length === 0) continue;
@@ -118,17 +118,22 @@ export function selectSdk(files: readonly DescFile[]): SdkSelection {
     if (other) throw new SdkNamingError(`${other} and ${s.desc.typeName} would both be the client ${path}`);
     seen.set(path, s.desc.typeName);
   }
-  services.sort((a, b) => `${a.domain}.${a.name}`.localeCompare(`${b.domain}.${b.name}`));
+  services.sort((a, b) => byText(`${a.domain}.${a.name}`, `${b.domain}.${b.name}`));
   const descs = services.map((s) => s.desc);
   const jsonMessages = new Set(holdersOf(descs, JSON_TYPES));
   return {
     services,
     packages: [...packages]
       .map(([name, list]) => ({ name, namespace: namespaceOf(name), files: list }))
-      .sort((a, b) => a.name.localeCompare(b.name)),
+      .sort((a, b) => byText(a.name, b.name)),
     jsonMessages: holdersOf(descs, JSON_TYPES),
     structMessages: holdersOf(descs, STRUCT_TYPES).filter((m) => !jsonMessages.has(m)),
   };
+}
+
+/** Code-unit order: the same on every machine, whatever its locale, so the output never churns. */
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function isOwnPackage(pkg: string): boolean {
@@ -228,5 +233,5 @@ function holdersOf(services: readonly DescService[], leaves: ReadonlySet<string>
       }
     }
   }
-  return [...holding].sort();
+  return [...holding].sort(byText);
 }
