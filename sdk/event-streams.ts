@@ -15,13 +15,12 @@
  * `UNAVAILABLE`; every other error, and a cancel by the caller's signal, ends the stream at once.
  */
 import type { DescMethod, JsonValue } from "@bufbuild/protobuf";
-import { toJson } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import {
   type ServerSentEvent,
   ServerSentEventSchema,
 } from "../gen/agentplane/api/v1/server_sent_event_pb.js";
+import { valueJson } from "./plain-json.js";
 
 /** One event of a stream: its id (for resumption), its name, and its data as plain JSON. */
 export interface StreamEvent {
@@ -129,7 +128,7 @@ function decode(message: ServerSentEvent): StreamEvent {
     id: message.id,
     // The SSE form names an unnamed event `message`; so does the SDK.
     event: message.event === "" ? "message" : message.event,
-    data: message.data ? toJson(ValueSchema, message.data) : null,
+    data: message.data ? valueJson(message.data) : null,
   };
 }
 
@@ -205,7 +204,7 @@ function runJoinResumption(call: EventStreamCall, join: StreamCall): Resumption 
     },
     observe(event) {
       if (runId !== undefined || event.event !== "metadata" || !event.data) return;
-      const data = toJson(ValueSchema, event.data);
+      const data = valueJson(event.data);
       if (data && typeof data === "object" && !Array.isArray(data) && typeof data.run_id === "string")
         runId = data.run_id;
     },

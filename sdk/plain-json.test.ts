@@ -1,4 +1,4 @@
-import { create, fromJson, toJson } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
@@ -141,7 +141,7 @@ describe("answers", () => {
   });
 
   it("reads a Value as protobuf-es's toJson does", () => {
-    const json = { a: [1, "two", null, true, { b: [] }, {}], c: -0.5, d: "" };
+    const json: JsonValue = { a: [1, "two", null, true, { b: [] }, {}], c: -0.5, d: "" };
     const value = fromJson(ValueSchema, json);
     expect(valueJson(value)).toEqual(toJson(ValueSchema, value));
     expect(valueJson(value)).toEqual(json);

@@ -50,29 +50,9 @@ type FieldType<T extends Message, K, Default> = T["$typeName"] extends `agentpla
  */
 export type Plain<T> = T extends Message
   ? T["$typeName"] extends JsonMessageTypeName
-    ? { [K in keyof T as K extends MessageMeta ? never : K]: FieldType<T, K, PlainField<T[K]>> }
+    ? { [K in keyof T as K extends MessageMeta ? never : K]: FieldType<T, K, Converted<T[K], "answer">> }
     : T
   : T;
-
-type PlainField<V> = V extends Value
-  ? JsonValue
-  : V extends ListValue
-    ? JsonValue[]
-    : V extends Message
-      ? Plain<V>
-      : V extends readonly (infer E)[]
-        ? E extends Message
-          ? PlainField<E>[]
-          : V
-        : V extends { case: infer C extends string; value: infer X }
-          ? { case: C; value: PlainField<X> }
-          : V extends JsonObject
-            ? V
-            : V extends { [key: string]: infer E }
-              ? E extends Message
-                ? { [key: string]: PlainField<E> }
-                : V
-              : V;
 
 /**
  * A request as the SDK takes it: what protobuf-es's `create` takes, except that where the message
@@ -81,27 +61,36 @@ type PlainField<V> = V extends Value
  */
 export type PlainInit<T> = T extends Message
   ? T["$typeName"] extends JsonMessageTypeName | StructMessageTypeName
-    ? { [K in keyof T as K extends MessageMeta ? never : K]?: FieldType<T, K, PlainInitField<T[K]>> }
+    ? { [K in keyof T as K extends MessageMeta ? never : K]?: FieldType<T, K, Converted<T[K], "request">> }
     : MessageInitShape<GenMessage<T>>
   : T;
 
-type PlainInitField<V> = V extends Value
-  ? JsonInput
+/** What the JSON of a field is in each direction: answers hold JSON, requests take JSON input. */
+interface JsonOf {
+  answer: { value: JsonValue; list: JsonValue[]; object: JsonObject };
+  request: { value: JsonInput; list: readonly JsonInput[]; object: JsonInputObject };
+}
+
+/** The type of a field of generated type `V` in direction `D`, nested messages and lists included. */
+type Converted<V, D extends keyof JsonOf> = V extends Value
+  ? JsonOf[D]["value"]
   : V extends ListValue
-    ? readonly JsonInput[]
+    ? JsonOf[D]["list"]
     : V extends Message
-      ? PlainInit<V>
+      ? D extends "answer"
+        ? Plain<V>
+        : PlainInit<V>
       : V extends readonly (infer E)[]
         ? E extends Message
-          ? PlainInitField<E>[]
+          ? Converted<E, D>[]
           : V
         : V extends { case: infer C extends string; value: infer X }
-          ? { case: C; value: PlainInitField<X> }
+          ? { case: C; value: Converted<X, D> }
           : V extends JsonObject
-            ? JsonInputObject
+            ? JsonOf[D]["object"]
             : V extends { [key: string]: infer E }
               ? E extends Message
-                ? { [key: string]: PlainInitField<E> }
+                ? { [key: string]: Converted<E, D> }
                 : V
               : V;
 
