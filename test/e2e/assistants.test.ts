@@ -475,7 +475,7 @@ describe("bad input answers 4xx with a clear detail, never 500", () => {
   it("requires assistants:write to change and allows viewers to read", async () => {
     const admin = t.client();
     const viewerKey = (
-      await admin.apiKeys.createApiKey({ kind: "service", role: "viewer", organizationRole: "viewer" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", role: "viewer", organizationRole: "viewer" })
     ).key;
     const viewer = new Client({ apiUrl: t.baseUrl, apiKey: viewerKey, callerOptions: { maxRetries: 0 } });
     expect((await viewer.assistants.get("nested")).graph_id).toBe("nested");

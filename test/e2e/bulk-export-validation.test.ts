@@ -377,9 +377,9 @@ describe("export reads and updates", () => {
 describe("who may export", () => {
   it("lets viewers read but not manage", async () => {
     const admin = t.client();
-    const workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+    const workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
     const viewer = (
-      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
     ).key;
     expect((await call("GET", "/api/v1/bulk-exports", undefined, viewer)).status).toBe(200);
     expect(

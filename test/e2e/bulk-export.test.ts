@@ -44,7 +44,7 @@ beforeAll(async () => {
     // Three rows per file, so every partition has several files; quick maintenance passes.
     bulkExport: { ...TEST_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
   });
-  workspaceId = (await t.client().workspaces.getCurrentWorkspace({})).id;
+  workspaceId = (await t.client().iam.workspaces.getCurrentWorkspace({})).id;
   const project = `export-${randomUUID()}`;
   sent = await sendTraces({ baseUrl: t.baseUrl, apiKey: t.adminKey }, project, [
     ...DAY2.map((start, i) => ({
@@ -336,7 +336,7 @@ describe("the same RPCs on every protocol", () => {
     const rest = (await json("/api/v1/bulk-exports")).body as unknown as { id: string; status: string }[];
     expect(rest.length).toBeGreaterThan(0);
     for (const protocol of ["connect", "connect-binary", "grpc-web"] as const) {
-      const { bulkExports } = await t.client({ protocol }).bulkExports.listBulkExports({});
+      const { bulkExports } = await t.client({ protocol }).export.bulkExports.listBulkExports({});
       expect(
         bulkExports.map((e) => [e.id, e.status]),
         protocol,
@@ -344,7 +344,7 @@ describe("the same RPCs on every protocol", () => {
       const [first] = bulkExports;
       const { runs } = await t
         .client({ protocol })
-        .bulkExports.listBulkExportRuns({ bulkExportId: first?.id ?? "" });
+        .export.bulkExports.listBulkExportRuns({ bulkExportId: first?.id ?? "" });
       expect(runs.every((r) => r.bulkExportId === first?.id)).toBe(true);
     }
     const { stdout } = await promisify(execFile)(

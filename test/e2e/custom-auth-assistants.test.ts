@@ -198,8 +198,8 @@ describe("assistants per user over Connect and gRPC", () => {
   });
 
   it("isolates users' assistants in every RPC", async () => {
-    const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") }).assistants;
-    const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") }).assistants;
+    const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") }).agents.assistants;
+    const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") }).agents.assistants;
     const created = await carol.createAssistant({ graphId: "agent", name: "carol's" });
     expect(created.metadata).toEqual({ owner: "carol" });
     const assistantId = created.assistantId;

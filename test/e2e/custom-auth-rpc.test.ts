@@ -136,8 +136,10 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     const theirs = as(other);
     await mine.store.putItem({ namespace: ["docs"], key: "k", value: { text: "mine" } });
     await theirs.store.putItem({ namespace: ["docs"], key: "k", value: { text: "theirs" } });
-    expect((await mine.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({ text: "mine" });
-    expect((await theirs.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({
+    expect((await mine.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
+      text: "mine",
+    });
+    expect((await theirs.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
       text: "theirs",
     });
     const found = await mine.store.searchItems({ namespacePrefix: ["docs"] });
@@ -146,8 +148,10 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     const listed = await mine.store.listNamespaces({});
     expect(listed.namespaces.map((ns) => ns.values.map((v) => v.kind.value))).toEqual([[owner, "docs"]]);
     await theirs.store.deleteItem({ namespace: ["docs"], key: "k" });
-    expect((await mine.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({ text: "mine" });
-    expect((await theirs.store.getItem({ namespace: "docs", key: "k" })).item).toBeUndefined();
+    expect((await mine.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
+      text: "mine",
+    });
+    expect((await theirs.store.getItem({ namespace: ["docs"], key: "k" })).item).toBeUndefined();
   });
 
   it("answers a caller without a token Unauthenticated, with the handler's header", async () => {

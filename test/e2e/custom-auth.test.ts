@@ -240,11 +240,13 @@ describe("custom auth over gRPC and Connect", () => {
   it("isolates users over Connect (the sdk) and gRPC", async () => {
     const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") });
     const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") });
-    const created = await carol.threads.createThread({});
+    const created = await carol.agents.threads.createThread({});
     expect(created.metadata).toMatchObject({ owner: "carol" });
-    await expect(dave.threads.getThread({ threadId: created.threadId })).rejects.toMatchObject({ code: 5 });
-    expect((await dave.threads.countThreads({})).count).toBe(0);
-    expect((await carol.threads.countThreads({})).count).toBe(1);
+    await expect(dave.agents.threads.getThread({ threadId: created.threadId })).rejects.toMatchObject({
+      code: 5,
+    });
+    expect((await dave.agents.threads.countThreads({})).count).toBe(0);
+    expect((await carol.agents.threads.countThreads({})).count).toBe(1);
 
     const grpc = createGrpcTransport({ baseUrl: t.baseUrl, ...bearer("dave") });
     const daveGrpc = createRpcClient(ThreadService, grpc);

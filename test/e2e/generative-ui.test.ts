@@ -72,7 +72,7 @@ describe("POST /ui/{assistant_id}", () => {
     expect(own.status).toBe(200);
     expect(await own.text()).toBe(expectedHtml("weather", "weather", "__LGUI_weather"));
 
-    const other = await t.client().workspaces.createWorkspace({ displayName: "Other team" });
+    const other = await t.client().iam.workspaces.createWorkspace({ displayName: "Other team" });
     const elsewhere = await postUi(assistant.assistant_id, { name: "weather" }, { tenantId: other.id });
     expect(elsewhere.status).toBe(404);
     expect(await detail(elsewhere)).toContain(`assistant "${assistant.assistant_id}" not found`);

@@ -278,7 +278,7 @@ describe("POST /internal/heapdump", () => {
   });
 
   it("refuses a viewer's key and another organization's admin (403), no key (401), GET (405), a query (422)", async () => {
-    const viewer = await r.t.client().apiKeys.createApiKey({
+    const viewer = await r.t.client().iam.apiKeys.createApiKey({
       kind: "service",
       role: "viewer",
       organizationRole: "viewer",

@@ -140,7 +140,7 @@ describe("new Client() with no URL inside a node", () => {
   });
 
   it("cannot reach another workspace's threads, even naming that workspace", async () => {
-    const other = (await t.client().workspaces.createWorkspace({ displayName: "Other" })).id;
+    const other = (await t.client().iam.workspaces.createWorkspace({ displayName: "Other" })).id;
     const otherSdk = new Client({
       apiUrl: t.baseUrl,
       apiKey: t.adminKey,
@@ -217,7 +217,7 @@ describe("new Client() with no URL inside a node", () => {
     });
     await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
     try {
-      const other = (await t.client().workspaces.createWorkspace({ displayName: "Elsewhere" })).id;
+      const other = (await t.client().iam.workspaces.createWorkspace({ displayName: "Elsewhere" })).id;
       const thread = await sdk.threads.create();
       const values = (await sdk.runs.wait(thread.thread_id, "exposed", {
         input: {

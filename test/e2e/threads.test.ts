@@ -37,9 +37,9 @@ beforeAll(async () => {
   sdk = new Client({ apiUrl: t.baseUrl, apiKey: t.adminKey, callerOptions: { maxRetries: 0 } });
   rpc = createClient(ThreadService, t.client().transport);
   const admin = t.client();
-  workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+  workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
   viewerKey = (
-    await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+    await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
   viewer = new Client({ apiUrl: t.baseUrl, apiKey: viewerKey, callerOptions: { maxRetries: 0 } });
   sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });

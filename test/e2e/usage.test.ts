@@ -96,12 +96,12 @@ beforeAll(async () => {
   t = await startTestApp();
   sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
   const admin = t.client();
-  const me = await admin.identity.whoami({});
+  const me = await admin.iam.identity.whoami({});
   wsA = me.workspace?.id ?? "";
   adminUser = { id: me.user?.id ?? "", email: me.user?.email ?? "" };
   adminKey = { id: me.apiKeyId, shortKey: me.apiKeyShortKey };
-  wsB = (await admin.workspaces.createWorkspace({ displayName: "Beta" })).id;
-  const created = await admin.apiKeys.createApiKey({
+  wsB = (await admin.iam.workspaces.createWorkspace({ displayName: "Beta" })).id;
+  const created = await admin.iam.apiKeys.createApiKey({
     kind: "service",
     workspaceIds: [wsB],
     role: "viewer",
@@ -144,7 +144,7 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     });
     expect(body.stride).toEqual({ days: 1, hours: 0 });
     const ws = (id: string, name: string) => ({ workspace_id: id, workspace_name: name });
-    const nameA = (await t.client().workspaces.getWorkspace({ workspaceId: wsA })).displayName;
+    const nameA = (await t.client().iam.workspaces.getWorkspace({ workspaceId: wsA })).displayName;
     expect(body.usage).toEqual([
       { time_bucket: "2026-03-01T00:00:00Z", dimensions: ws(wsA, nameA), traces: 3 },
       { time_bucket: "2026-03-02T00:00:00Z", dimensions: ws(wsA, nameA), traces: 1 },

@@ -57,7 +57,7 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
 
     async getItem(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
-      const namespace = await scopedNamespace(principal, "store:get", request.namespace.split("."), {
+      const namespace = await scopedNamespace(principal, "store:get", itemNamespace(request.namespace), {
         key: request.key,
       });
       const [item] = await asInvalidArgument(() =>
@@ -125,6 +125,14 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
       return { namespaces: (namespaces ?? []).map((ns) => fromJson(ListValueSchema, ns)) };
     },
   };
+}
+
+/**
+ * GetItem's namespace as labels: one value is the labels joined by "." as the LangGraph SDKs send
+ * it on REST (`?namespace=users.u1`; labels never contain "."), several are the labels themselves.
+ */
+function itemNamespace(namespace: readonly string[]): string[] {
+  return namespace.length === 1 ? namespace[0]!.split(".") : [...namespace];
 }
 
 /**
