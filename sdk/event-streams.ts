@@ -106,6 +106,8 @@ export async function* eventStream(call: EventStreamCall): AsyncGenerator<Stream
     try {
       for await (const message of stream) {
         attempt = 0;
+        // A message with no id, event or data only opens the stream (see ServerSentEvent): skipped.
+        if (message.id === "" && message.event === "" && message.data === undefined) continue;
         if (message.id !== "") lastEventId = message.id;
         resumption.observe(message);
         yield decode(message);

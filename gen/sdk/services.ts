@@ -53,6 +53,18 @@ export const services = {
      */
     store: agentsV1.StoreService,
     /**
+     * The thread-centric streaming protocol of the LangGraph Agent Server ("protocol v2"), which
+     * `@langchain/langgraph-sdk` 1.15's `ThreadStream` and `@langchain/react`'s `useStream` speak:
+     * commands on a thread (start a run, answer an interrupt, read state) and the thread's event
+     * stream, filtered by channel and namespace. Events are those of the thread's protocol runs, kept
+     * in Postgres for the stream TTL after each run ends, so a stream opened on any process, or
+     * reopened after a drop, gets every event it has not seen. The WebSocket at
+     * `/threads/{thread_id}/stream/events` speaks the same commands and events on one connection.
+     *
+     * `agentplane.agents.v1.ThreadStreamService`
+     */
+    threadStreams: agentsV1.ThreadStreamService,
+    /**
      * Threads of the Agent Server: conversations whose state a graph keeps in checkpoints. The REST
      * paths and JSON shapes are those of the LangGraph Agent Server, so `@langchain/langgraph-sdk`
      * clients work unchanged. Reads need `threads:read`, changes `threads:write`.
@@ -123,6 +135,15 @@ export const services = {
      * `agentplane.tracing.v1.FeedbackService`
      */
     feedback: tracingV1.FeedbackService,
+    /**
+     * Feedback given with a presigned token (FeedbackService.CreateFeedbackToken, or an Agent Server
+     * run's `feedback_keys`): the token is the credential, so this service needs no API key, as a
+     * browser page that shows a thumbs-up holds none. The feedback goes on the token's run with the
+     * token's key, as feedback_source type `app`.
+     *
+     * `agentplane.tracing.v1.FeedbackTokenService`
+     */
+    feedbackTokens: tracingV1.FeedbackTokenService,
     /**
      * Tracing projects (LangSmith "tracer sessions"): the containers trace runs are stored in. REST
      * paths and JSON are those the `langsmith` SDK uses (createProject, readProject, listProjects,
@@ -199,19 +220,27 @@ export type JsonMessageTypeName =
   | "agentplane.agents.v1.SearchCronsResponse"
   | "agentplane.agents.v1.SearchThreadHistoryRequest"
   | "agentplane.agents.v1.SearchThreadsResponse"
+  | "agentplane.agents.v1.StreamThreadEventsRequest"
   | "agentplane.agents.v1.Superstep"
   | "agentplane.agents.v1.SuperstepUpdate"
   | "agentplane.agents.v1.Thread"
+  | "agentplane.agents.v1.ThreadCommandResponse"
   | "agentplane.agents.v1.ThreadHistoryResponse"
   | "agentplane.agents.v1.ThreadState"
   | "agentplane.agents.v1.ThreadTask"
   | "agentplane.agents.v1.UpdateCronRequest"
   | "agentplane.agents.v1.UpdateThreadStateRequest"
   | "agentplane.api.v1.ServerSentEvent"
+  | "agentplane.export.v1.BulkExport"
+  | "agentplane.export.v1.ListBulkExportsResponse"
   | "agentplane.tracing.v1.CreateFeedbackRequest"
+  | "agentplane.tracing.v1.CreateFeedbackWithTokenRequest"
   | "agentplane.tracing.v1.Feedback"
   | "agentplane.tracing.v1.FeedbackUpdate"
+  | "agentplane.tracing.v1.GetGranularUsageResponse"
   | "agentplane.tracing.v1.GetRunStatsRequest"
+  | "agentplane.tracing.v1.GranularUsageDimensions"
+  | "agentplane.tracing.v1.GranularUsageRecord"
   | "agentplane.tracing.v1.ListFeedbackResponse"
   | "agentplane.tracing.v1.QueryRunsRequest"
   | "agentplane.tracing.v1.QueryRunsResponse"
@@ -238,19 +267,27 @@ export const jsonMessageTypeNames: ReadonlySet<string> = new Set<JsonMessageType
   "agentplane.agents.v1.SearchCronsResponse",
   "agentplane.agents.v1.SearchThreadHistoryRequest",
   "agentplane.agents.v1.SearchThreadsResponse",
+  "agentplane.agents.v1.StreamThreadEventsRequest",
   "agentplane.agents.v1.Superstep",
   "agentplane.agents.v1.SuperstepUpdate",
   "agentplane.agents.v1.Thread",
+  "agentplane.agents.v1.ThreadCommandResponse",
   "agentplane.agents.v1.ThreadHistoryResponse",
   "agentplane.agents.v1.ThreadState",
   "agentplane.agents.v1.ThreadTask",
   "agentplane.agents.v1.UpdateCronRequest",
   "agentplane.agents.v1.UpdateThreadStateRequest",
   "agentplane.api.v1.ServerSentEvent",
+  "agentplane.export.v1.BulkExport",
+  "agentplane.export.v1.ListBulkExportsResponse",
   "agentplane.tracing.v1.CreateFeedbackRequest",
+  "agentplane.tracing.v1.CreateFeedbackWithTokenRequest",
   "agentplane.tracing.v1.Feedback",
   "agentplane.tracing.v1.FeedbackUpdate",
+  "agentplane.tracing.v1.GetGranularUsageResponse",
   "agentplane.tracing.v1.GetRunStatsRequest",
+  "agentplane.tracing.v1.GranularUsageDimensions",
+  "agentplane.tracing.v1.GranularUsageRecord",
   "agentplane.tracing.v1.ListFeedbackResponse",
   "agentplane.tracing.v1.QueryRunsRequest",
   "agentplane.tracing.v1.QueryRunsResponse",
@@ -296,11 +333,13 @@ export type StructMessageTypeName =
   | "agentplane.agents.v1.SearchItemsRequest"
   | "agentplane.agents.v1.SearchItemsResponse"
   | "agentplane.agents.v1.SearchThreadsRequest"
+  | "agentplane.agents.v1.SendThreadCommandRequest"
   | "agentplane.agents.v1.UpdateAssistantRequest"
   | "agentplane.agents.v1.UpdateThreadRequest"
   | "agentplane.agents.v1.UpdateThreadStateResponse"
   | "agentplane.export.v1.BulkExportRun"
   | "agentplane.export.v1.ListBulkExportRunsResponse"
+  | "agentplane.tracing.v1.CreateFeedbackTokenRequest"
   | "agentplane.tracing.v1.CreateProjectRequest"
   | "agentplane.tracing.v1.ListProjectsResponse"
   | "agentplane.tracing.v1.TracerSession"
@@ -335,11 +374,13 @@ export const structMessageTypeNames: ReadonlySet<string> = new Set<StructMessage
   "agentplane.agents.v1.SearchItemsRequest",
   "agentplane.agents.v1.SearchItemsResponse",
   "agentplane.agents.v1.SearchThreadsRequest",
+  "agentplane.agents.v1.SendThreadCommandRequest",
   "agentplane.agents.v1.UpdateAssistantRequest",
   "agentplane.agents.v1.UpdateThreadRequest",
   "agentplane.agents.v1.UpdateThreadStateResponse",
   "agentplane.export.v1.BulkExportRun",
   "agentplane.export.v1.ListBulkExportRunsResponse",
+  "agentplane.tracing.v1.CreateFeedbackTokenRequest",
   "agentplane.tracing.v1.CreateProjectRequest",
   "agentplane.tracing.v1.ListProjectsResponse",
   "agentplane.tracing.v1.TracerSession",

@@ -417,9 +417,10 @@ describe("over SSE", () => {
 
   it("keeps workspaces apart: another workspace's stream of the same thread id sees none of its events", async () => {
     const admin = t.client();
-    const other = (await admin.workspaces.createWorkspace({ displayName: "protocol-b" })).id;
-    const keyB = (await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [other], role: "admin" }))
-      .key;
+    const other = (await admin.iam.workspaces.createWorkspace({ displayName: "protocol-b" })).id;
+    const keyB = (
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [other], role: "admin" })
+    ).key;
     const thread = await sdk.threads.create();
     const stream = sdk.threads.stream(thread.thread_id, { assistantId: "chat" });
     const done = untilRunEnds(await stream.subscribe(["lifecycle"]), []);

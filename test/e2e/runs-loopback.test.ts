@@ -175,8 +175,8 @@ describe("new Client() with no URL inside a node", () => {
   });
 
   it("creates runs whose traces count in usage under the key that created its own run", async () => {
-    const workspaceId = (await t.client().identity.whoami({})).workspace?.id ?? "";
-    const created = await t.client().apiKeys.createApiKey({
+    const workspaceId = (await t.client().iam.identity.whoami({})).workspace?.id ?? "";
+    const created = await t.client().iam.apiKeys.createApiKey({
       kind: "service",
       workspaceIds: [workspaceId],
       role: "editor",

@@ -115,7 +115,7 @@ describe("cancelling a run", () => {
     const thread = await sdk.threads.create();
     // Pending for an hour: no worker touches it meanwhile.
     const run = await sdk.runs.create(thread.thread_id, "sleepy", { input: {}, afterSeconds: 3600 });
-    const workspaceId = (await t.client().identity.whoami({})).workspace?.id ?? "";
+    const workspaceId = (await t.client().iam.identity.whoami({})).workspace?.id ?? "";
     const other = await sql.reserve();
     try {
       // A transaction holds the run's row. The cancel takes its thread's queue lock, then waits for

@@ -52,7 +52,7 @@ async function tracesBy(group_by: string, key: string): Promise<Record<string, n
 }
 
 async function serviceKey(): Promise<{ key: string; shortKey: string }> {
-  const created = await api.client().apiKeys.createApiKey({
+  const created = await api.client().iam.apiKeys.createApiKey({
     kind: "service",
     workspaceIds: [workspaceId],
     role: "editor",
@@ -70,7 +70,7 @@ beforeAll(async () => {
     DATABASE_URL: api.databaseUrl,
     AGENTPLANE_DATA_DIR: dataDir,
   });
-  const me = await api.client().identity.whoami({});
+  const me = await api.client().iam.identity.whoami({});
   workspaceId = me.workspace?.id ?? "";
   admin = { userId: me.user?.id ?? "", shortKey: me.apiKeyShortKey };
 });

@@ -6,3 +6,4 @@ export * from "../../../../agentplane/agents/v1/cron_service_pb.js";
 export * from "../../../../agentplane/agents/v1/run_service_pb.js";
 export * from "../../../../agentplane/agents/v1/store_service_pb.js";
 export * from "../../../../agentplane/agents/v1/thread_service_pb.js";
+export * from "../../../../agentplane/agents/v1/thread_stream_service_pb.js";

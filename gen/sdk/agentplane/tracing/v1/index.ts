@@ -2,6 +2,7 @@
 // The messages, enums and descriptors of agentplane.tracing.v1.
 
 export * from "../../../../agentplane/tracing/v1/feedback_service_pb.js";
+export * from "../../../../agentplane/tracing/v1/feedback_token_service_pb.js";
 export * from "../../../../agentplane/tracing/v1/project_service_pb.js";
 export * from "../../../../agentplane/tracing/v1/run_service_pb.js";
 export * from "../../../../agentplane/tracing/v1/run_stats_service_pb.js";
