@@ -16,6 +16,7 @@ import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
+import { type ResumeRefusal, ResumeRefusedError, strictResumeRefusal } from "../runtime/strict-resume.js";
 import {
   type AgentRunRecord,
   type CancelAction,
@@ -310,6 +311,8 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let status: RunStatus = "success";
     let output: JsonValue = null;
     let failure: { error: string; message: string } | undefined;
+    // A refused strict resume: the run fails, its thread stays as it was.
+    let refusal: ResumeRefusal | undefined;
     try {
       stop.signal.throwIfAborted();
       if (run.attempt > settings.maxAttempts) {
@@ -321,6 +324,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         );
       }
       graph = await loadGraph(run, kwargs);
+      if (kwargs.strict_resume) {
+        const refusal = strictResumeRefusal(kwargs, await threadStateAfterRun(graph, run.threadId));
+        if (refusal) throw new ResumeRefusedError(refusal);
+      }
       const execute = kwargs.protocol ? executeProtocolRun : executeRun;
       const result = await execute({
         graph,
@@ -360,8 +367,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           reason?.kind === "timeout"
             ? { error: "TimeoutError", message: `the run exceeded its ${settings.timeoutSeconds} s timeout` }
             : errorData(error);
+        if (error instanceof ResumeRefusedError) refusal = error.refusal;
         output = { __error__: failure };
-        writer.push({ event: "error", data: failure });
+        writer.push({ event: "error", data: { ...failure, ...refusal } });
         if (!reason)
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }
@@ -374,7 +382,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // once they are (its end event comes after them).
     const flushed = writer.flush();
     flushed.catch(() => {});
-    await end(run, leaseToken, graph, { status, output, failure }, flushed, writer);
+    await end(run, leaseToken, graph, { status, output, failure, refusal }, flushed, writer);
   }
 
   /**
@@ -390,6 +398,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       status: RunStatus;
       output: JsonValue;
       failure: { error: string; message: string } | undefined;
+      refusal?: ResumeRefusal | undefined;
     },
     flushed: Promise<void>,
     writer: RunEventWriter,
@@ -408,6 +417,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
             {
               status: outcome.status,
               ...(outcome.failure ? { error: outcome.failure.message } : {}),
+              ...(outcome.refusal ? { refusal: outcome.refusal } : {}),
               waitingForInput: Object.keys(state?.interrupts ?? {}).length > 0,
             },
             run.graphId,
@@ -458,7 +468,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         });
       if (deleted) return;
       const threadStatus =
-        outcome.status === "error"
+        outcome.status === "error" && !outcome.refusal
           ? "error"
           : outcome.status === "interrupted" || !state?.stopped
             ? "idle"
@@ -466,7 +476,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
         ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
         status: threadStatus,
-        error: outcome.failure ?? null,
+        error: outcome.refusal ? null : (outcome.failure ?? null),
       });
       if (!saved) {
         // The thread was deleted while the run ran: what the run wrote after that goes too.

@@ -35,6 +35,8 @@ export interface AgentRunRecord {
   temporary: boolean;
   attempt: number;
   cancelAction: CancelAction | null;
+  /** Why it was cancelled, when it was (see migration 0031). */
+  cancelReason: string | null;
   output: JsonValue | null;
   notBefore: Date;
   createdAt: Date;
@@ -58,6 +60,7 @@ interface RunRow {
   temporary: boolean;
   attempt: number;
   cancel_action: CancelAction | null;
+  cancel_reason: string | null;
   output: JsonValue | null;
   not_before: Date;
   created_at: Date;
@@ -81,6 +84,7 @@ function toRecord(row: RunRow): AgentRunRecord {
     temporary: row.temporary,
     attempt: row.attempt,
     cancelAction: row.cancel_action,
+    cancelReason: row.cancel_reason ?? null,
     output: row.output,
     notBefore: row.not_before,
     createdAt: row.created_at,
@@ -447,6 +451,7 @@ export async function cancelRuns(
   workspaceId: string,
   runIds: readonly string[],
   action: CancelAction,
+  reason: string,
 ): Promise<CancelOutcome[]> {
   const rows = await q<
     {
@@ -467,12 +472,12 @@ export async function cancelRuns(
       for update
     ), stopped as (
       update agent_runs r set status = 'interrupted', ended_at = now(), updated_at = now(),
-        cancel_action = ${action}
+        cancel_action = ${action}, cancel_reason = ${reason}
       from target t
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'pending'
       returning r.run_id
     ), asked as (
-      update agent_runs r set cancel_action = ${action}, updated_at = now()
+      update agent_runs r set cancel_action = ${action}, cancel_reason = ${reason}, updated_at = now()
       from target t
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'running'
       returning r.run_id

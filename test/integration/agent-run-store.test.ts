@@ -214,27 +214,34 @@ describe("cancels", () => {
     const running = await newRun(threadId);
     const pending = await newRun(threadId);
     const held = await claim(threadId, running.runId);
-    const outcomes = await cancelRuns(db().sql, workspaceId, [running.runId, pending.runId], "interrupt");
+    const outcomes = await cancelRuns(
+      db().sql,
+      workspaceId,
+      [running.runId, pending.runId],
+      "interrupt",
+      "cancelled",
+    );
     expect(outcomes.map((o) => [o.runId, o.previous]).sort()).toEqual(
       [
         [running.runId, "running"],
         [pending.runId, "pending"],
       ].sort(),
     );
-    const [p] = await db().sql`select status from agent_runs where run_id = ${pending.runId}`;
+    const [p] = await db().sql`select status, cancel_reason from agent_runs where run_id = ${pending.runId}`;
     expect(p?.status).toBe("interrupted");
+    expect(p?.cancel_reason).toBe("cancelled");
     expect(await renewRunLease(db().sql, running.runId, held!.leaseToken, 30)).toEqual({
       cancelAction: "interrupt",
       orphaned: false,
     });
     // A run that ended is left alone: cancelling it again changes nothing.
-    expect(await cancelRuns(db().sql, workspaceId, [pending.runId], "rollback")).toEqual([]);
+    expect(await cancelRuns(db().sql, workspaceId, [pending.runId], "rollback", "cancelled")).toEqual([]);
   });
 
   it("cancels only the workspace's own runs", async () => {
     const threadId = await newThread();
     const run = await newRun(threadId);
-    expect(await cancelRuns(db().sql, uuidv7(), [run.runId], "interrupt")).toEqual([]);
+    expect(await cancelRuns(db().sql, uuidv7(), [run.runId], "interrupt", "cancelled")).toEqual([]);
   });
 });
 

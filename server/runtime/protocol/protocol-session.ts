@@ -21,6 +21,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { toPlainJson } from "../plain-json.js";
 import type { RunStreamEvent } from "../run-stream-modes.js";
+import type { ResumeRefusal } from "../strict-resume.js";
 import { type ProtocolEventParams, protocolEventName } from "./protocol-event.js";
 import { INTERRUPT_KEY, protocolState } from "./protocol-state.js";
 
@@ -56,11 +57,17 @@ export function protocolRunEvent(
 }
 
 /** The root `lifecycle` event of `status` for the graph `graphName`. */
-export function rootLifecycleEvent(status: RootLifecycle, graphName: string, error?: string): RunStreamEvent {
+export function rootLifecycleEvent(
+  status: RootLifecycle,
+  graphName: string,
+  error?: string,
+  extra: JsonObject = {},
+): RunStreamEvent {
   return protocolRunEvent("lifecycle", [], {
     event: status,
     graph_name: graphName,
     ...(error !== undefined ? { error } : {}),
+    ...extra,
   });
 }
 
@@ -70,11 +77,14 @@ export function rootLifecycleEvent(status: RootLifecycle, graphName: string, err
  * `failed` with the error's message.
  */
 export function protocolEndEvent(
-  outcome: { status: string; error?: string; waitingForInput: boolean },
+  outcome: { status: string; error?: string; refusal?: ResumeRefusal; waitingForInput: boolean },
   graphName: string,
 ): RunStreamEvent {
   if (outcome.status === "error" || outcome.status === "timeout")
-    return rootLifecycleEvent("failed", graphName, outcome.error ?? "the run failed");
+    // A refused strict resume says why, and which interrupts still wait (the SDK shows them again).
+    return rootLifecycleEvent("failed", graphName, outcome.error ?? "the run failed", {
+      ...(outcome.refusal ? { ...outcome.refusal } : {}),
+    });
   if (outcome.status === "interrupted" || outcome.waitingForInput)
     return rootLifecycleEvent("interrupted", graphName);
   return rootLifecycleEvent("completed", graphName);

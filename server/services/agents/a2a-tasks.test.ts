@@ -21,6 +21,7 @@ function run(overrides: Partial<AgentRunRecord> = {}): AgentRunRecord {
     temporary: false,
     attempt: 1,
     cancelAction: null,
+    cancelReason: null,
     output: null,
     notBefore: at,
     createdAt: at,

@@ -17,6 +17,14 @@ import type { Queryable } from "../../store/db.js";
 import { appendRunEvents, END_EVENT, endEventData, expireRunEvents } from "../../store/run-event-store.js";
 import { findThreads } from "../../store/thread-store.js";
 
+/** The cancel reason of a run a cancel request stopped (Run.cancel_reason). */
+export const CANCELLED = "cancelled";
+
+/** The cancel reason of a run stopped by a cancel with reason `taken` (its input absorbed for steering). */
+export function takenReason(at: Date): string {
+  return `taken:${at.toISOString()}`;
+}
+
 /** What cancelling needs. */
 export interface RunCancelDeps {
   bus: RunEventBus;
@@ -59,13 +67,14 @@ export async function cancelRunsInTx(
   workspaceId: string,
   runIds: readonly string[],
   action: CancelAction,
+  reason: string = CANCELLED,
 ): Promise<CancelOutcome[]> {
   if (runIds.length === 0) return [];
   // Thread queues first, in one order, as workers take them: a cancel racing a run's end waits
   // for it instead of deadlocking with it.
   for (const threadId of (await threadsOfRuns(tx, workspaceId, runIds)).sort())
     await lockThreadQueue(tx, workspaceId, threadId);
-  const outcomes = await cancelRuns(tx, workspaceId, runIds, action);
+  const outcomes = await cancelRuns(tx, workspaceId, runIds, action, reason);
   const threads = new Set<string>();
   for (const outcome of outcomes) {
     if (outcome.previous === "running") {

@@ -279,6 +279,7 @@ async function createRunOnQueue(
       workspaceId,
       active.map((r) => r.runId),
       request.multitaskStrategy,
+      `multitask:${request.multitaskStrategy}`,
     );
     waiting = await activeRunsOfThread(tx, workspaceId, threadId);
   }

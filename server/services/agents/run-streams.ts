@@ -47,17 +47,36 @@ export function parseLastEventId(raw: string | undefined): number | undefined {
   return Number(match[1]);
 }
 
-/** The filter of a join's `stream_mode`: which event names pass (metadata, error always do). */
-export function eventFilter(modes: readonly StreamMode[] | undefined): (event: string) => boolean {
-  if (!modes) return () => true;
-  const names = new Set<string>(["metadata", "error", "feedback"]);
-  for (const mode of modes) {
-    if (mode === "messages-tuple") names.add("messages");
-    else if (mode === "messages")
-      for (const n of ["messages/partial", "messages/complete", "messages/metadata"]) names.add(n);
-    else names.add(mode);
+/** Events every stream sends whatever its modes and namespaces: the run's own, not the graph's. */
+const RUN_EVENTS = new Set(["metadata", "error", "feedback", "end"]);
+
+/**
+ * The filter of a stream's `stream_mode` and `namespace`: which event names pass. An event is named
+ * `<mode>` for the root graph and `<mode>|<namespace segments…>` for a subgraph; with namespaces,
+ * only events of exactly those namespaces pass (`""` the root's). The run's own events always do.
+ */
+export function eventFilter(
+  modes: readonly StreamMode[] | undefined,
+  namespaces?: ReadonlySet<string>,
+): (event: string) => boolean {
+  if (!modes && !namespaces) return () => true;
+  let names: Set<string> | undefined;
+  if (modes) {
+    names = new Set<string>();
+    for (const mode of modes) {
+      if (mode === "messages-tuple") names.add("messages");
+      else if (mode === "messages")
+        for (const n of ["messages/partial", "messages/complete", "messages/metadata"]) names.add(n);
+      else names.add(mode);
+    }
   }
-  return (event) => names.has(event.split("|")[0] ?? event);
+  return (event) => {
+    const bar = event.indexOf("|");
+    const mode = bar < 0 ? event : event.slice(0, bar);
+    if (RUN_EVENTS.has(mode)) return true;
+    if (names && !names.has(mode)) return false;
+    return !namespaces || namespaces.has(bar < 0 ? "" : event.slice(bar + 1));
+  };
 }
 
 /**
@@ -93,6 +112,36 @@ function endMessage(record: RunEventRecord): ServerSentEvent {
     event: "end",
     data: fromJson(ValueSchema, { run_id: record.runId, status }),
   });
+}
+
+/** Events a search for a checkpoint reads per query (a run's stream is read in these pages). */
+const CHECKPOINT_SEARCH_PAGE = 500;
+
+/**
+ * The seq of the run's event that reports checkpoint `checkpointId` (its `checkpoints` event, or a
+ * `debug` checkpoint event), of the root graph or a subgraph; undefined when the run's stream never
+ * named it (it streamed neither mode).
+ */
+export async function seqAfterCheckpoint(
+  sql: Sql,
+  run: { workspaceId: string; runId: string },
+  checkpointId: string,
+): Promise<number | undefined> {
+  for (let after = 0; ; ) {
+    const rows = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, after, CHECKPOINT_SEARCH_PAGE);
+    for (const row of rows) {
+      after = row.seq;
+      const mode = row.event.split("|")[0];
+      if ((mode === "checkpoints" || mode === "debug") && row.data.includes(checkpointId)) {
+        const data = JSON.parse(row.data) as { config?: unknown; payload?: { config?: unknown } };
+        const config = (mode === "debug" ? data.payload?.config : data.config) as
+          | { configurable?: { checkpoint_id?: unknown } }
+          | undefined;
+        if (config?.configurable?.checkpoint_id === checkpointId) return row.seq;
+      }
+    }
+    if (rows.length < CHECKPOINT_SEARCH_PAGE) return undefined;
+  }
 }
 
 /** What a stream reader needs. */

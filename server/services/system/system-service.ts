@@ -41,6 +41,8 @@ export function createSystemService({
           usageReporting: api && usageReporting,
           bulkExport: false,
           auth: auth === "apikey",
+          strictResume: api,
+          streamNamespaces: api,
         },
       };
     },

@@ -10,7 +10,7 @@ import {
   toJson,
 } from "@bufbuild/protobuf";
 import { requestScopeKey } from "../../request-scope.js";
-import { restSuccessStatusKey } from "../../services/response-status.js";
+import { restFieldSelectionKey, restSuccessStatusKey } from "../../services/response-status.js";
 import { ignoredFieldsKey } from "../../services/unknown-fields.js";
 import { scopeOf } from "../access-log.js";
 import {
@@ -171,7 +171,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         res.end();
         return;
       }
-      const body = JSON.stringify(endpoint.encode(response));
+      const body = JSON.stringify(selected(endpoint.encode(response), ctx.values.get(restFieldSelectionKey)));
       res.writeHead(ctx.values.get(restSuccessStatusKey), {
         ...call.handlerHeaders(),
         "content-type": "application/json",
@@ -231,4 +231,14 @@ function prefersMinimalReturn(req: NodeServerRequest): boolean {
 /** A handler returns an init object or a message; protobuf-es's JSON needs a message. */
 function normalize(schema: DescMessage, value: unknown): Message {
   return isMessage(value, schema) ? value : create(schema, value as never);
+}
+
+/** `json` with only the `fields` a handler selected (of an object, or of each object of a list). */
+function selected(json: JsonValue, fields: ReadonlySet<string> | undefined): JsonValue {
+  if (!fields) return json;
+  const keep = (value: JsonValue): JsonValue =>
+    typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).filter(([key]) => fields.has(key)))
+      : value;
+  return Array.isArray(json) ? json.map(keep) : keep(json);
 }

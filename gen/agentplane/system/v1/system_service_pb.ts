@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/system/v1/system_service.proto.
  */
 export const file_agentplane_system_v1_system_service: GenFile = /*@__PURE__*/
-  fileDesc("CilhZ2VudHBsYW5lL3N5c3RlbS92MS9zeXN0ZW1fc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5zeXN0ZW0udjEiHQoJT2tSZXF1ZXN0EhAKCGNoZWNrX2RiGAEgASgIIosBCgpPa1Jlc3BvbnNlEgoKAm9rGAEgASgIEkAKCHNlcnZpY2VzGAIgAygLMi4uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZS5TZXJ2aWNlc0VudHJ5Gi8KDVNlcnZpY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIQCg5HZXRJbmZvUmVxdWVzdCJcCg9HZXRJbmZvUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIqCgVmbGFncxgCIAEoCzIbLmFnZW50cGxhbmUuc3lzdGVtLnYxLkZsYWdzEgwKBHJvbGUYAyABKAkidwoFRmxhZ3MSEgoKYXNzaXN0YW50cxgBIAEoCBINCgVjcm9ucxgCIAEoCBIPCgd0cmFjaW5nGAMgASgIEhcKD3VzYWdlX3JlcG9ydGluZxgEIAEoCBITCgtidWxrX2V4cG9ydBgFIAEoCBIMCgRhdXRoGAYgASgIMswBCg1TeXN0ZW1TZXJ2aWNlElQKAk9rEh8uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXF1ZXN0GiAuYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZSILgtPkkwIFEgMvb2sSZQoHR2V0SW5mbxIkLmFnZW50cGxhbmUuc3lzdGVtLnYxLkdldEluZm9SZXF1ZXN0GiUuYWdlbnRwbGFuZS5zeXN0ZW0udjEuR2V0SW5mb1Jlc3BvbnNlIg2C0+STAgcSBS9pbmZvYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("CilhZ2VudHBsYW5lL3N5c3RlbS92MS9zeXN0ZW1fc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5zeXN0ZW0udjEiHQoJT2tSZXF1ZXN0EhAKCGNoZWNrX2RiGAEgASgIIosBCgpPa1Jlc3BvbnNlEgoKAm9rGAEgASgIEkAKCHNlcnZpY2VzGAIgAygLMi4uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZS5TZXJ2aWNlc0VudHJ5Gi8KDVNlcnZpY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIQCg5HZXRJbmZvUmVxdWVzdCJcCg9HZXRJbmZvUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIqCgVmbGFncxgCIAEoCzIbLmFnZW50cGxhbmUuc3lzdGVtLnYxLkZsYWdzEgwKBHJvbGUYAyABKAkiqQEKBUZsYWdzEhIKCmFzc2lzdGFudHMYASABKAgSDQoFY3JvbnMYAiABKAgSDwoHdHJhY2luZxgDIAEoCBIXCg91c2FnZV9yZXBvcnRpbmcYBCABKAgSEwoLYnVsa19leHBvcnQYBSABKAgSDAoEYXV0aBgGIAEoCBIVCg1zdHJpY3RfcmVzdW1lGAcgASgIEhkKEXN0cmVhbV9uYW1lc3BhY2VzGAggASgIMswBCg1TeXN0ZW1TZXJ2aWNlElQKAk9rEh8uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXF1ZXN0GiAuYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZSILgtPkkwIFEgMvb2sSZQoHR2V0SW5mbxIkLmFnZW50cGxhbmUuc3lzdGVtLnYxLkdldEluZm9SZXF1ZXN0GiUuYWdlbnRwbGFuZS5zeXN0ZW0udjEuR2V0SW5mb1Jlc3BvbnNlIg2C0+STAgcSBS9pbmZvYgZwcm90bzM", [file_google_api_annotations]);
 
 /**
  * Request for SystemService.Ok.
@@ -161,6 +161,21 @@ export type Flags = Message<"agentplane.system.v1.Flags"> & {
    * @generated from field: bool auth = 6;
    */
   auth: boolean;
+
+  /**
+   * Runs take `strict_resume` (a resume of interrupts that are not waiting fails instead of doing
+   * nothing).
+   *
+   * @generated from field: bool strict_resume = 7;
+   */
+  strictResume: boolean;
+
+  /**
+   * Run streams and joins take `namespace`: only those namespaces' events.
+   *
+   * @generated from field: bool stream_namespaces = 8;
+   */
+  streamNamespaces: boolean;
 };
 
 /**
