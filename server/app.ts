@@ -30,7 +30,7 @@ import type { AuthConfig } from "./runtime/graph-config-auth.js";
 import { mergeWebhookSettings } from "./runtime/graph-config-webhooks.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
-import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
+import { createLoopback, createRequestLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { buildUiBundles } from "./runtime/ui-bundler.js";
 import { createApiServices, createRestAdapters, REST_ADAPTERS } from "./service-registry.js";
@@ -226,6 +226,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     );
     // Where graphs' loopback clients go: set, or this process's own address once it listens.
     let apiUrl = config.loopbackUrl;
+    // This process's own address once it listens: where a custom route's loopback clients go.
+    let ownUrl: string | undefined;
     const runTracing =
       config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
     const configuredWebhooks = mergeWebhookSettings(
@@ -455,6 +457,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                   enableCustomRouteAuth: http.enableCustomRouteAuth ?? false,
                   authenticate: createCustomRouteAuth(auth),
                   log,
+                  aroundRequest: createRequestLoopback(() => ownUrl).around,
                 }),
               }
             : {}),
@@ -466,7 +469,8 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       },
     );
     const address = await server.listen(config.port, config.host);
-    if (config.role === "all") apiUrl ??= loopbackUrl(address) + (http.mountPrefix ?? "");
+    ownUrl = loopbackUrl(address) + (http.mountPrefix ?? "");
+    if (config.role === "all") apiUrl ??= ownUrl;
     onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 

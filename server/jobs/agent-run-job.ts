@@ -143,6 +143,11 @@ type StopReason =
   | { kind: "lease-lost" }
   | { kind: "shutdown" };
 
+/** Whether a run's stream shows its checkpoints (which then need a checkpointer to exist). */
+function streamsCheckpoints(kwargs: RunKwargs): boolean {
+  return kwargs.stream_mode.includes("checkpoints") || kwargs.stream_mode.includes("debug");
+}
+
 /** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
 const QUEUE_RETRY_LIMIT = 3;
 /** Seconds before pg-boss retries such a job. */
@@ -169,22 +174,23 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
 
   /**
    * The run's graph with its checkpointer and store. A stateless run that deletes its thread keeps
-   * no checkpoints, as on the LangGraph servers: nothing would read them (a takeover then restarts
-   * it from its input). Otherwise the thread's newest checkpoint, which the graph reads first, is
-   * read at once: the round trip travels while the graph loads and its stream is set up.
+   * no checkpoints unless its stream shows them (`checkpoints`, `debug`): nothing would read them
+   * (a takeover then restarts it from its input), and they go with its thread. Otherwise the
+   * thread's newest checkpoint, which the graph reads first, is read at once: the round trip
+   * travels while the graph loads and its stream is set up.
    */
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
     let checkpointer: PostgresCheckpointer | undefined;
-    if (!kwargs.temporary) {
+    if (!kwargs.temporary || streamsCheckpoints(kwargs)) {
       // Unless the run's durability waits for each step's checkpoint, its writes let the run's
       // events of the same turn go first.
       checkpointer = new PostgresCheckpointer(sql, run.workspaceId, {
         deferWrites: kwargs.durability !== "sync",
       });
-      // A run from a given checkpoint reads that one instead.
-      if (!kwargs.checkpoint) checkpointer.prefetchLatest(run.threadId);
+      // A run from a given checkpoint reads that one instead; a stateless run's thread has none.
+      if (!kwargs.checkpoint && !kwargs.temporary) checkpointer.prefetchLatest(run.threadId);
     }
     return registered.load({
       ...(checkpointer ? { checkpointer } : {}),

@@ -134,7 +134,11 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
   if (!needsCallbackEvents(modes)) {
     // Every mode asked for is one of the library's: its own stream carries them, without the
     // callback event stream's handler on every runnable (most of a small run's CPU).
-    const chunks = await x.graph.stream(input, options as Parameters<CompiledGraph["stream"]>[1]);
+    // With subgraphs, the library pairs `values` chunks with checkpoint pointers only for a
+    // callback event stream, which it recognises by the `version` option (as the JS server's
+    // streamEvents call passes it); the same option asks for them here.
+    const streamOptions = kwargs.subgraphs ? { ...options, version: "v2" } : options;
+    const chunks = await x.graph.stream(input, streamOptions as Parameters<CompiledGraph["stream"]>[1]);
     for await (const chunk of chunks as AsyncIterable<[string[], string, unknown] | [string, unknown]>)
       emitChunk(chunk);
   } else {

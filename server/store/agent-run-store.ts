@@ -616,3 +616,21 @@ export async function endRun(
     }
   );
 }
+
+/**
+ * The config of the thread's newest run (its `kwargs.config`: the assistant's, the thread's and
+ * the request's merged), or undefined when the thread has had no run.
+ */
+export async function newestRunConfig(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<JsonObject | undefined> {
+  const [row] = await q<{ config: JsonValue | null }[]>`
+    select kwargs -> 'config' as config from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+    order by created_at desc, run_id desc
+    limit 1`;
+  const config = row?.config;
+  return typeof config === "object" && config !== null && !Array.isArray(config) ? config : undefined;
+}

@@ -26,6 +26,8 @@ const GRAPHS = fileURLToPath(new URL("./fixtures/custom-auth/agentplane.json", i
 const SECRET = "custom-auth-test-secret-0123456789abcdef";
 const token = (sub: string) => signHs256({ sub, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET);
 const NOT_FOUND = { code: 5 };
+/** Code.FailedPrecondition: a custom auth user's copy of a thread not theirs (409 over REST). */
+const NOT_COPYABLE = { code: 9 };
 
 let t: TestApp;
 beforeAll(async () => {
@@ -88,7 +90,8 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     expect((await theirs.threads.searchThreads({})).threads).toEqual([]);
     expect((await theirs.threads.countThreads({})).count).toBe(0);
     await expect(theirs.threads.getThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
-    await expect(theirs.threads.copyThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
+    // As the LangGraph JS server answers it: a conflict, for another's thread and a missing one alike.
+    await expect(theirs.threads.copyThread({ threadId })).rejects.toMatchObject(NOT_COPYABLE);
     await expect(theirs.threads.deleteThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
     await expect(theirs.runs.getRun({ threadId, runId })).rejects.toMatchObject(NOT_FOUND);
     await expect(theirs.runs.listRuns({ threadId })).rejects.toMatchObject(NOT_FOUND);

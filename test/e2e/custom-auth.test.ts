@@ -77,7 +77,9 @@ describe("custom auth over REST with the official SDK", () => {
     expect(await statusOf(bob.threads.get(a.thread_id))).toBe(404);
     expect(await statusOf(bob.threads.getState(a.thread_id))).toBe(404);
     expect(await statusOf(bob.threads.getHistory(a.thread_id))).toBe(404);
-    expect(await statusOf(bob.threads.copy(a.thread_id))).toBe(404);
+    // As the LangGraph JS server answers it: 409, for another's thread and a missing one alike.
+    expect(await statusOf(bob.threads.copy(a.thread_id))).toBe(409);
+    expect(await statusOf(bob.threads.copy(crypto.randomUUID()))).toBe(409);
     expect(await statusOf(bob.threads.update(a.thread_id, { metadata: { owner: "bob" } }))).toBe(404);
     expect(await statusOf(bob.threads.delete(a.thread_id))).toBe(404);
     // Another user's thread id on create collides, without showing the thread.

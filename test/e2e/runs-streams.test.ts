@@ -279,12 +279,23 @@ describe("subgraphs", () => {
     expect(namespaces.size).toBe(1);
     const ns = [...namespaces][0] ?? "";
     expect(ns).toMatch(/^weather:[0-9a-f-]{36}$/);
+    // Each values event follows a pointer to its checkpoint, as the LangGraph JS server streams them.
+    const pointer = (step: number) => ({
+      id: expect.any(String),
+      parent_id: expect.any(String),
+      step,
+      source: "loop",
+    });
     expect(withoutIds(parts.slice(1))).toEqual([
+      { event: "checkpoints", data: pointer(0) },
       { event: "values", data: { messages: [question] } },
       { event: "updates", data: { router: { route: "weather" } } },
+      { event: "checkpoints", data: pointer(1) },
       { event: "values", data: { messages: [question], route: "weather" } },
+      { event: `checkpoints|${ns}`, data: pointer(0) },
       { event: `values|${ns}`, data: { messages: [question] } },
       { event: `updates|${ns}`, data: { locate: { city: "Paris" } } },
+      { event: `checkpoints|${ns}`, data: pointer(1) },
       { event: `values|${ns}`, data: { messages: [question], city: "Paris" } },
       {
         event: `updates|${ns}`,
@@ -294,8 +305,10 @@ describe("subgraphs", () => {
           },
         },
       },
+      { event: `checkpoints|${ns}`, data: pointer(2) },
       { event: `values|${ns}`, data: { messages: [question, report], city: "Paris" } },
       { event: "updates", data: { weather: { messages: [question, report] } } },
+      { event: "checkpoints", data: pointer(2) },
       { event: "values", data: { messages: [question, report], route: "weather" } },
     ]);
   });

@@ -294,6 +294,7 @@ describe("thread state through @langchain/langgraph-sdk", () => {
     const graph = (await threadGraphs.forThread(workspaceId, {
       threadId: thread.thread_id,
       metadata: { graph_id: "review" },
+      config: {},
     }))!;
     await graph.invoke(null, { configurable: { thread_id: thread.thread_id } });
     const [record] = (await findThreads(sql, [{ workspaceId, threadId: thread.thread_id }])) as [

@@ -132,7 +132,9 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
       limit: MAX_TOOLS,
       offset: 0,
     });
-    const { assistants } = await searchAssistants(sql, workspaceId, visible ? { visible } : {}, {
+    // A system assistant of a graph no longer served is no tool: nothing could run it.
+    const filter = { servedGraphs: deps.graphs.ids(), ...(visible ? { visible } : {}) };
+    const { assistants } = await searchAssistants(sql, workspaceId, filter, {
       sortBy: "created_at",
       descending: false,
       limit: MAX_TOOLS,

@@ -8,6 +8,7 @@ import {
   type ThreadState,
   ThreadStateSchema,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { checkpointOf } from "../../runtime/checkpoint-config.js";
 import { isObject } from "../../runtime/plain-json.js";
 import type { Queryable } from "../../store/db.js";
 import type { ThreadBatches } from "../../store/thread-batches.js";
@@ -18,7 +19,7 @@ import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { loadThread } from "./thread-access.js";
 import { graphCall, isStored, rootConfig, type ThreadGraphs } from "./thread-graph.js";
 import { DEFAULT_HISTORY_LIMIT, parseLimit } from "./thread-requests.js";
-import { checkpointOf, emptyThreadState, threadStateView } from "./thread-state-view.js";
+import { emptyThreadState, threadStateView } from "./thread-state-view.js";
 
 type StateHandlers = Pick<
   ServiceImpl<typeof ThreadService>,
