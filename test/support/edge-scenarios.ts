@@ -47,14 +47,18 @@ export interface Event {
   data: any;
 }
 
-/** Reads a stream to its end. */
+/**
+ * Reads a stream to its end, without a run stream's final `end` event (`{run_id, status}`, which
+ * SDK 1.15 reads and agentplane sends; the JS server 1.5.1 sends none, so it is no part of a
+ * comparison; test/e2e/runs-streams.test.ts checks it).
+ */
 export async function events(stream: AsyncIterable<unknown>): Promise<Event[]> {
   const out: Event[] = [];
   for await (const part of stream) {
     const { event, data } = part as Event;
     out.push({ event, data });
   }
-  return out;
+  return out.at(-1)?.event === "end" ? out.slice(0, -1) : out;
 }
 
 /** What a call answered: its value, or the HTTP status it failed with. */
