@@ -2,6 +2,7 @@ import { isBaseMessage } from "@langchain/core/messages";
 import { isCheckpointEnvelope } from "@langchain/langgraph";
 import { debugChunkPayload } from "./debug-payloads.js";
 import { toPlainJson } from "./plain-json.js";
+import { createSubgraphLifecycle } from "./subgraph-lifecycle.js";
 
 /** The stream modes a run accepts, as the LangGraph API names them. */
 export const STREAM_MODES = [
@@ -14,6 +15,8 @@ export const STREAM_MODES = [
   "tasks",
   "checkpoints",
   "custom",
+  "tools",
+  "lifecycle",
 ] as const;
 
 /** One of {@link STREAM_MODES}. */
@@ -35,9 +38,16 @@ export function libraryModes(modes: readonly StreamMode[]): string[] {
   const lib = new Set<string>(["values"]);
   for (const mode of modes) {
     if (mode === "messages-tuple") lib.add("messages");
+    // Subgraphs' ends are read from their tasks' results (subgraph-lifecycle.ts).
+    else if (mode === "lifecycle") lib.add("tasks");
     else if (mode !== "events" && mode !== "messages") lib.add(mode);
   }
   return [...lib];
+}
+
+/** Whether the library must stream subgraphs: asked for, or needed to see their lifecycle. */
+export function streamsSubgraphs(modes: readonly StreamMode[], subgraphs: boolean): boolean {
+  return subgraphs || modes.includes("lifecycle");
 }
 
 /**
@@ -64,6 +74,7 @@ export function createStreamMapper(modes: readonly StreamMode[], subgraphs: bool
     subgraphs && (wanted.has("values") || wanted.has("messages")) && !wanted.has("checkpoints");
   const partial = new Map<string, { concat?: (other: unknown) => unknown }>();
   const completed = new Set<string>();
+  const lifecycle = wanted.has("lifecycle") ? createSubgraphLifecycle() : undefined;
   let output: unknown;
   let hasOutput = false;
 
@@ -89,6 +100,7 @@ export function createStreamMapper(modes: readonly StreamMode[], subgraphs: bool
         output = data;
         hasOutput = true;
       }
+      if (lifecycle) yield* lifecycle.observe(ns, mode, data);
       if (!root && !subgraphs) return;
       if (mode === "messages") {
         if (wanted.has("messages-tuple")) yield { event: named("messages", ns), data };
@@ -125,6 +137,11 @@ export function createStreamMapper(modes: readonly StreamMode[], subgraphs: bool
         partial.set(message.id, (previous.concat?.(message) ?? message) as typeof message);
       }
       yield { event: "messages/partial", data: [partial.get(message.id)] };
+    },
+
+    /** The events that close the stream: the ends of subgraphs left open (lifecycle mode). */
+    *finish(failed: boolean): Generator<RunStreamEvent> {
+      if (lifecycle) yield* lifecycle.finish(failed);
     },
 
     /** The last root `values` chunk, or undefined when the graph produced none. */
