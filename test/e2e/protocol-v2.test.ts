@@ -200,6 +200,7 @@ describe("over SSE", () => {
     expect(requested?.params.data).toEqual({
       interrupt_id: expect.any(String),
       payload: { question: "Ship it on Friday?" },
+      response_schema: expect.objectContaining({ type: "string", enum: ["yes", "no"] }),
     });
     expect(first.at(-1)?.params.data).toMatchObject({ event: "interrupted" });
     expect(stream.interrupts).toEqual([
@@ -476,7 +477,7 @@ describe("over the WebSocket", () => {
     const requested = events.find((e) => e.method === "input.requested");
     expect(requested?.params.data.payload).toEqual({ question: "Ship it on Friday?" });
 
-    const resumed = untilRunEnds(await stream.subscribe(["lifecycle"]), []);
+    const resumed = untilRunEnds(await stream.subscribe(["lifecycle"]), [], ["completed"]);
     await stream.input.respond({
       namespace: [],
       interrupt_id: String(requested?.params.data.interrupt_id),

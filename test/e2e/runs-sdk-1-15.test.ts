@@ -185,6 +185,14 @@ describe("strictResume", () => {
     const state = await sdk.threads.getState(thread.thread_id);
     const waiting = state.tasks.flatMap((task) => task.interrupts.map((i) => i.id as string));
     expect(waiting).toHaveLength(1);
+    // The answer's JSON Schema, as the graph gave it to interrupt().
+    expect(state.tasks[0]?.interrupts[0]?.response_schema).toMatchObject({
+      type: "string",
+      enum: ["yes", "no"],
+    });
+    expect((await sdk.threads.get(thread.thread_id)).interrupts).toMatchObject({
+      [state.tasks[0]?.id as string]: [{ response_schema: { enum: ["yes", "no"] } }],
+    });
 
     const parts = await collect(
       sdk.runs.stream(thread.thread_id, "approval", {

@@ -95,7 +95,7 @@ function isObject(value: JsonValue | undefined): value is JsonObject {
 }
 
 /** `{interrupt_id, payload}` of each interrupt with an id in a list of LangGraph interrupts. */
-function interruptRequests(raw: JsonValue | undefined): { interrupt_id: string; payload: JsonValue }[] {
+function interruptRequests(raw: JsonValue | undefined): ({ interrupt_id: string } & JsonObject)[] {
   const list = Array.isArray(raw)
     ? raw
     : isObject(raw) && Array.isArray(raw[INTERRUPT_KEY])
@@ -103,7 +103,14 @@ function interruptRequests(raw: JsonValue | undefined): { interrupt_id: string; 
       : [];
   return list.flatMap((entry) =>
     isObject(entry) && typeof entry.id === "string"
-      ? [{ interrupt_id: entry.id, payload: entry.value ?? null }]
+      ? [
+          {
+            interrupt_id: entry.id,
+            payload: entry.value ?? null,
+            // The JSON Schema of the answer, when the graph gave one (interrupt's responseSchema).
+            ...(isObject(entry.response_schema) ? { response_schema: entry.response_schema } : {}),
+          },
+        ]
       : [],
   );
 }
