@@ -290,7 +290,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     // Streams of the run in this process get its events as they are stored, without a read.
-    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId));
+    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId, run.threadId));
     const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
@@ -416,7 +416,8 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
     // A protocol run's stream ends with the root's lifecycle, written with the end (encrypted as
-    // the run's other events are, though the transaction carries no cipher).
+    // the run's other events are, though the transaction carries no cipher) and handed over with
+    // it as plain JSON, as the writer's batches are.
     const final = kwargs.protocol
       ? storedEvent(
           protocolEndEvent(
@@ -428,9 +429,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
             },
             run.graphId,
           ),
-          storedCipherOf(sql),
         )
       : undefined;
+    const cipher = storedCipherOf(sql);
+    const finalStored = final && cipher ? { ...final, data: cipher.encryptJsonText(final.data) } : final;
     const endData = endEventData(
       outcome.status === "success" || outcome.status === "error" || outcome.status === "timeout"
         ? outcome.status
@@ -443,7 +445,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     await flushed;
     // The end event's NOTIFY may arrive before the commit's answer: the run's streams here wait
     // for its hand-off rather than read Postgres for it.
-    const handOver = deps.bus().writing(run.runId);
+    const handOver = deps.bus().writing(run.runId, run.threadId);
     const committed = sql.begin(async (tx) => {
       // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
       // A temporary thread's deletion goes with them: it only happens when no run is pending or
@@ -458,7 +460,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           endEvent: END_EVENT,
           endData,
           channel: RUN_EVENTS_CHANNEL,
-          ...(final ? { finalEvent: final } : {}),
+          ...(finalStored ? { finalEvent: finalStored } : {}),
         }),
         kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
       ]);
@@ -497,11 +499,16 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     try {
       await committed;
       const end = ended?.endEvent;
-      if (end)
+      if (end) {
+        const finalSeq = ended?.finalSeq;
         stored = {
           previousSeq: writer.lastSeq(),
-          rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: endData }],
+          rows: [
+            ...(final && finalSeq !== undefined ? [{ seq: finalSeq, runId: run.runId, ...final }] : []),
+            { seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: endData },
+          ],
         };
+      }
     } finally {
       // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
       handOver(stored);

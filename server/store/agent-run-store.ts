@@ -554,6 +554,8 @@ export interface RunEndTimes {
 /** What {@link endRun} wrote: the run's times, and the end event of its stream (seq, ms since the epoch). */
 export interface RunEnd extends RunEndTimes {
   endEvent: { seq: number; ms: number };
+  /** The seq of the event stored just before the end event, when one was (`finalEvent`). */
+  finalSeq: number | undefined;
 }
 
 /**
@@ -580,7 +582,9 @@ export async function endRun(
   const ttl = end.eventTtlSeconds;
   const ms = Date.now();
   const final = end.finalEvent;
-  const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string }[]>`
+  const rows = await q<
+    { started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string; final_seq: string | null }[]
+  >`
     with finished as (
       update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
         updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
@@ -604,7 +608,7 @@ export async function endRun(
       returning seq
     )
     select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end ' || ended.seq::text),
-      started_at, ended_at, updated_at, ended.seq as end_seq
+      started_at, ended_at, updated_at, ended.seq as end_seq, (select seq from last) as final_seq
     from finished, ended`;
   const [row] = rows;
   return (
@@ -613,6 +617,7 @@ export async function endRun(
       endedAt: row.ended_at,
       updatedAt: row.updated_at,
       endEvent: { seq: Number(row.end_seq), ms },
+      finalSeq: row.final_seq === null ? undefined : Number(row.final_seq),
     }
   );
 }

@@ -232,6 +232,13 @@ export async function* readRunStream(
  * Every stored event of a thread's runs after `afterSeq`, in seq order (one run after another, and
  * new ones as they are written, from any process), until `signal` aborts. Run end markers are not
  * yielded. Reads a page at a time and waits for the thread's notifications in between.
+ *
+ * A run of the thread executing in this process hands its batches over as it stores them, and the
+ * reader takes them without a read. Another writer may store an event of the thread between two
+ * such batches (a cancel ending a queued run), whose notification can come after the reader took
+ * the later batch: so each read of Postgres starts where the previous read ended, not at the last
+ * event taken, and yields what the hand-overs skipped (the only events ever yielded out of seq
+ * order, and each still once).
  */
 export async function* threadEventRecords(
   deps: StreamReaderDeps,
@@ -242,14 +249,39 @@ export async function* threadEventRecords(
   const watch = bus.watch(thread.threadId);
   try {
     let last = options.afterSeq;
+    // Whether Postgres was read since the watch started: events written before it are only there.
+    let read = false;
+    // Where the last read of Postgres ended, and the seqs taken from hand-overs since.
+    let readThrough = options.afterSeq;
+    const taken = new Set<number>();
     while (!options.signal.aborted) {
       const seen = watch.version();
-      const rows = await eventsAfter(sql, thread.workspaceId, { threadId: thread.threadId }, last, PAGE);
+      const handed = read ? watch.take(last) : undefined;
+      let rows: RunEventRecord[];
+      let fullPage = false;
+      if (handed && !handed.behind) {
+        rows = handed.rows;
+        for (const row of rows) taken.add(row.seq);
+      } else {
+        const page = await eventsAfter(
+          sql,
+          thread.workspaceId,
+          { threadId: thread.threadId },
+          readThrough,
+          PAGE,
+        );
+        read = true;
+        fullPage = page.length === PAGE;
+        // Nothing past the read's end: what was taken before it is all there is up to `last`.
+        readThrough = page.at(-1)?.seq ?? Math.max(readThrough, last);
+        rows = page.filter((row) => !taken.has(row.seq));
+        for (const seq of taken) if (seq <= readThrough) taken.delete(seq);
+      }
       for (const row of rows) {
-        last = row.seq;
+        last = Math.max(last, row.seq);
         if (row.event !== END_EVENT) yield row;
       }
-      if (rows.length === PAGE) continue;
+      if (fullPage) continue;
       await watch.changed(seen, SAFETY_POLL_MS, options.signal);
     }
   } finally {
