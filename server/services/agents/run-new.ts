@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { uuidv7 } from "../../ids.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
-import type { RunKwargs } from "../../runtime/run-kwargs.js";
+import { type RunKwargs, runConfigOf, runKwargsJson } from "../../runtime/run-kwargs.js";
 import type { NewRun } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
@@ -69,7 +69,7 @@ export function newRunOf(
   const kwargs: RunKwargs = {
     input: request.input,
     command: request.command,
-    config: config as RunKwargs["config"],
+    config: runConfigOf(config),
     context: { ...objectOf(assistant.context), ...request.context },
     stream_mode: request.streamModes,
     subgraphs: request.subgraphs,
@@ -87,7 +87,8 @@ export function newRunOf(
     feedback_keys: request.feedbackKeys,
     temporary: stateless && request.onCompletion === "delete",
     on_disconnect: request.onDisconnect,
-    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+    langsmith_tracer: request.langsmithTracer,
+    extra: {},
   };
   return {
     workspaceId,
@@ -96,7 +97,7 @@ export function newRunOf(
     assistantId: assistant.assistantId,
     graphId: assistant.graphId,
     metadata: request.metadata,
-    kwargs: kwargs as unknown as JsonObject,
+    kwargs: runKwargsJson(kwargs),
     multitaskStrategy: request.multitaskStrategy,
     temporary: kwargs.temporary,
     afterSeconds: request.afterSeconds,
