@@ -143,16 +143,16 @@ export async function insertRun(
 }
 
 /**
- * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, running
- * under `claim` as its first attempt, in one statement (one round trip, atomic without a
- * transaction): nobody else knows the thread yet, so it has no queue to lock. A thread id already
- * taken inserts nothing and throws.
+ * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, in one
+ * statement (one round trip, atomic without a transaction): nobody else knows the thread yet, so
+ * it has no queue to lock. Pending, or, with `claim`, running under that lease as its first
+ * attempt. A thread id already taken inserts nothing and throws.
  */
 export async function insertRunOnNewThread(
   q: Queryable,
   run: NewRun,
   threadMetadata: JsonObject,
-  claim: ClaimOnInsert,
+  claim?: ClaimOnInsert,
 ): Promise<AgentRunRecord> {
   const [row] = await q<RunRow[]>`
     with thread as (
@@ -166,9 +166,10 @@ export async function insertRunOnNewThread(
                             lease_token, lease_expires_at, started_at, encryption_context)
     select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
-           now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
-           ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now(),
-           ${encryptionContextText()}
+           now() + make_interval(secs => ${run.afterSeconds}::float8), ${claim ? "running" : "pending"},
+           ${claim ? 1 : 0}, ${claim?.owner ?? null}, ${claim?.leaseToken ?? null}::uuid,
+           ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
+           ${claim ? q`now()` : null}, ${encryptionContextText()}
     from thread
     returning *`;
   if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);

@@ -65,7 +65,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
         throw invalid(error instanceof Error ? error.message : String(error));
       }
       const request = parseRunRequest(message, target.kind === "stateless");
-      return createRun(creationDeps, workspaceId, target, request, headers, principal).then(
+      return createRun(creationDeps, { workspaceId, target, request, headers }, { principal }).then(
         (started) => started.run,
       );
     },

@@ -42,16 +42,24 @@ function objectOf(value: unknown): JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
 }
 
-/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
+/** What a new run is made of. */
+export interface NewRunParts {
+  workspaceId: string;
+  threadId: string;
+  /** The thread as read under its queue's lock; undefined for a thread the run creates. */
+  thread: ThreadRecord | undefined;
+  /** Whether the run is stateless (its thread is new, and deleted after it unless kept). */
+  stateless: boolean;
+  assistant: AssistantRecord;
+  request: RunRequest;
+  /** The request's headers: `http.configurable_headers` copies some into the run's config. */
+  headers: Headers;
+}
+
+/** The run a request makes: a new id, and the assistant's, thread's and request's config merged. */
 export function newRunOf(
   deps: { configurableHeaders: ConfigurableHeadersConfig | undefined },
-  workspaceId: string,
-  stateless: boolean,
-  threadId: string,
-  thread: ThreadRecord | undefined,
-  assistant: AssistantRecord,
-  request: RunRequest,
-  headers: Headers,
+  { workspaceId, threadId, thread, stateless, assistant, request, headers }: NewRunParts,
 ): NewRun {
   const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;

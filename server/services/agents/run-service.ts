@@ -199,7 +199,11 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
     const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
     const { run, startedHere } = await conflictsAs409(() =>
-      createRun(creationDeps, workspace.id, target, request, ctx.requestHeader, principal),
+      createRun(
+        creationDeps,
+        { workspaceId: workspace.id, target, request, headers: ctx.requestHeader },
+        { principal },
+      ),
     );
     const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
     ctx.responseHeader.set("Content-Location", base);
