@@ -23,6 +23,7 @@ import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import type { RunEventBus } from "../runtime/run-event-bus.js";
+import { createRunEventBatcher } from "../runtime/run-event-writer.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
 import {
@@ -136,6 +137,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     settings,
     log,
     bus: deps.bus,
+    events: createRunEventBatcher(sql, log),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
     ...(deps.executorFor ? { executorFor: deps.executorFor } : {}),
     settlement: {

@@ -20,7 +20,7 @@ import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js"
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
 import type { RunEventBus } from "../runtime/run-event-bus.js";
-import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
+import type { RunEventBatcher, RunEventWriter } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import { type RunKwargs, runKwargsOf } from "../runtime/run-kwargs.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
@@ -50,6 +50,8 @@ export interface RunAttemptDeps {
   bus: () => RunEventBus;
   /** Records runs in the tracing store; absent when run tracing is off. */
   tracing?: RunTracing;
+  /** Writes the events of the process's runs (batched across runs). */
+  events: RunEventBatcher;
   /** The executor of a run, by its kwargs; the graph executor when absent. */
   executorFor?: (kwargs: RunKwargs) => RunExecutor;
   settlement: SettlementDeps;
@@ -157,7 +159,7 @@ export async function runAttempt(
   const { run, leaseToken } = claim;
   const { settings, log } = deps;
   // Streams of the run in this process get its events as they are stored, without a read.
-  const writer = createRunEventWriter(deps.sql, run, log, () => deps.bus().writing(run.runId));
+  const writer = deps.events.writer(run, () => deps.bus().writing(run.runId));
   const release = holdLease(
     {
       sql: deps.sql,
@@ -205,10 +207,6 @@ export async function runAttempt(
     }
     case "end": {
       if (outcome.failure) writer.push({ event: "error", data: outcome.failure });
-      // The last events are written while the thread's state is read; the end waits for them.
-      const flushed = writer.flush();
-      // Awaited by the end; until then a failed write must not count as unhandled.
-      flushed.catch(() => undefined);
       const ended: EndedRun | undefined = await endAttempt(
         deps.settlement,
         attempt,
@@ -218,7 +216,7 @@ export async function runAttempt(
           failure: outcome.failure,
           state: await readState(),
         },
-        { flushed, lastSeq: () => writer.lastSeq() },
+        writer,
       );
       if (!ended) return { status: undefined, ended: undefined };
       return { status: outcome.status, ended: ended.kept ? ended.run : undefined };

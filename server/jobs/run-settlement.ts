@@ -7,9 +7,10 @@
  * - the thread's queue is locked (lockThreadQueue) before the run's row changes, and the next run
  *   of the thread is dispatched in the same transaction as the end: a run that ends always starts
  *   the next one, and creations on the thread see it either running or ended;
- * - a run's end event is written by the statement that ends it (endRun), after every event of the
- *   attempt: the end waits for the attempt's events to be written before its transaction opens (a
- *   transaction holding a connection while the events wait for one could starve the pool);
+ * - a run's end event is written by the statement that ends it (run-end-store.ts), after every
+ *   event of the attempt: the end waits for the attempt's write in flight before its transaction
+ *   opens (a transaction holding a connection while the events wait for one could starve the
+ *   pool), and stores the events not written yet itself, before the end event;
  * - the end event is handed to the run's streams in this process only once the end has committed.
  */
 import type { RunSettings } from "../config.js";
@@ -18,21 +19,23 @@ import type { ThreadStateAfterRun } from "../runtime/run-thread-state.js";
 import {
   type AgentRunRecord,
   deleteRun,
-  endRun,
   finishRun,
   lockThreadQueue,
-  type RunEnd,
   type RunStatus,
   releaseRun,
 } from "../store/agent-run-store.js";
-import {
-  deleteRunCheckpoints,
-  deleteTemporaryThread,
-  saveThreadAfterRun,
-} from "../store/agent-run-thread-store.js";
+import { deleteRunCheckpoints, saveThreadAfterRun } from "../store/agent-run-thread-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import type { Sql } from "../store/db.js";
-import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
+import { type Sql, storedCipherOf } from "../store/db.js";
+import { pipelinedTransaction } from "../store/pipelined-transaction.js";
+import { endRunWithThread, type RunEndWritten, type ThreadAfterEnd } from "../store/run-end-store.js";
+import {
+  appendRunEvents,
+  END_EVENT,
+  expireRunEvents,
+  type NewRunEvent,
+  RUN_EVENTS_CHANNEL,
+} from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import { dispatchRun, dispatchThreadQueue, type RunDispatchDeps } from "./agent-run-dispatch.js";
 import type { RunFailure } from "./run-outcome.js";
@@ -64,9 +67,14 @@ export interface RunEnding {
   state: ThreadStateAfterRun | undefined;
 }
 
-/** The attempt's events: resolves once all are written; the seq of the last one written. */
+/** The attempt's events, as its end needs them. */
 export interface AttemptEvents {
-  flushed: Promise<void>;
+  /**
+   * Waits for the write in flight, then takes the events not written yet: the end stores them,
+   * before its end event, in its own statement. Rejects when an earlier write failed.
+   */
+  takeUnwritten(): Promise<NewRunEvent[]>;
+  /** The seq of the last event written so far; undefined before the first write. */
   lastSeq(): number | undefined;
 }
 
@@ -76,10 +84,17 @@ export interface EndedRun {
   kept: boolean;
 }
 
+/** Whether the run owes a webhook call when it ends (written in the end's transaction). */
+function owesWebhook(deps: SettlementDeps, run: AgentRunRecord): boolean {
+  return deps.webhooks !== undefined && typeof run.kwargs.webhook === "string";
+}
+
 /**
- * Ends the run, when the attempt still holds it: its status, output and end event, the webhook it
- * owes, the thread's state, the thread's next run. A temporary thread is deleted with it. Resolves
- * with the run as ended, or undefined when the attempt no longer held it.
+ * Ends the run, when the attempt still holds it: its status, output, last events and end event,
+ * the webhook it owes, the thread's state (a temporary thread is deleted), the thread's next run.
+ * Two round trips: BEGIN, the queue's lock and the end statement (run-end-store.ts) together; then
+ * whatever the end found to do (dispatch the next run, owe the webhook) with COMMIT. Resolves with
+ * the run as ended, or undefined when the attempt no longer held it.
  */
 export async function endAttempt(
   deps: SettlementDeps,
@@ -89,68 +104,75 @@ export async function endAttempt(
 ): Promise<EndedRun | undefined> {
   const { state } = ending;
   const output = ending.output ?? state?.values ?? {};
-  let ended: RunEnd | undefined;
-  let kept = false;
-  await events.flushed;
-  // The end event's NOTIFY may arrive before the commit's answer: the run's streams here wait
-  // for its hand-off rather than read Postgres for it.
-  const handOver = deps.bus().writing(run.runId);
-  const committed = deps.sql.begin(async (tx) => {
-    // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
-    // A temporary thread's deletion goes with them: it only happens when no run is pending or
-    // running on the thread, so when this attempt did not end the run it deletes nothing the
-    // run's actual end would not.
-    const [, times, deleted] = await Promise.all([
-      lockThreadQueue(tx, run.workspaceId, run.threadId),
-      endRun(tx, run.runId, leaseToken, {
-        status: ending.status,
-        output,
-        eventTtlSeconds: deps.settings.streamTtlSeconds,
-        endEvent: END_EVENT,
-        channel: RUN_EVENTS_CHANNEL,
-      }),
-      run.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
-    ]);
-    ended = times;
-    if (!times) return;
-    kept = true;
-    if (deps.webhooks)
-      await oweWebhook(tx, { ...deps.webhooks, queue: deps.dispatch.queue }, run, {
-        status: ending.status,
-        times,
-        values: state?.values ?? (ending.failure ? null : output),
-        error: ending.failure?.message,
-      });
-    if (deleted) return;
-    const threadStatus =
-      ending.status === "error"
-        ? "error"
-        : ending.status === "interrupted" || !state?.stopped
-          ? "idle"
-          : "interrupted";
-    const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
-      ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
-      status: threadStatus,
-      error: ending.failure ?? null,
-    });
-    if (!saved) {
-      // The thread was deleted while the run ran: what the run wrote after that goes too.
-      kept = false;
-      await deleteRun(tx, run.workspaceId, run.runId);
-      await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
-      return;
-    }
-    await dispatchThreadQueue(tx, deps.dispatch, run.workspaceId, run.threadId);
-  });
-  let stored: StoredBatch | undefined;
-  try {
-    await committed;
-    const end = ended?.endEvent;
-    if (end)
-      stored = {
-        previousSeq: events.lastSeq(),
-        rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: "null" }],
+  const unwritten = await events.takeUnwritten();
+  const thread: ThreadAfterEnd = run.temporary
+    ? { kind: "delete" }
+    : {
+        kind: "save",
+        state: state ? { values: state.values, interrupts: state.interrupts } : undefined,
+        status:
+          ending.status === "error"
+            ? "error"
+            : ending.status === "interrupted" || !state?.stopped
+              ? "idle"
+              : "interrupted",
+        error: ending.failure ?? null,
       };
+  // The end's NOTIFY may arrive before the commit's answer: the run's streams here wait for its
+  // hand-off rather than read Postgres for it.
+  const handOver = deps.bus().writing(run.runId);
+  let stored: StoredBatch | undefined;
+  let ended: { written: RunEndWritten; kept: boolean } | undefined;
+  try {
+    ended = await pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
+      const [, written] = await Promise.all([
+        lockThreadQueue(tx, run.workspaceId, run.threadId),
+        endRunWithThread(tx, {
+          workspaceId: run.workspaceId,
+          runId: run.runId,
+          threadId: run.threadId,
+          leaseToken,
+          status: ending.status,
+          output,
+          eventTtlSeconds: deps.settings.streamTtlSeconds,
+          events: unwritten,
+          endEvent: END_EVENT,
+          channel: RUN_EVENTS_CHANNEL,
+          thread,
+          cipher: storedCipherOf(deps.sql),
+        }),
+      ]);
+      if (!written) return undefined;
+      // The thread was deleted while the run ran: what the run wrote after that goes too.
+      const gone = !written.threadSaved && !written.threadDeleted;
+      const follow: Promise<unknown>[] = [];
+      if (owesWebhook(deps, run) && deps.webhooks)
+        follow.push(
+          oweWebhook(tx, { ...deps.webhooks, queue: deps.dispatch.queue }, run, {
+            status: ending.status,
+            times: written,
+            values: state?.values ?? (ending.failure ? null : output),
+            error: ending.failure?.message,
+          }),
+        );
+      if (gone) {
+        follow.push(deleteRun(tx, run.workspaceId, run.runId));
+        follow.push(deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]));
+      } else if (written.next) {
+        const wait = (written.next.notBefore.getTime() - Date.now()) / 1000;
+        follow.push(
+          dispatchRun(
+            tx,
+            deps.dispatch,
+            { workspaceId: run.workspaceId, threadId: run.threadId, runId: written.next.runId },
+            wait,
+          ),
+        );
+      }
+      if (follow.length > 0) await commitWith(Promise.all(follow));
+      return { written, kept: !gone };
+    });
+    if (ended) stored = { previousSeq: events.lastSeq(), rows: ended.written.events };
   } finally {
     // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
     handOver(stored);
@@ -161,9 +183,9 @@ export async function endAttempt(
     status: ending.status,
     output,
     cancelAction: null,
-    updatedAt: ended.updatedAt,
+    updatedAt: ended.written.updatedAt,
   };
-  return { run: record, kept };
+  return { run: record, kept: ended.kept };
 }
 
 /**

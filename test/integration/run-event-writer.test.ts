@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createLogger } from "../../server/logger.js";
 import type { StoredBatch } from "../../server/runtime/run-event-bus.js";
-import { createRunEventWriter } from "../../server/runtime/run-event-writer.js";
+import { createRunEventBatcher } from "../../server/runtime/run-event-writer.js";
 import { eventsAfter } from "../../server/store/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -27,7 +27,7 @@ describe("run event writer", () => {
     const started: string[][] = [];
     const handed: StoredBatch[] = [];
     let pushed: string[] = [];
-    const writer = createRunEventWriter(db().sql, run, createLogger("error"), () => {
+    const writer = createRunEventBatcher(db().sql, createLogger("error")).writer(run, () => {
       started.push(pushed);
       pushed = [];
       return (stored) => {
@@ -71,5 +71,80 @@ describe("run event writer", () => {
       [stored[2]?.seq, stored[3]?.seq],
     ]);
     expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[0]?.seq, stored[1]?.seq]);
+  });
+});
+
+describe("run event batcher", () => {
+  /** The pool, counting the statements sent through it (the event store's statements have no fragments). */
+  function countingPool() {
+    const counted = { statements: 0 };
+    const sql = new Proxy(db().sql, {
+      apply(target, thisArg, args) {
+        counted.statements += 1;
+        return Reflect.apply(target, thisArg, args);
+      },
+    });
+    return { sql, counted };
+  }
+
+  /** A writer past its first output, so its writes wait for the end of the turn. */
+  async function pastFirstOutput(batcher: ReturnType<typeof createRunEventBatcher>, run: typeof runA) {
+    const writer = batcher.writer(run);
+    writer.push({ event: "metadata", data: {} });
+    writer.push({ event: "values", data: { step: 0 } });
+    await writer.flush();
+    return writer;
+  }
+
+  const runA = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+  const runB = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+
+  it("writes what several runs push in one turn in one statement, each run's events in order", async () => {
+    const { sql, counted } = countingPool();
+    const batcher = createRunEventBatcher(sql, createLogger("error"));
+    const a = await pastFirstOutput(batcher, runA);
+    const b = await pastFirstOutput(batcher, runB);
+    const before = counted.statements;
+    a.push({ event: "values", data: { step: 1 } });
+    b.push({ event: "values", data: { step: 1 } });
+    a.push({ event: "updates", data: { node: {} } });
+    await Promise.all([a.flush(), b.flush()]);
+    expect(counted.statements - before).toBe(1);
+    const storedA = await eventsAfter(db().sql, runA.workspaceId, { runId: runA.runId }, 0, 100);
+    expect(storedA.map((e) => [e.event, e.data])).toEqual([
+      ["metadata", "{}"],
+      ["values", '{"step":0}'],
+      ["values", '{"step":1}'],
+      ["updates", '{"node":{}}'],
+    ]);
+    expect(a.lastSeq()).toBe(storedA[3]?.seq);
+  });
+
+  it("retries a failed statement of several runs run by run: only the bad run's writer fails", async () => {
+    const batcher = createRunEventBatcher(db().sql, createLogger("error"));
+    const good = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+    // Not a UUID: the statement carrying it fails.
+    const bad = { ...good, runId: "not-a-uuid" };
+    const writers = [batcher.writer(good), batcher.writer(bad)];
+    for (const writer of writers) writer.push({ event: "metadata", data: {} });
+    const [goodFlush, badFlush] = await Promise.allSettled(writers.map((w) => w.flush()));
+    expect(goodFlush?.status).toBe("fulfilled");
+    expect(badFlush?.status).toBe("rejected");
+    const stored = await eventsAfter(db().sql, good.workspaceId, { runId: good.runId }, 0, 100);
+    expect(stored.map((e) => e.event)).toEqual(["metadata"]);
+  });
+
+  it("hands the events not yet sent to the caller, who stores them itself, and never sends them", async () => {
+    const { sql, counted } = countingPool();
+    const batcher = createRunEventBatcher(sql, createLogger("error"));
+    const run = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+    const writer = await pastFirstOutput(batcher, run);
+    const before = counted.statements;
+    writer.push({ event: "values", data: { step: 1 } });
+    const unwritten = await writer.takeUnwritten();
+    expect(unwritten.map((e) => e.event)).toEqual(["values"]);
+    await endOfTurn();
+    await writer.flush();
+    expect(counted.statements).toBe(before);
   });
 });
