@@ -415,6 +415,47 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
 }
 
 /**
+ * This checkout against each baseline, per measure, as per-round ratios (a round ran both side by
+ * side, so a loaded spell of the machine weighs on both): the ratio of best rounds, with the median
+ * and range of the per-round ratios. CPU and latency are baseline ÷ this checkout, so above 1 is
+ * always this checkout doing better.
+ */
+function printBaselineRatios(settings: Settings, results: Map<string, Cells[]>): void {
+  const ours = results.get("agentplane") ?? [];
+  if (ours.length === 0) return;
+  for (const baseline of settings.baselines) {
+    const theirs = results.get(baseline.label) ?? [];
+    if (theirs.length === 0) continue;
+    const inverse = (cells: Cells[], pick: (c: Cells) => number) => cells.map((c) => 1 / pick(c));
+    console.log(`\nagentplane vs ${baseline.label}, per round (above 1: this checkout does better):`);
+    console.log(
+      `  CPU ms per run: ${roundRatios(
+        inverse(ours, (c) => c.cpuMsPerRun),
+        inverse(theirs, (c) => c.cpuMsPerRun),
+      )}`,
+    );
+    console.log(
+      `  runs/s at concurrency: ${roundRatios(
+        ours.map((c) => c.runsPerSecond),
+        theirs.map((c) => c.runsPerSecond),
+      )}`,
+    );
+    console.log(
+      `  wait p50: ${roundRatios(
+        inverse(ours, (c) => c.waitP50),
+        inverse(theirs, (c) => c.waitP50),
+      )}`,
+    );
+    console.log(
+      `  first values p50: ${roundRatios(
+        inverse(ours, (c) => c.firstValuesP50),
+        inverse(theirs, (c) => c.firstValuesP50),
+      )}`,
+    );
+  }
+}
+
+/**
  * The cost of custom auth, per measure: the ratio of the custom-auth variant to plain agentplane in
  * each round (the two ran beside each other, so a round's load weighs on both), reported as the
  * ratio of best rounds with the median and range of the per-round ratios. Throughput is variant ÷
@@ -619,6 +660,7 @@ async function main(settings: Settings): Promise<void> {
       }
     }
     if (!printReport(settings, results)) process.exitCode = 1;
+    printBaselineRatios(settings, results);
     if (statements.rows.length > 0)
       printStatementsPerRun(statements.rows, `statements of agentplane's last throughput cell, per run`);
     if (!printCustomAuthCost(results)) process.exitCode = 1;

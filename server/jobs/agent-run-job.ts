@@ -26,15 +26,10 @@ import type { RunEventBus } from "../runtime/run-event-bus.js";
 import { createRunEventBatcher } from "../runtime/run-event-writer.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
-import {
-  type AgentRunRecord,
-  claimRun,
-  lockThreadQueue,
-  type RunClaim,
-  type RunStatus,
-} from "../store/agent-run-store.js";
+import { claimRun, lockThreadQueue, type RunClaim, type RunStatus } from "../store/agent-run-store.js";
 import type { Sql } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
+import { pipelinedTransaction } from "../store/pipelined-transaction.js";
 import type { AgentRunPayload, RunDispatchDeps } from "./agent-run-dispatch.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 import { type RunExecutor, runAttempt } from "./run-attempt.js";
@@ -85,13 +80,6 @@ export interface AgentRunWorker {
    * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
   reserve(): RunSlot | undefined;
-  /**
-   * When `runId` executes in this process now: resolves once its attempt is over, with the run as
-   * this attempt ended it (committed), or undefined when the attempt did not end it (lease lost,
-   * handed back, rolled back, its thread deleted). Undefined when the run does not execute here.
-   * Waiters in this process learn the end from it without a NOTIFY and a read of the run's row.
-   */
-  attemptEnd(runId: string): Promise<AgentRunRecord | undefined> | undefined;
   /** The slots in use now. */
   slots(): RunSlotUsage;
 }
@@ -112,8 +100,6 @@ interface Attempt {
   stop: AttemptStop;
   /** Settles when the attempt is over and its slot is free. */
   done: Promise<void>;
-  /** The run as this attempt ended it, once its end committed. */
-  ended?: AgentRunRecord;
 }
 
 /** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
@@ -162,7 +148,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     )
       .then(
         (result) => {
-          if (result.ended) entry.ended = result.ended;
           if (result.status)
             deps.onRunEnded?.({ status: result.status, durationMs: performance.now() - claimedAt });
         },
@@ -193,11 +178,14 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     try {
       const { workspaceId, threadId, runId } = payload;
       const leaseToken = randomUUID();
-      claim = await sql.begin(async (tx) => {
-        const [, claimed] = await Promise.all([
-          lockThreadQueue(tx, workspaceId, threadId),
-          claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
-        ]);
+      // BEGIN, the queue's lock, the claim and COMMIT in one round trip.
+      claim = await pipelinedTransaction(sql, async ({ tx, commitWith }) => {
+        const [, claimed] = await commitWith(
+          Promise.all([
+            lockThreadQueue(tx, workspaceId, threadId),
+            claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
+          ]),
+        );
         return claimed;
       });
     } finally {
@@ -242,10 +230,6 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           slot.release();
         },
       };
-    },
-    attemptEnd(runId) {
-      const attempt = running.get(runId);
-      return attempt?.done.then(() => attempt.ended);
     },
     slots: () => slots.usage(),
     async drain(graceMs) {

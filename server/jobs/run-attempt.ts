@@ -29,13 +29,7 @@ import type { AgentRunRecord, RunClaim, RunStatus } from "../store/agent-run-sto
 import type { Sql } from "../store/db.js";
 import { type AttemptStop, holdLease } from "./run-lease.js";
 import { type AttemptOutcome, classifyOutcome, type ExecutionResult } from "./run-outcome.js";
-import {
-  type EndedRun,
-  endAttempt,
-  handBackAttempt,
-  rollBackAttempt,
-  type SettlementDeps,
-} from "./run-settlement.js";
+import { endAttempt, handBackAttempt, rollBackAttempt, type SettlementDeps } from "./run-settlement.js";
 
 /** What executes a run: the graph executor (run-executor.ts), or another one its kwargs choose. */
 export type RunExecutor = typeof executeRun;
@@ -61,8 +55,6 @@ export interface RunAttemptDeps {
 export interface AttemptResult {
   /** The status this attempt ended the run with; undefined when it did not end it. */
   status: RunStatus | undefined;
-  /** The run as this attempt ended it, when the end committed and the run is kept. */
-  ended: AgentRunRecord | undefined;
 }
 
 /**
@@ -194,20 +186,20 @@ export async function runAttempt(
   switch (outcome.kind) {
     case "abandon":
       await writtenOrLogged(writer, log, run.runId);
-      return { status: undefined, ended: undefined };
+      return { status: undefined };
     case "hand-back":
       await writtenOrLogged(writer, log, run.runId);
       if (await handBackAttempt(deps.settlement, attempt))
         log.info("run handed back to the queue at shutdown", { runId: run.runId });
-      return { status: undefined, ended: undefined };
+      return { status: undefined };
     case "roll-back": {
       await writtenOrLogged(writer, log, run.runId);
       const rolledBack = await rollBackAttempt(deps.settlement, attempt, readState);
-      return { status: rolledBack ? "interrupted" : undefined, ended: undefined };
+      return { status: rolledBack ? "interrupted" : undefined };
     }
     case "end": {
       if (outcome.failure) writer.push({ event: "error", data: outcome.failure });
-      const ended: EndedRun | undefined = await endAttempt(
+      const ended = await endAttempt(
         deps.settlement,
         attempt,
         {
@@ -218,8 +210,8 @@ export async function runAttempt(
         },
         writer,
       );
-      if (!ended) return { status: undefined, ended: undefined };
-      return { status: outcome.status, ended: ended.kept ? ended.run : undefined };
+      if (!ended) return { status: undefined };
+      return { status: outcome.status };
     }
   }
 }

@@ -175,17 +175,21 @@ export async function endAttempt(
     if (ended) stored = { previousSeq: events.lastSeq(), rows: ended.written.events };
   } finally {
     // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
-    handOver(stored);
+    // A kept run goes to its waiters here as ended, without a read.
+    handOver(stored, ended?.kept ? endedRecord(run, ending.status, output, ended.written) : undefined);
   }
   if (!ended) return undefined;
-  const record: AgentRunRecord = {
-    ...run,
-    status: ending.status,
-    output,
-    cancelAction: null,
-    updatedAt: ended.written.updatedAt,
-  };
-  return { run: record, kept: ended.kept };
+  return { run: endedRecord(run, ending.status, output, ended.written), kept: ended.kept };
+}
+
+/** The run as its end wrote it. */
+function endedRecord(
+  run: AgentRunRecord,
+  status: RunStatus,
+  output: JsonValue,
+  written: RunEndWritten,
+): AgentRunRecord {
+  return { ...run, status, output, cancelAction: null, updatedAt: written.updatedAt };
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AgentRunRecord } from "../store/agent-run-store.js";
 import type { Queryable, Sql } from "../store/db.js";
 import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
 import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
@@ -28,6 +29,12 @@ export interface Watch {
    * read Postgres since it started watching may rely on it: earlier events were never handed over.
    */
   take(after: number): { rows: RunEventRecord[]; upTo: number; behind: boolean } | undefined;
+  /**
+   * On a run's end key ({@link endKey}): the run as an attempt of this process ended it, handed
+   * over as its end committed ({@link RunEventBus.writing}); undefined until then, and when the run
+   * ended elsewhere (read Postgres then).
+   */
+  ended(): AgentRunRecord | undefined;
   /** Stops watching; call it in a `finally`. */
   close(): void;
 }
@@ -52,9 +59,17 @@ export interface RunEventBus {
    * first batch: 0 when these are the run's first events, else undefined): a watcher takes it only
    * when it has read up to there, so nothing is skipped. Until then the run's notifications wake
    * nobody: a write's own NOTIFY often arrives before its answer, and a stream woken by it would
-   * read Postgres for events about to be handed over.
+   * read Postgres for events about to be handed over. A write that ends the run hands over the
+   * run as ended (`ended`) to the waiters on its end key, which need not read it then; the end's
+   * own NOTIFY wakes them only once the write is over.
    */
-  writing(runId: string): (stored?: StoredBatch) => void;
+  writing(runId: string): (stored?: StoredBatch, ended?: AgentRunRecord) => void;
+  /**
+   * Whether this process heard the end of `runId` announced (by any process) lately: a waiter
+   * that started watching its end key after the run was created here, but may have missed the
+   * announcement, reads the run only then. Remembers the last {@link RECENT_ENDS} ends.
+   */
+  endAnnounced(runId: string): boolean;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
@@ -66,6 +81,12 @@ export interface StoredBatch {
   previousSeq: number | undefined;
   rows: readonly RunEventRecord[];
 }
+
+/**
+ * Run ends remembered by {@link RunEventBus.endAnnounced}: far more than a process's runs end in
+ * the moments between a run's creation and its waiter's watch (about 40 bytes each).
+ */
+export const RECENT_ENDS = 10_000;
 
 /** The key a waiter watches to learn that a run ended (not every event of it). */
 export function endKey(runId: string): string {
@@ -80,6 +101,8 @@ interface KeyState {
   feed: RunEventFeed;
   /** The newest seq a notification announced. */
   notifiedThrough: number;
+  /** On an end key: the run as this process's attempt ended it. */
+  ended: AgentRunRecord | undefined;
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -88,6 +111,10 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const cancels = new Map<string, Set<CancelHandler>>();
   // Runs with a write of their events in flight in this process, and how many.
   const writes = new Map<string, number>();
+  // Runs whose end was announced while a write of theirs was in flight here: woken when it is over.
+  const heldEnds = new Set<string>();
+  // Runs whose end was announced lately, oldest first (a Set keeps insertion order).
+  const recentEnds = new Set<string>();
   let open = 0;
 
   const bump = (key: string): void => {
@@ -119,7 +146,13 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       // of a write still in flight here wake them when it hands them over.
       if (runId && !(run && seq <= run.feed.through) && !writes.has(runId)) bump(runId);
       if (threadId) bump(threadId);
-      if (runId && end === "end") bump(endKey(runId));
+      if (runId && end === "end") {
+        recentEnds.add(runId);
+        if (recentEnds.size > RECENT_ENDS) recentEnds.delete(recentEnds.values().next().value ?? runId);
+        // The end written here hands the run over once its write is over: that wakes the waiters.
+        if (writes.has(runId)) heldEnds.add(runId);
+        else bump(endKey(runId));
+      }
     },
     bumpAll,
   );
@@ -139,6 +172,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           waiters: new Set(),
           feed: createRunEventFeed(),
           notifiedThrough: 0,
+          ended: undefined,
         };
         keys.set(key, state);
       }
@@ -168,6 +202,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           const known = Math.max(own.notifiedThrough, own.feed.through);
           return taken && { ...taken, behind: known > taken.upTo };
         },
+        ended: () => own.ended,
         close() {
           if (closed) return;
           closed = true;
@@ -197,12 +232,16 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     writing(runId) {
       writes.set(runId, (writes.get(runId) ?? 0) + 1);
       let over = false;
-      return (stored) => {
+      return (stored, ended) => {
         if (over) return;
         over = true;
         const left = (writes.get(runId) ?? 1) - 1;
         if (left > 0) writes.set(runId, left);
         else writes.delete(runId);
+        const endState = keys.get(endKey(runId));
+        if (ended && endState) endState.ended = ended;
+        const held = left === 0 && heldEnds.delete(runId);
+        if (ended || held) bump(endKey(runId));
         if (stored && stored.rows.length > 0) deliver(runId, stored.previousSeq, stored.rows);
         else {
           // A failed write: wake the watchers if a notification was held back meanwhile.
@@ -215,6 +254,8 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     async notifyCancel(q, runId, action) {
       await q`select pg_notify(${RUN_CONTROL_CHANNEL}, ${`${runId} ${action}`})`;
     },
+
+    endAnnounced: (runId) => recentEnds.has(runId),
 
     watching: () => open,
 

@@ -52,7 +52,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus, localRuns: deps.localRuns };
+  const readers = { sql, bus };
 
   return {
     assistant: (workspaceId, raw, principal) => resolveAssistant(creationDeps, workspaceId, raw, principal),

@@ -68,7 +68,7 @@ export interface RunServiceDeps {
   /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
   webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "reserve" | "attemptEnd">;
+  localRuns?: Pick<AgentRunWorker, "reserve">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
@@ -187,7 +187,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus, localRuns: deps.localRuns };
+  const readers = { sql, bus };
   // Custom auth's thread checks, batched with the other lookups in flight like the thread service's.
   const threads = createThreadBatches(sql);
 
@@ -213,15 +213,19 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   const cancel = (workspaceId: string, runIds: string[], action: "interrupt" | "rollback") =>
     conflictsAs409(() => sql.begin((tx) => cancelRunsInTx(tx, cancelDeps, workspaceId, runIds, action)));
 
-  /** Waits for the run; on a client that goes away, cancels it when asked to. */
+  /**
+   * Waits for the run (`createdHere`: by this request, so its end cannot have been announced before
+   * the wait began); on a client that goes away, cancels it when asked to.
+   */
   const awaitEnd = async (
     ctx: HandlerContext,
     workspaceId: string,
     run: AgentRunRecord,
-    cancelOnDisconnect: boolean,
+    options: { cancelOnDisconnect: boolean; createdHere: boolean },
   ) => {
+    const { cancelOnDisconnect, createdHere } = options;
     try {
-      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal);
+      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal, { createdHere });
     } catch (error) {
       if (cancelOnDisconnect && ctx.signal.aborted)
         await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});
@@ -304,7 +308,10 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           ? `/runs/${run.runId}`
           : `/threads/${run.threadId}/runs/${run.runId}/join`,
       );
-      const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
+      const ended = await awaitEnd(ctx, workspaceId, run, {
+        cancelOnDisconnect: parsed.onDisconnect === "cancel",
+        createdHere: true,
+      });
       return { output: toValue(outputOf(ended)) };
     },
 
@@ -421,7 +428,9 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     async joinRun(request, ctx) {
       const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
-      const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
+      const ended = hasEnded(run)
+        ? run
+        : await awaitEnd(ctx, workspaceId, run, { cancelOnDisconnect, createdHere: false });
       return { output: toValue(outputOf(ended)) };
     },
 
