@@ -173,6 +173,8 @@ interface Cells {
   firstValuesP99: number;
   /** CPU ms the server (and its Postgres backends) spent per completed run in the throughput cell. */
   cpuMsPerRun: number;
+  /** The part of it spent by the server's own processes (the rest is Postgres's); NaN for the JS server. */
+  serverCpuMsPerRun: number;
   /** What the server's processes said to Postgres per completed run of the throughput cell. */
   wire: PgWireCounts | undefined;
   errors: number;
@@ -182,6 +184,8 @@ interface Cells {
 /** What a measured agentplane setup offers besides its port: its processes' wire counters. */
 interface Probes {
   meter: CpuMeter | undefined;
+  /** The server's own processes among the meter's (the others are its Postgres backends). */
+  serverPids: number[];
   /** The Postgres wire counters of the server's processes, summed; absent for the JS server. */
   wire: (() => Promise<PgWireCounts>) | undefined;
   /** What brackets the throughput cell (a CPU profile of it, statement counts), in order. */
@@ -271,6 +275,13 @@ async function measure(
     for (const bracket of probes.cell) await bracket.stop(completed);
     // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
     const cpuMsPerRun = before && after ? (cpuSecondsBetween(before, after) * 1000) / completed : Number.NaN;
+    const servers = probes.serverPids;
+    const only = (ticks: Map<number, number> | undefined) =>
+      new Map([...(ticks ?? [])].filter(([pid]) => servers.includes(pid)));
+    const serverCpuMsPerRun =
+      before && after && servers.length > 0
+        ? (cpuSecondsBetween(only(before), only(after)) * 1000) / completed
+        : Number.NaN;
     const wire = wireBefore && wireAfter ? wirePerRun(wireBefore, wireAfter, completed) : undefined;
 
     const streamRun = async () => {
@@ -294,6 +305,7 @@ async function measure(
       firstValuesP50: first.p50,
       firstValuesP99: first.p99,
       cpuMsPerRun,
+      serverCpuMsPerRun,
       wire,
       errors: loop.errors,
       firstError: loop.firstError,
@@ -316,6 +328,7 @@ function best(rounds: Cells[]): Cells | undefined {
     firstValuesP50: min((c) => c.firstValuesP50),
     firstValuesP99: min((c) => c.firstValuesP99),
     cpuMsPerRun: min((c) => c.cpuMsPerRun),
+    serverCpuMsPerRun: min((c) => c.serverCpuMsPerRun),
     // The counts hardly vary between rounds: the last round's.
     wire: rounds[rounds.length - 1]?.wire,
     errors: rounds.reduce((sum, c) => sum + c.errors, 0),
@@ -391,6 +404,7 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
     text: `≤ ${AIM_CPU_MS_PER_RUN} ms`,
     met: (v) => v <= AIM_CPU_MS_PER_RUN,
   });
+  row("  of it the server's processes", (c) => c.serverCpuMsPerRun, "none");
   const wireRow = (name: string, pick: (w: PgWireCounts) => number, digits: number) => {
     const values = labels.map((l) => {
       const w = cells.get(l)?.wire;
@@ -432,6 +446,12 @@ function printBaselineRatios(settings: Settings, results: Map<string, Cells[]>):
       `  CPU ms per run: ${roundRatios(
         inverse(ours, (c) => c.cpuMsPerRun),
         inverse(theirs, (c) => c.cpuMsPerRun),
+      )}`,
+    );
+    console.log(
+      `  of it the server's processes: ${roundRatios(
+        inverse(ours, (c) => c.serverCpuMsPerRun),
+        inverse(theirs, (c) => c.serverCpuMsPerRun),
       )}`,
     );
     console.log(
@@ -645,6 +665,7 @@ async function main(settings: Settings): Promise<void> {
         const children = servers.processes.get(target);
         const probes: Probes = {
           meter: servers.meters.get(target),
+          serverPids: (children ?? []).map((c) => c.pid),
           wire: children && (async () => sumWire(await Promise.all(children.map((c) => c.wire())))),
           cell:
             target === "agentplane"

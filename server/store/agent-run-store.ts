@@ -1,3 +1,4 @@
+import { assistantUnchanged } from "./assistant-store.js";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import { encryptionContextText } from "./encryption-scope.js";
@@ -142,38 +143,81 @@ export async function insertRun(
   return toRecord(row);
 }
 
+/** What {@link insertRunOnNewThread} found: the run inserted, or why not. */
+export type NewThreadRunInsert =
+  | { inserted: AgentRunRecord }
+  /** The assistant's row is no longer at the version the run was made from: nothing was written. */
+  | { inserted: undefined; assistantChanged: true };
+
 /**
  * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, in one
  * statement (one round trip, atomic without a transaction): nobody else knows the thread yet, so
  * it has no queue to lock. Pending, or, with `claim`, running under that lease as its first
- * attempt. A thread id already taken inserts nothing and throws.
+ * attempt. With `assistantRowVersion` (the version of the assistant's row the run was made from,
+ * store/assistant-store.ts), nothing is written unless the row is still at that version. A
+ * thread id already taken inserts nothing and throws. The record is the run as inserted, built from
+ * `run` and the times Postgres set (its JSON is not read back).
  */
 export async function insertRunOnNewThread(
   q: Queryable,
   run: NewRun,
   threadMetadata: JsonObject,
-  claim?: ClaimOnInsert,
-): Promise<AgentRunRecord> {
-  const [row] = await q<RunRow[]>`
-    with thread as (
+  options: { claim?: ClaimOnInsert; assistantRowVersion?: string } = {},
+): Promise<NewThreadRunInsert> {
+  const { claim, assistantRowVersion } = options;
+  const check =
+    assistantRowVersion === undefined
+      ? q`true`
+      : assistantUnchanged(q, run.workspaceId, run.assistantId, assistantRowVersion);
+  const encryptionContext = encryptionContextText();
+  const [row] = await q<
+    { unchanged: boolean; not_before: Date | null; created_at: Date; updated_at: Date }[]
+  >`
+    with current as (
+      select ${check} as unchanged
+    ), thread as (
       insert into threads (workspace_id, thread_id, metadata, status)
-      values (${run.workspaceId}, ${run.threadId}, ${q.json(threadMetadata)}, 'busy')
+      select ${run.workspaceId}, ${run.threadId}, ${q.json(threadMetadata)}, 'busy' from current where unchanged
       on conflict (workspace_id, thread_id) do nothing
       returning workspace_id, thread_id
+    ), run as (
+      insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                              multitask_strategy, temporary, not_before, status, attempt, lease_owner,
+                              lease_token, lease_expires_at, started_at, encryption_context)
+      select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
+             ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+             now() + make_interval(secs => ${run.afterSeconds}::float8), ${claim ? "running" : "pending"},
+             ${claim ? 1 : 0}, ${claim?.owner ?? null}, ${claim?.leaseToken ?? null}::uuid,
+             ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
+             ${claim ? q`now()` : null}, ${encryptionContext}
+      from thread
+      returning not_before, created_at, updated_at
     )
-    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
-                            multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                            lease_token, lease_expires_at, started_at, encryption_context)
-    select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
-           ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
-           now() + make_interval(secs => ${run.afterSeconds}::float8), ${claim ? "running" : "pending"},
-           ${claim ? 1 : 0}, ${claim?.owner ?? null}, ${claim?.leaseToken ?? null}::uuid,
-           ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
-           ${claim ? q`now()` : null}, ${encryptionContextText()}
-    from thread
-    returning *`;
-  if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
-  return toRecord(row);
+    select current.unchanged, run.not_before, run.created_at, run.updated_at from current left join run on true`;
+  if (!row?.unchanged) return { inserted: undefined, assistantChanged: true };
+  if (!row.not_before)
+    throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
+  return {
+    inserted: {
+      workspaceId: run.workspaceId,
+      runId: run.runId,
+      threadId: run.threadId,
+      assistantId: run.assistantId,
+      graphId: run.graphId,
+      status: claim ? "running" : "pending",
+      metadata: run.metadata,
+      kwargs: run.kwargs,
+      multitaskStrategy: run.multitaskStrategy,
+      temporary: run.temporary,
+      attempt: claim ? 1 : 0,
+      cancelAction: null,
+      output: null,
+      notBefore: row.not_before,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      encryptionContext,
+    },
+  };
 }
 
 /** The workspace's run `runId`, optionally only on thread `threadId`. */

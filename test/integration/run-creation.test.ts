@@ -14,7 +14,12 @@ import { createRunSlots } from "../../server/jobs/run-slots.js";
 import type { RunRequest } from "../../server/services/agents/run-requests.js";
 import { startStatelessHere, startsStatelessHere } from "../../server/services/agents/stateless-start.js";
 import type { RunClaim } from "../../server/store/agent-run-store.js";
-import { type AssistantRecord, findAssistant } from "../../server/store/assistant-store.js";
+import { insertRunOnNewThread } from "../../server/store/agent-run-store.js";
+import {
+  type AssistantRecord,
+  findAssistant,
+  findVersionedAssistant,
+} from "../../server/store/assistant-store.js";
 import { createSql, type Sql } from "../../server/store/db.js";
 import { type GraphFixture, writeGraphFixture } from "../support/graph-fixture.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
@@ -104,6 +109,71 @@ describe("run creation", () => {
   });
 });
 
+describe("the kept assistants of stateless runs", () => {
+  /** A stateless run of `assistantId` kept after it ends; answers its stored config and status. */
+  async function runOf(assistantId: string): Promise<{ status: number; configurable: unknown }> {
+    const response = await app.fetch("/runs", {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: assistantId, input: { pause_ms: 0 }, on_completion: "keep" }),
+    });
+    if (response.status !== 200) return { status: response.status, configurable: undefined };
+    const run = (await response.json()) as { run_id: string; thread_id: string };
+    const [row] = await sql<{ configurable: unknown }[]>`
+      select kwargs -> 'config' -> 'configurable' as configurable from agent_runs where run_id = ${run.run_id}`;
+    await joined(run);
+    return { status: 200, configurable: row?.configurable };
+  }
+
+  it("makes a run from the assistant as it is now, after it changed or went since the last run", async () => {
+    const created = await app.fetch("/assistants", {
+      method: "POST",
+      body: JSON.stringify({ graph_id: "sleepy", config: { configurable: { version: 1 } } }),
+    });
+    const { assistant_id: assistantId } = (await created.json()) as { assistant_id: string };
+    expect(await runOf(assistantId)).toMatchObject({ status: 200, configurable: { version: 1 } });
+    // Kept now: the next run is made from the kept record, checked against the row.
+    expect(await runOf(assistantId)).toMatchObject({ status: 200, configurable: { version: 1 } });
+    const patched = await app.fetch(`/assistants/${assistantId}`, {
+      method: "PATCH",
+      body: JSON.stringify({ config: { configurable: { version: 2 } } }),
+    });
+    expect(patched.status).toBe(200);
+    expect(await runOf(assistantId)).toMatchObject({ status: 200, configurable: { version: 2 } });
+    expect((await app.fetch(`/assistants/${assistantId}`, { method: "DELETE" })).status).toBeLessThan(300);
+    expect((await runOf(assistantId)).status).toBe(404);
+  });
+
+  it("inserts nothing when the assistant's row is no longer at the version the run was made from", async () => {
+    const [row] = await sql<{ workspace_id: string; assistant_id: string }[]>`
+      select workspace_id, assistant_id from assistants where graph_id = 'sleepy' limit 1`;
+    if (!row) throw new Error("no system assistant of the sleepy graph");
+    const read = await findVersionedAssistant(sql, row.workspace_id, row.assistant_id);
+    if (!read) throw new Error("no assistant");
+    const run = {
+      workspaceId: row.workspace_id,
+      runId: uuidv7(),
+      threadId: uuidv7(),
+      assistantId: row.assistant_id,
+      graphId: "sleepy",
+      metadata: {},
+      kwargs: {},
+      multitaskStrategy: "enqueue" as const,
+      temporary: true,
+      afterSeconds: 0,
+    };
+    await sql`update assistants set updated_at = now() where assistant_id = ${row.assistant_id}`;
+    const stale = await insertRunOnNewThread(sql, run, {}, { assistantRowVersion: read.rowVersion });
+    expect(stale).toEqual({ inserted: undefined, assistantChanged: true });
+    const [threads] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from threads where thread_id = ${run.threadId}`;
+    expect(threads?.n).toBe(0);
+    const current = await findVersionedAssistant(sql, row.workspace_id, row.assistant_id);
+    const made = await insertRunOnNewThread(sql, run, {}, { assistantRowVersion: current?.rowVersion ?? "" });
+    expect(made.inserted?.runId).toBe(run.runId);
+  });
+});
+
 describe("the stateless fast path", () => {
   const request: RunRequest = {
     assistantId: "sleepy",
@@ -165,9 +235,10 @@ describe("the stateless fast path", () => {
     const deps = { sql, settings: { leaseSeconds: 15 }, configurableHeaders: undefined };
     const created = await startStatelessHere(
       deps,
-      { workspaceId, assistant, request, headers: new Headers() },
+      { workspaceId, assistant, rowVersion: undefined, request, headers: new Headers() },
       slot,
     );
+    if (!created) throw new Error("the run was not created");
     expect(created.status).toBe("pending");
     const [claim] = slot.claims;
     expect(claim?.run).toMatchObject({ status: "running", attempt: 1, runId: created.runId });
@@ -192,7 +263,11 @@ describe("the stateless fast path", () => {
     const workspaceId = randomUUID();
     const deps = { sql, settings: { leaseSeconds: 15 }, configurableHeaders: undefined };
     await expect(
-      startStatelessHere(deps, { workspaceId, assistant, request, headers: new Headers() }, slot),
+      startStatelessHere(
+        deps,
+        { workspaceId, assistant, rowVersion: undefined, request, headers: new Headers() },
+        slot,
+      ),
     ).rejects.toThrow();
     expect(slot.claims).toEqual([]);
     expect(slots.usage().busy).toBe(0);

@@ -42,7 +42,13 @@ import {
 } from "../../store/thread-store.js";
 import type { Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
-import { assistantLookup, findRunAssistant, type RunAssistantDeps } from "./run-assistant.js";
+import {
+  type AssistantLookup,
+  assistantLookup,
+  findRunAssistant,
+  type RunAssistantDeps,
+} from "./run-assistant.js";
+import type { RunAssistantCache } from "./run-assistant-cache.js";
 import { authorizeRun, checkWebhook, type RunTarget } from "./run-authorization.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { newRunOf } from "./run-new.js";
@@ -64,6 +70,8 @@ export interface RunWriteDeps {
 /** What creating runs in transactions of their own needs. */
 export interface RunCreationDeps extends RunWriteDeps, RunAssistantDeps {
   sql: Sql;
+  /** The assistants stateless runs were made from lately (run-assistant-cache.ts). */
+  assistants: RunAssistantCache;
   /** This process's run worker, when it executes runs (roles all and worker). */
   localRuns: Pick<AgentRunWorker, "reserve"> | undefined;
   /** Which webhook URLs runs may name; {@link DEFAULT_WEBHOOK_SETTINGS} when absent. */
@@ -116,6 +124,8 @@ interface Creating {
   headers: Headers;
   /** A slot of this process for a run that may start now; absent or undefined when none. */
   reserve?: () => RunSlot | undefined;
+  /** For a stateless run made from a kept assistant: the row version its insert checks. */
+  assistantRowVersion?: string;
   /** Sends COMMIT behind the transaction's last statement; absent in a caller's transaction. */
   commitWith?: <T>(last: Promise<T>) => Promise<T>;
 }
@@ -239,7 +249,13 @@ async function writeRun(
         threadMetadata: deps.settings.richThreads ? graphMetadata : null,
         ...(claim ? { claim } : {}),
       })
-    : insertRunOnNewThread(tx, newRun, graphMetadata, claim);
+    : insertRunOnNewThread(tx, newRun, graphMetadata, {
+        ...(claim ? { claim } : {}),
+        ...(c.assistantRowVersion === undefined ? {} : { assistantRowVersion: c.assistantRowVersion }),
+      }).then(({ inserted }) => {
+        if (!inserted) throw new AssistantChanged();
+        return inserted;
+      });
   const dispatching =
     !taken && ahead.length === 0
       ? dispatchRun(
@@ -254,6 +270,11 @@ async function writeRun(
   const written = Promise.all([inserting, dispatching]);
   const [stored] = await (c.commitWith ? c.commitWith(written) : written);
   return { run: stored, claimed: taken !== undefined };
+}
+
+/** The assistant a stateless run was made from changed since it was read: the creation is retried. */
+class AssistantChanged extends Error {
+  override readonly name = "AssistantChanged";
 }
 
 /** The run as its creator sees it: created (pending), as when a worker claims it a moment later. */
@@ -302,6 +323,74 @@ export async function createRun(
   return createInOwnTransaction(deps, creation, threadId, options.principal);
 }
 
+/**
+ * A stateless run in a transaction of its own: on the fast path (stateless-start.ts) when a slot
+ * of this process is free, through the queue otherwise; made from the kept assistant first, and
+ * once more from a fresh read when that one changed meanwhile.
+ */
+async function createStateless(
+  deps: RunCreationDeps,
+  creation: {
+    workspaceId: string;
+    target: RunTarget;
+    threadId: string;
+    request: RunRequest;
+    headers: Headers;
+  },
+  lookup: AssistantLookup,
+  slot: { taken?: RunSlot },
+): Promise<{ started: AgentRunRecord } | { written: Written }> {
+  const { workspaceId, target, threadId, request, headers } = creation;
+  for (let fresh = false; ; fresh = true) {
+    const { assistant, rowVersion } = await deps.assistants.get(
+      workspaceId,
+      lookup,
+      request.assistantId,
+      fresh,
+    );
+    const here = startsStatelessHere(target, request) ? deps.localRuns?.reserve() : undefined;
+    if (here) {
+      const started = await startStatelessHere(
+        deps,
+        { workspaceId, assistant, rowVersion, request, headers },
+        here,
+      );
+      if (started) return { started };
+    } else {
+      try {
+        const written = await pipelinedTransaction(deps.sql, ({ tx, commitWith }) =>
+          writeRun(
+            {
+              deps,
+              tx,
+              workspaceId,
+              target,
+              threadId,
+              assistant,
+              request,
+              headers,
+              reserve: () => deps.localRuns?.reserve(),
+              commitWith,
+              ...(rowVersion === undefined ? {} : { assistantRowVersion: rowVersion }),
+            },
+            undefined,
+            slot,
+          ),
+        );
+        return { written };
+      } catch (error) {
+        if (!(error instanceof AssistantChanged)) throw error;
+        slot.taken?.release();
+        slot.taken = undefined;
+      }
+    }
+    // The assistant changed between its read and the insert: once from a kept record, read afresh.
+    if (fresh)
+      throw new Error(`assistant ${assistant.assistantId} changed while a run was being made from it; retry`);
+    deps.assistants.forget(workspaceId, assistant.assistantId);
+  }
+}
+
 /** Whether `deps` has what a run in a transaction of its own needs (the overloads guarantee it). */
 function isCreationDeps(deps: RunWriteDeps | RunCreationDeps): deps is RunCreationDeps {
   return "sql" in deps && "systemAssistants" in deps;
@@ -323,22 +412,14 @@ async function createInOwnTransaction(
   let created: Written;
   try {
     if (target.kind === "stateless") {
-      const assistant = await findRunAssistant(deps.sql, deps, workspaceId, lookup, request.assistantId);
-      if (startsStatelessHere(target, request)) {
-        const here = reserve();
-        if (here)
-          return {
-            run: await startStatelessHere(deps, { workspaceId, assistant, request, headers }, here),
-            startedHere: true,
-          };
-      }
-      created = await pipelinedTransaction(deps.sql, ({ tx, commitWith }) =>
-        writeRun(
-          { deps, tx, workspaceId, target, threadId, assistant, request, headers, reserve, commitWith },
-          undefined,
-          slot,
-        ),
+      const made = await createStateless(
+        deps,
+        { workspaceId, target, threadId, request, headers },
+        lookup,
+        slot,
       );
+      if ("started" in made) return { run: made.started, startedHere: true };
+      created = made.written;
     } else {
       created = await pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
         const [assistant, queue] = await Promise.all([

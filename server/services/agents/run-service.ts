@@ -32,6 +32,7 @@ import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/princ
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
 import { toValue } from "./json-value.js";
+import { createRunAssistantCache } from "./run-assistant-cache.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
 import {
@@ -170,10 +171,12 @@ export function runCreationDepsOf(deps: RunServiceDeps): RunCreationDeps {
       ? { webhooks: { settings: deps.webhooks, job: deps.webhookJob } }
       : {}),
   };
+  const graphIds = () => deps.graphs.ids();
   return {
     sql: deps.sql,
     systemAssistants: deps.systemAssistants,
-    graphIds: () => deps.graphs.ids(),
+    graphIds,
+    assistants: createRunAssistantCache(deps.sql, { graphIds }),
     cancel,
     settings: deps.settings,
     configurableHeaders: deps.graphs.settings.http.configurableHeaders,

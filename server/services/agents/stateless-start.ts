@@ -10,7 +10,10 @@
  *   queued on it: the run heads its thread's queue without locking it;
  * - the thread and the run (running, attempt 1, under the slot's lease) are one statement, so
  *   either both exist or neither does;
- * - the slot runs the claimed run once the statement answers, and is given back when it fails.
+ * - the slot runs the claimed run once the statement answers, and is given back when it fails;
+ * - a run made from a kept assistant (run-assistant-cache.ts) is inserted only while the
+ *   assistant's row is at the version read: otherwise nothing is written, the slot is given back,
+ *   and the caller retries with the assistant read afresh.
  */
 import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
@@ -37,13 +40,20 @@ export function startsStatelessHere(target: RunTarget, request: RunRequest): boo
 
 /**
  * Creates the stateless run of `request` in `slot`, started; resolves with the run as created
- * (pending, as when a worker claims it a moment later).
+ * (pending, as when a worker claims it a moment later), or undefined (nothing written, the slot
+ * given back) when the assistant's row is no longer at `rowVersion`.
  */
 export async function startStatelessHere(
   deps: StatelessStartDeps,
-  run: { workspaceId: string; assistant: AssistantRecord; request: RunRequest; headers: Headers },
+  run: {
+    workspaceId: string;
+    assistant: AssistantRecord;
+    rowVersion: string | undefined;
+    request: RunRequest;
+    headers: Headers;
+  },
   slot: RunSlot,
-): Promise<AgentRunRecord> {
+): Promise<AgentRunRecord | undefined> {
   const { workspaceId, assistant, request, headers } = run;
   const newRun = newRunOf(deps, {
     workspaceId,
@@ -54,17 +64,24 @@ export async function startStatelessHere(
     request,
     headers,
   });
-  let stored: AgentRunRecord;
+  let stored: AgentRunRecord | undefined;
   try {
-    stored = await insertRunOnNewThread(
+    ({ inserted: stored } = await insertRunOnNewThread(
       deps.sql,
       newRun,
       { graph_id: assistant.graphId, assistant_id: assistant.assistantId },
-      { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
-    );
+      {
+        claim: { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
+        ...(run.rowVersion === undefined ? {} : { assistantRowVersion: run.rowVersion }),
+      },
+    ));
   } catch (error) {
     slot.release();
     throw error;
+  }
+  if (!stored) {
+    slot.release();
+    return undefined;
   }
   slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
   return { ...stored, status: "pending", attempt: 0 };
