@@ -30,9 +30,10 @@ import { claimRun, lockThreadQueue, type RunClaim, type RunStatus } from "../sto
 import type { Sql } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
 import { pipelinedTransaction } from "../store/pipelined-transaction.js";
-import type { AgentRunPayload, RunDispatchDeps } from "./agent-run-dispatch.js";
+import { type AgentRunPayload, dispatchRun, type RunDispatchDeps } from "./agent-run-dispatch.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 import { type RunExecutor, runAttempt } from "./run-attempt.js";
+import { type BacklogPlace, createRunBacklog } from "./run-backlog.js";
 import { type AttemptStop, createAttemptStop } from "./run-lease.js";
 import { createRunSlots, type HeldSlot, type RunSlotUsage } from "./run-slots.js";
 import type { WebhookOwing } from "./webhook-delivery-job.js";
@@ -80,6 +81,12 @@ export interface AgentRunWorker {
    * path of a process that executes runs); undefined when it is stopping or has no free slot.
    */
   reserve(): RunSlot | undefined;
+  /**
+   * A place in this process's backlog (run-backlog.ts) for a run its creator makes while every slot
+   * is busy, which then waits here for a slot instead of going through the queue; undefined when
+   * the backlog is full or the worker is stopping.
+   */
+  backlog(): BacklogPlace | undefined;
   /** The slots in use now. */
   slots(): RunSlotUsage;
 }
@@ -116,6 +123,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   const { sql, settings, log } = deps;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(-12)}`;
   const slots = createRunSlots(settings.workers);
+  let draining = false;
   const running = new Map<string, Attempt>();
   const attemptDeps = {
     sql,
@@ -168,12 +176,17 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   /**
    * Starts a run in this process: waits for a free slot, claims the run (nothing happens when it
    * cannot start yet or another worker has it) and leaves it executing in the background, holding
-   * the slot until it ends. Resolves once the run is claimed, so the queue's job is done.
+   * the slot until it ends. Resolves once the run is claimed, so the queue's job is done. When the
+   * slots close first (the worker is stopping), `closed` says what becomes of the run.
    */
-  async function start(payload: AgentRunPayload): Promise<void> {
-    // A stopping worker takes nothing new; the maintenance pass of a live worker dispatches it again.
+  async function start(payload: AgentRunPayload, closed?: () => Promise<void>): Promise<void> {
     const slot = await slots.take();
-    if (!slot) return;
+    // A stopping worker takes nothing new: a job's run is dispatched again by the maintenance pass
+    // of a live worker, a backlog run gets its job now.
+    if (!slot) {
+      await closed?.();
+      return;
+    }
     let claim: RunClaim | undefined;
     try {
       const { workspaceId, threadId, runId } = payload;
@@ -193,6 +206,14 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     }
     if (claim) launch(claim, slot);
   }
+
+  const dispatch = { queue: deps.queue, runJob: () => job };
+  const backlog = createRunBacklog({
+    capacity: settings.workers,
+    start,
+    dispatch: (run) => dispatchRun(sql, dispatch, run),
+    log,
+  });
 
   const job: JobDefinition<AgentRunPayload> = defineJob<AgentRunPayload>({
     name: "agent.run",
@@ -231,8 +252,10 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         },
       };
     },
+    backlog: () => (draining ? undefined : backlog.reserve()),
     slots: () => slots.usage(),
     async drain(graceMs) {
+      draining = true;
       slots.close();
       // `done` never rejects: each attempt's failure is logged where it settles.
       const all = () => Promise.all([...running.values()].map((r) => r.done));

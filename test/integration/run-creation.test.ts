@@ -1,15 +1,17 @@
 /**
  * Run creation's invariants on a real database and a real server: the stateless fast path
  * (services/agents/stateless-start.ts) inserts its thread and its claimed run in one statement and
- * gives its slot back when that statement fails; a run created while this process has no free
- * slot goes through the queue (its job is written with it) and still runs; a run created here
- * with a free slot is never queued.
+ * gives its slot back when that statement fails; a run created here with a free slot is never
+ * queued; one created while every slot is busy waits in the backlog (jobs/run-backlog.ts) without a
+ * job, and goes to the queue when the backlog is full or it waited too long; a stateless run made
+ * from a kept assistant is made from the assistant as it is now.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RUN_SETTINGS } from "../../server/config.js";
 import { uuidv7 } from "../../server/ids.js";
 import type { RunSlot } from "../../server/jobs/agent-run-job.js";
+import { BACKLOG_WAIT_MS } from "../../server/jobs/run-backlog.js";
 import { createRunSlots } from "../../server/jobs/run-slots.js";
 import type { RunRequest } from "../../server/services/agents/run-requests.js";
 import { startStatelessHere, startsStatelessHere } from "../../server/services/agents/stateless-start.js";
@@ -96,16 +98,31 @@ describe("run creation", () => {
     expect(await jobsOf(run.run_id)).toBe(0);
   });
 
-  it("queues a run created while the process's slots are busy, with its job, and runs it after", async () => {
-    const holding = await createStateless(1_000);
-    const queued = await createStateless(0);
+  it("has a run created while every slot is busy wait in the backlog, without a job, then start here", async () => {
+    const holding = await createStateless(300);
+    const waiting = await createStateless(0);
     const [row] = await sql<
       { status: string }[]
-    >`select status from agent_runs where run_id = ${queued.run_id}`;
+    >`select status from agent_runs where run_id = ${waiting.run_id}`;
     expect(row?.status).toBe("pending");
-    expect(await jobsOf(queued.run_id)).toBe(1);
     expect(await joined(holding)).toBe("success");
-    expect(await joined(queued)).toBe("success");
+    expect(await joined(waiting)).toBe("success");
+    expect(await jobsOf(waiting.run_id)).toBe(0);
+  });
+
+  it("queues a run the backlog has no room for at once, and one that waited too long in it", async () => {
+    const holding = await createStateless(BACKLOG_WAIT_MS + 1_500);
+    const waiting = await createStateless(0);
+    // The backlog holds as many runs as the process has slots: one.
+    const queued = await createStateless(0);
+    expect(await jobsOf(waiting.run_id)).toBe(0);
+    expect(await jobsOf(queued.run_id)).toBe(1);
+    // Its wait ran out while the slot stayed busy: it has its job now, for any worker to take.
+    const deadline = Date.now() + BACKLOG_WAIT_MS + 10_000;
+    while ((await jobsOf(waiting.run_id)) === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await jobsOf(waiting.run_id)).toBe(1);
+    for (const run of [holding, waiting, queued]) expect(await joined(run)).toBe("success");
   });
 });
 

@@ -7,8 +7,10 @@
  *   its transaction ends, so concurrent creations on one thread keep arrival order, and its
  *   multitask strategy sees every run created before it;
  * - a run is inserted with the thread marked busy, in one statement, and, when it heads its
- *   thread's queue and may start now, either claimed by a slot of this process (it starts here)
- *   or dispatched through the queue in the same transaction (the job exists only if the run does);
+ *   thread's queue and may start now, either claimed by a slot of this process (it starts here),
+ *   or, every slot being busy, handed to this process's backlog once it committed (it waits here
+ *   for a slot, jobs/run-backlog.ts), or dispatched through the queue in the same transaction
+ *   (the job exists only if the run does);
  * - nothing is half-written: a request refused (4xx) or failed leaves no run, thread or job, and
  *   gives back the slot it reserved;
  * - statements are pipelined (store/pipelined-transaction.ts): a run on a thread takes two round
@@ -21,6 +23,7 @@ import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker, RunSlot } from "../../jobs/agent-run-job.js";
+import type { BacklogPlace } from "../../jobs/run-backlog.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import {
   type AgentRunRecord,
@@ -73,7 +76,7 @@ export interface RunCreationDeps extends RunWriteDeps, RunAssistantDeps {
   /** The assistants stateless runs were made from lately (run-assistant-cache.ts). */
   assistants: RunAssistantCache;
   /** This process's run worker, when it executes runs (roles all and worker). */
-  localRuns: Pick<AgentRunWorker, "reserve"> | undefined;
+  localRuns: LocalRuns | undefined;
   /** Which webhook URLs runs may name; {@link DEFAULT_WEBHOOK_SETTINGS} when absent. */
   webhooks?: WebhookSettings;
 }
@@ -122,18 +125,39 @@ interface Creating {
   assistant: AssistantRecord;
   request: RunRequest;
   headers: Headers;
-  /** A slot of this process for a run that may start now; absent or undefined when none. */
-  reserve?: () => RunSlot | undefined;
+  /** This process's run worker, when it executes runs and the run may start here. */
+  local?: LocalRuns | undefined;
   /** For a stateless run made from a kept assistant: the row version its insert checks. */
   assistantRowVersion?: string;
   /** Sends COMMIT behind the transaction's last statement; absent in a caller's transaction. */
   commitWith?: <T>(last: Promise<T>) => Promise<T>;
 }
 
-/** The run written, and the claim to start it in the slot that took it, if one did. */
+/** The run written, and whether a slot of this process claimed it as it was inserted. */
 interface Written {
   run: AgentRunRecord;
   claimed: boolean;
+}
+
+/** What a process that executes runs offers their creation: a free slot, or a place in its backlog. */
+type LocalRuns = Pick<AgentRunWorker, "reserve" | "backlog">;
+
+/**
+ * What a creation took of this process's run worker for a run that may start now: a slot (the run
+ * is claimed as it is inserted) or, every slot being busy, a backlog place (it waits here for one,
+ * without a job). Each is used once the creation committed, and given back when it did not.
+ */
+interface LocalStart {
+  slot?: RunSlot | undefined;
+  place?: BacklogPlace | undefined;
+}
+
+/** Gives back what `took` holds: the creation did not commit. */
+function releaseLocal(took: LocalStart): void {
+  took.slot?.release();
+  took.place?.release();
+  took.slot = undefined;
+  took.place = undefined;
 }
 
 /**
@@ -213,11 +237,7 @@ async function runsAhead(c: Creating, active: AgentRunRecord[]): Promise<AgentRu
  * run is inserted, claimed by a local slot when it may start now and one is free, and otherwise
  * dispatched when it heads its thread's queue. The last statement goes out with COMMIT.
  */
-async function writeRun(
-  c: Creating,
-  queue: ThreadQueue | undefined,
-  slot: { taken?: RunSlot },
-): Promise<Written> {
+async function writeRun(c: Creating, queue: ThreadQueue | undefined, took: LocalStart): Promise<Written> {
   const { deps, tx, workspaceId, threadId, assistant, request } = c;
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
   const thread = queue ? await threadOfRun(c, queue) : undefined;
@@ -237,10 +257,12 @@ async function writeRun(
     headers: c.headers,
   });
   // A run that may start now starts in this process when it has a free slot: claimed as it is
-  // inserted, no queue round trip. Runs still active before it dispatch it when they end.
+  // inserted, no queue round trip; with every slot busy, it may wait in the backlog for one. Runs
+  // still active before it dispatch it when they end.
   const startsNow = ahead.length === 0 && request.afterSeconds === 0;
-  const taken = startsNow ? c.reserve?.() : undefined;
-  slot.taken = taken;
+  const taken = startsNow ? c.local?.reserve() : undefined;
+  took.slot = taken;
+  took.place = startsNow && !taken ? c.local?.backlog() : undefined;
   const claim = taken
     ? { owner: taken.owner, leaseToken: taken.leaseToken, leaseSeconds: deps.settings.leaseSeconds }
     : undefined;
@@ -257,7 +279,7 @@ async function writeRun(
         return inserted;
       });
   const dispatching =
-    !taken && ahead.length === 0
+    !taken && !took.place && ahead.length === 0
       ? dispatchRun(
           tx,
           deps.cancel.dispatch,
@@ -338,7 +360,7 @@ async function createStateless(
     headers: Headers;
   },
   lookup: AssistantLookup,
-  slot: { taken?: RunSlot },
+  took: LocalStart,
 ): Promise<{ started: AgentRunRecord } | { written: Written }> {
   const { workspaceId, target, threadId, request, headers } = creation;
   for (let fresh = false; ; fresh = true) {
@@ -369,19 +391,18 @@ async function createStateless(
               assistant,
               request,
               headers,
-              reserve: () => deps.localRuns?.reserve(),
+              local: deps.localRuns,
               commitWith,
               ...(rowVersion === undefined ? {} : { assistantRowVersion: rowVersion }),
             },
             undefined,
-            slot,
+            took,
           ),
         );
         return { written };
       } catch (error) {
         if (!(error instanceof AssistantChanged)) throw error;
-        slot.taken?.release();
-        slot.taken = undefined;
+        releaseLocal(took);
       }
     }
     // The assistant changed between its read and the insert: once from a kept record, read afresh.
@@ -407,8 +428,7 @@ async function createInOwnTransaction(
   const { target, request } = await authorizeRun(principal, unauthorized.target, unauthorized.request);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const lookup = await assistantLookup(deps, workspaceId, request.assistantId, principal);
-  const slot: { taken?: RunSlot } = {};
-  const reserve = () => deps.localRuns?.reserve();
+  const took: LocalStart = {};
   let created: Written;
   try {
     if (target.kind === "stateless") {
@@ -416,7 +436,7 @@ async function createInOwnTransaction(
         deps,
         { workspaceId, target, threadId, request, headers },
         lookup,
-        slot,
+        took,
       );
       if ("started" in made) return { run: made.started, startedHere: true };
       created = made.written;
@@ -427,20 +447,32 @@ async function createInOwnTransaction(
           readThreadQueue(tx, workspaceId, threadId, target.auth),
         ]);
         return writeRun(
-          { deps, tx, workspaceId, target, threadId, assistant, request, headers, reserve, commitWith },
+          {
+            deps,
+            tx,
+            workspaceId,
+            target,
+            threadId,
+            assistant,
+            request,
+            headers,
+            local: deps.localRuns,
+            commitWith,
+          },
           queue,
-          slot,
+          took,
         );
       });
     }
   } catch (error) {
-    slot.taken?.release();
+    releaseLocal(took);
     throw error;
   }
-  if (slot.taken) {
-    if (created.claimed)
-      slot.taken.run({ run: created.run, leaseToken: slot.taken.leaseToken, orphaned: false });
-    else slot.taken.release();
+  const { slot, place } = took;
+  if (slot) {
+    if (created.claimed) slot.run({ run: created.run, leaseToken: slot.leaseToken, orphaned: false });
+    else slot.release();
   }
+  place?.enqueue({ workspaceId, threadId: created.run.threadId, runId: created.run.runId });
   return { run: asCreated(created.run), startedHere: created.claimed };
 }

@@ -69,7 +69,7 @@ export interface RunServiceDeps {
   /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
   webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "reserve">;
+  localRuns?: Pick<AgentRunWorker, "reserve" | "backlog">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
