@@ -109,6 +109,13 @@ interface Attempt {
   done: Promise<void>;
 }
 
+/**
+ * Runs the backlog holds per slot: with short runs a slot frees up every few milliseconds, so a
+ * backlog of a few runs per slot drains long before any of them waits out its second (after which
+ * it goes to the queue anyway); past that, runs go to the queue, where idle workers elsewhere see them.
+ */
+const BACKLOG_RUNS_PER_SLOT = 4;
+
 /** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
 const QUEUE_RETRY_LIMIT = 3;
 /** Seconds before pg-boss retries such a job. */
@@ -209,7 +216,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
 
   const dispatch = { queue: deps.queue, runJob: () => job };
   const backlog = createRunBacklog({
-    capacity: settings.workers,
+    capacity: settings.workers * BACKLOG_RUNS_PER_SLOT,
     start,
     dispatch: (run) => dispatchRun(sql, dispatch, run),
     log,

@@ -7,8 +7,8 @@
  * - a backlog run is pending in Postgres like any other, only without a job: it is claimed under
  *   its thread queue's lock with the conditions of any claim (run-slots.ts serves it in turn with
  *   the queue's jobs waiting for a slot), so it starts only when it heads its thread's queue;
- * - at most as many runs wait here as the process has slots (a fetched batch of jobs waits for
- *   slots the same way), so a busy process keeps no more than that from idle workers elsewhere;
+ * - at most `capacity` runs wait here (a few per slot), so a busy process keeps no more than that
+ *   from idle workers elsewhere, and none of them for longer than {@link BACKLOG_WAIT_MS};
  * - a run that has not got a slot within {@link BACKLOG_WAIT_MS} gets its job (any worker of the
  *   installation may then take it), as does every run still waiting when the process stops or
  *   when its claim fails; a process that dies leaves its backlog to the maintenance pass, which
@@ -42,7 +42,7 @@ export interface RunBacklog {
 
 /** What the backlog runs its runs with. */
 export interface BacklogDeps {
-  /** Places: the process's slots. */
+  /** Places: a few per slot of the process. */
   capacity: number;
   /**
    * Waits for a slot and claims the run in it (as a job's handler does); `closed` is called when

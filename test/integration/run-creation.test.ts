@@ -112,8 +112,9 @@ describe("run creation", () => {
 
   it("queues a run the backlog has no room for at once, and one that waited too long in it", async () => {
     const holding = await createStateless(BACKLOG_WAIT_MS + 1_500);
+    // The backlog holds four runs per slot: the process has one.
     const waiting = await createStateless(0);
-    // The backlog holds as many runs as the process has slots: one.
+    for (let i = 0; i < 3; i++) await createStateless(0);
     const queued = await createStateless(0);
     expect(await jobsOf(waiting.run_id)).toBe(0);
     expect(await jobsOf(queued.run_id)).toBe(1);
