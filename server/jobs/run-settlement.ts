@@ -28,7 +28,12 @@ import { deleteRunCheckpoints, saveThreadAfterRun } from "../store/agent-run-thr
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import { type Sql, storedCipherOf } from "../store/db.js";
 import { pipelinedTransaction } from "../store/pipelined-transaction.js";
-import { endRunWithThread, type RunEndWritten, type ThreadAfterEnd } from "../store/run-end-store.js";
+import {
+  endRunWithThread,
+  isRunEndNeedsMore,
+  type RunEndWritten,
+  type ThreadAfterEnd,
+} from "../store/run-end-store.js";
 import {
   appendRunEvents,
   END_EVENT,
@@ -92,9 +97,10 @@ function owesWebhook(deps: SettlementDeps, run: AgentRunRecord): boolean {
 /**
  * Ends the run, when the attempt still holds it: its status, output, last events and end event,
  * the webhook it owes, the thread's state (a temporary thread is deleted), the thread's next run.
- * Two round trips: BEGIN, the queue's lock and the end statement (run-end-store.ts) together; then
- * whatever the end found to do (dispatch the next run, owe the webhook) with COMMIT. Resolves with
- * the run as ended, or undefined when the attempt no longer held it.
+ * One round trip (BEGIN, the queue's lock, the end statement of run-end-store.ts and COMMIT
+ * together) when the end has nothing more to do; otherwise two: the same without COMMIT, then
+ * what it found to do (dispatch the next run, owe the webhook) with COMMIT. Resolves with the run
+ * as ended, or undefined when the attempt no longer held it.
  */
 export async function endAttempt(
   deps: SettlementDeps,
@@ -123,9 +129,14 @@ export async function endAttempt(
   const handOver = deps.bus().writing(run.runId);
   let stored: StoredBatch | undefined;
   let ended: { written: RunEndWritten; kept: boolean } | undefined;
-  try {
-    ended = await pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
-      const [, written] = await Promise.all([
+  /**
+   * The end's transaction. `alone`: COMMIT goes right behind the end statement (one round trip),
+   * which fails instead when it finds more to do; otherwise COMMIT goes with the follow-ups the end
+   * found (the webhook owed, the next run's dispatch, a deleted thread's cleanup).
+   */
+  const write = (alone: boolean) =>
+    pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
+      const statements = Promise.all([
         lockThreadQueue(tx, run.workspaceId, run.threadId),
         endRunWithThread(tx, {
           workspaceId: run.workspaceId,
@@ -140,9 +151,12 @@ export async function endAttempt(
           channel: RUN_EVENTS_CHANNEL,
           thread,
           cipher: storedCipherOf(deps.sql),
+          alone,
         }),
       ]);
+      const [, written] = await (alone ? commitWith(statements) : statements);
       if (!written) return undefined;
+      if (alone) return { written, kept: true };
       // The thread was deleted while the run ran: what the run wrote after that goes too.
       const gone = !written.threadSaved && !written.threadDeleted;
       const follow: Promise<unknown>[] = [];
@@ -172,6 +186,15 @@ export async function endAttempt(
       if (follow.length > 0) await commitWith(Promise.all(follow));
       return { written, kept: !gone };
     });
+  try {
+    // Most ends have nothing more to do: a webhook owed is known before; the rest the end finds.
+    const alone = !owesWebhook(deps, run);
+    try {
+      ended = await write(alone);
+    } catch (error) {
+      if (!alone || !isRunEndNeedsMore(error)) throw error;
+      ended = await write(false);
+    }
     if (ended) stored = { previousSeq: events.lastSeq(), rows: ended.written.events };
   } finally {
     // Nothing to hand over when the end did not commit: the streams read Postgres if need be.

@@ -11,7 +11,7 @@
  */
 
 import type { RunStatus } from "./agent-run-store.js";
-import type { Queryable } from "./db.js";
+import { pgErrorCode, type Queryable } from "./db.js";
 import type { NewRunEvent, RunEventRecord } from "./run-event-store.js";
 import type { StoredDataCipher } from "./stored-data-cipher.js";
 import type { JsonObject, JsonValue } from "./thread-store.js";
@@ -46,6 +46,20 @@ export interface RunEndWrite {
   thread: ThreadAfterEnd;
   /** Encryption at rest of the pool: the events' data is sealed with it (a transaction has none). */
   cipher: StoredDataCipher | undefined;
+  /**
+   * The statement goes out with COMMIT right behind it: when the end finds more to do in its
+   * transaction (a next run to dispatch, its thread gone), the statement fails with
+   * an error {@link isRunEndNeedsMore} recognises instead, and nothing is written.
+   */
+  alone: boolean;
+}
+
+/** SQLSTATE of an end sent `alone` that found more to do (migration 0028). */
+const NEEDS_MORE_SQLSTATE = "AP001";
+
+/** Whether `error` is the failure of an end sent `alone` that found more to do in its transaction. */
+export function isRunEndNeedsMore(error: unknown): boolean {
+  return pgErrorCode(error) === NEEDS_MORE_SQLSTATE;
 }
 
 /** What {@link endRunWithThread} wrote. */
@@ -159,7 +173,10 @@ export async function endRunWithThread(q: Queryable, end: RunEndWrite): Promise<
       exists (select 1 from saved) as saved,
       exists (select 1 from deleted) as deleted,
       (select run_id from next) as next_run_id, (select not_before from next) as next_not_before,
-      (select count(*) from notified) as notices
+      (select count(*) from notified) as notices,
+      case when ${end.alone}::boolean
+             and (exists (select 1 from next) or not (exists (select 1 from saved) or exists (select 1 from deleted)))
+           then agentplane_run_end_needs_more() end as needs_more
     from finished f`;
   if (!row) return undefined;
   return {
