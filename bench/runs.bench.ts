@@ -88,8 +88,13 @@ const AIM_THROUGHPUT_RATIO = 3;
 const AIM_SPLIT_THROUGHPUT_RATIO = 3.5;
 const AIM_FIRST_VALUES_P50_MS = 5;
 const AIM_CPU_MS_PER_RUN = 7;
-/** Calls before each latency series that are not counted: connections open, code paths warm. */
-const WARMUP_CALLS = 5;
+/**
+ * Calls before each latency series that are not counted: connections open, code paths warm. A
+ * statement's first run on one of the pool's ten connections costs a round trip more (Parse and
+ * Describe, then Bind), and a run's statements land on any of them: five calls left most of a
+ * series' first calls paying it.
+ */
+const WARMUP_CALLS = 30;
 
 const TARGETS = [
   "agentplane",

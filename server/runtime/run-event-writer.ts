@@ -8,10 +8,11 @@
  *   the events of one write are inserted in order (their seqs rise in it);
  * - what any run pushes during one turn goes out in one statement at the end of the turn; what a
  *   run pushes while its write is in flight goes in a later one;
- * - until a run's first output (its first event after `metadata`) has gone out, its events go
- *   before the end of the turn instead (once the microtasks queued before them ran): a graph runs
- *   its next nodes, and their tracing callbacks, in the same turn as the chunk that produced the
- *   event, and the statement then travels while they run rather than after them;
+ * - a run's first output (its first event after `metadata`) goes before the end of its turn
+ *   instead (once the microtasks queued before it ran), with the `metadata` still waiting: a graph
+ *   runs its next nodes, and their tracing callbacks, in the same turn as the chunk that produced
+ *   the event, and the statement then travels while they run rather than after them; a
+ *   `metadata` alone waits for the end of its turn, where the first output often joins it;
  * - a statement of several runs that fails is retried run by run, so one run's failure fails that
  *   run's writer alone; a writer whose write failed writes nothing more and reports the failure;
  * - each write is handed over as stored (`handOff`), in order, so the run's streams in this
@@ -81,7 +82,7 @@ interface Writer {
   writing: boolean;
   /** Whether its first write is still to come. */
   first: boolean;
-  /** Whether its first output has yet to go out: until then its writes start at once. */
+  /** Whether its first output has yet to go out: that one's write starts at once. */
   eager: boolean;
   last: number | undefined;
   failure: unknown;
@@ -170,7 +171,7 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
   const schedule = (writer: Writer): void => {
     ready.add(writer);
     if (writer.writing) return;
-    if (writer.eager) {
+    if (writer.eager && writer.pending.some((e) => e.event !== METADATA_EVENT)) {
       if (!soon) {
         soon = true;
         queueMicrotask(flush);

@@ -1,8 +1,9 @@
 /**
- * A run's event writer on a real database: until the run's first output has gone out, a write
- * starts before the end of the turn (the graph's next nodes run in that turn); later events wait
- * for the end of the turn and share a statement. Each batch is handed over as stored, in order, the
- * first one declared as following 0 (nothing of the run before it).
+ * A run's event writer on a real database: the run's first output is written before the end of its
+ * turn (the graph's next nodes run in that turn), with the metadata when that still waits; later
+ * events, and a metadata alone, wait for the end of the turn and share a statement, with those of
+ * other runs. Each batch is handed over as stored, in order, the first one declared as following 0
+ * (nothing of the run before it).
  */
 import { describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
@@ -22,7 +23,8 @@ async function microtasks(): Promise<void> {
 }
 
 describe("run event writer", () => {
-  it("sends the run's metadata and first output at once, then batches the rest by turn", async () => {
+  /** A writer of a new run, recording what each write carried and what it handed over. */
+  function recordingWriter() {
     const run = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
     const started: string[][] = [];
     const handed: StoredBatch[] = [];
@@ -38,19 +40,17 @@ describe("run event writer", () => {
       pushed.push(event);
       writer.push({ event, data });
     };
+    return { run, started, handed, writer, push };
+  }
 
+  it("sends the run's first output at once, with its metadata, then batches the rest by turn", async () => {
+    const { run, started, handed, writer, push } = recordingWriter();
     push("metadata", { run_id: run.runId, attempt: 1 });
-    const metadataTurn = endOfTurn();
+    push("values", { step: 1 });
+    const outputTurn = endOfTurn();
     // The write started within the turn: the statement is on its way before the turn ends.
     await microtasks();
-    expect(started).toEqual([["metadata"]]);
-    await metadataTurn;
-    await writer.flush();
-
-    const outputTurn = endOfTurn();
-    push("values", { step: 1 });
-    await microtasks();
-    expect(started).toEqual([["metadata"], ["values"]]);
+    expect(started).toEqual([["metadata", "values"]]);
     await outputTurn;
     await writer.flush();
 
@@ -58,19 +58,36 @@ describe("run event writer", () => {
     const laterTurn = endOfTurn();
     push("values", { step: 2 });
     push("updates", { node: {} });
+    await microtasks();
+    expect(started).toHaveLength(1);
     await laterTurn;
-    expect(started).toHaveLength(2);
     await writer.flush();
-    expect(started).toEqual([["metadata"], ["values"], ["values", "updates"]]);
+    expect(started).toEqual([
+      ["metadata", "values"],
+      ["values", "updates"],
+    ]);
 
     const stored = await eventsAfter(db().sql, run.workspaceId, { runId: run.runId }, 0, 100);
     expect(stored.map((e) => e.event)).toEqual(["metadata", "values", "values", "updates"]);
     expect(handed.map((b) => b.rows.map((r) => r.seq))).toEqual([
-      [stored[0]?.seq],
-      [stored[1]?.seq],
+      [stored[0]?.seq, stored[1]?.seq],
       [stored[2]?.seq, stored[3]?.seq],
     ]);
-    expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[0]?.seq, stored[1]?.seq]);
+    expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[1]?.seq]);
+  });
+
+  it("sends a metadata with no output in its turn at the end of the turn, and the first output at once", async () => {
+    const { run, started, writer, push } = recordingWriter();
+    push("metadata", { run_id: run.runId, attempt: 1 });
+    await microtasks();
+    expect(started).toEqual([]);
+    await endOfTurn();
+    expect(started).toEqual([["metadata"]]);
+    await writer.flush();
+    push("values", { step: 1 });
+    await microtasks();
+    expect(started).toEqual([["metadata"], ["values"]]);
+    await writer.flush();
   });
 });
 
