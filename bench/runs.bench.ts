@@ -14,7 +14,11 @@
  *   runs per second swing with other load; CPU per run much less (aim ≤ 7 ms);
  * - what each agentplane run says to Postgres in the throughput cell, counted on the wire by its
  *   processes (bench/support/pg-wire-meter.ts): statements, statements prepared, socket writes
- *   (round trips' starts: pipelined statements share one), chunks read and bytes each way.
+ *   (round trips' starts: pipelined statements share one), chunks read and bytes each way;
+ * - the thread-centric streaming protocol ("protocol v2", bench/runs/protocol-v2-calls.ts, as SDK
+ *   1.15's ThreadStream speaks it over SSE): `run.start` → first `values` event p50 on an open event
+ *   stream (aim: ≤ 1.2 × agentplane's own POST …/runs/stream), and completed protocol runs per
+ *   second with 50 in flight (aim: ≥ 3 × the JS server's protocol v2).
  *
  * and the same for agentplane split in two processes, an `api` and a `worker` on one database, so
  * every run crosses processes (queue wake-up and stream fan-out through Postgres).
@@ -63,6 +67,7 @@ import {
   startLangGraphJs,
 } from "./agent-crud/langgraph-js-peer.js";
 import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
+import { createProtocolClient } from "./runs/protocol-v2-calls.js";
 import { printStatementsPerRun, type StatementPerRun, statementsPerRun } from "./runs/statements-per-run.js";
 import { createStreamClient } from "./runs/stream-call.js";
 import { benchEncryption, createBenchApiKey } from "./support/bench-app.js";
@@ -88,6 +93,10 @@ const AIM_THROUGHPUT_RATIO = 3;
 const AIM_SPLIT_THROUGHPUT_RATIO = 3.5;
 const AIM_FIRST_VALUES_P50_MS = 5;
 const AIM_CPU_MS_PER_RUN = 7;
+/** Protocol v2's first values against agentplane's own run stream's (issue 25). */
+const AIM_V2_FIRST_VALUES_RATIO = 1.2;
+/** Protocol v2 runs per second against the JS server's protocol v2 (issue 25). */
+const AIM_V2_THROUGHPUT_RATIO = 3;
 /**
  * Calls before each latency series that are not counted: connections open, code paths warm. A
  * statement's first run on one of the pool's ten connections costs a round trip more (Parse and
@@ -182,6 +191,11 @@ interface Cells {
   serverCpuMsPerRun: number;
   /** What the server's processes said to Postgres per completed run of the throughput cell. */
   wire: PgWireCounts | undefined;
+  /** Protocol v2: run.start → first values, p50 and p99 ms. */
+  v2FirstValuesP50: number;
+  v2FirstValuesP99: number;
+  /** Protocol v2 runs completed per second in flight. */
+  v2RunsPerSecond: number;
   errors: number;
   firstError: string | undefined;
 }
@@ -259,6 +273,8 @@ async function measure(
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
   const streams = createStreamClient(port, headers, 1);
+  const v2one = createProtocolClient(port, headers, 1);
+  const v2many = createProtocolClient(port, headers, settings.concurrency);
   try {
     await series(WARMUP_CALLS, () => waitRun(one).then(() => undefined));
     const wait = quantiles(await series(settings.samples, () => waitRun(one).then(() => undefined)));
@@ -303,6 +319,17 @@ async function measure(
     };
     await series(WARMUP_CALLS, streamRun);
     const first = quantiles(await series(settings.samples, streamRun));
+
+    const v2Run = () => v2one.run("agent", {}).then((timing) => timing.firstValuesMs);
+    await series(WARMUP_CALLS, v2Run);
+    const v2First = quantiles(await series(settings.samples, v2Run));
+    const v2Loop = await runClosedLoop(
+      async () => {
+        await v2many.run("agent", {});
+      },
+      settings.concurrency,
+      settings,
+    );
     return {
       waitP50: wait.p50,
       waitP99: wait.p99,
@@ -312,13 +339,18 @@ async function measure(
       cpuMsPerRun,
       serverCpuMsPerRun,
       wire,
-      errors: loop.errors,
-      firstError: loop.firstError,
+      v2FirstValuesP50: v2First.p50,
+      v2FirstValuesP99: v2First.p99,
+      v2RunsPerSecond: v2Loop.rps,
+      errors: loop.errors + v2Loop.errors,
+      firstError: loop.firstError ?? v2Loop.firstError,
     };
   } finally {
     one.close();
     many.close();
     streams.close();
+    v2one.close();
+    v2many.close();
   }
 }
 
@@ -336,6 +368,9 @@ function best(rounds: Cells[]): Cells | undefined {
     serverCpuMsPerRun: min((c) => c.serverCpuMsPerRun),
     // The counts hardly vary between rounds: the last round's.
     wire: rounds[rounds.length - 1]?.wire,
+    v2FirstValuesP50: min((c) => c.v2FirstValuesP50),
+    v2FirstValuesP99: min((c) => c.v2FirstValuesP99),
+    v2RunsPerSecond: Math.max(...rounds.map((c) => c.v2RunsPerSecond)),
     errors: rounds.reduce((sum, c) => sum + c.errors, 0),
     firstError: rounds.find((c) => c.firstError)?.firstError,
   };
@@ -423,6 +458,16 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
   wireRow("Postgres socket reads per run", (w) => w.reads, 1);
   wireRow("bytes to Postgres per run", (w) => w.bytesOut, 0);
   wireRow("bytes from Postgres per run", (w) => w.bytesIn, 0);
+  const legacyFirst = ours?.firstValuesP50 ?? Number.NaN;
+  row("protocol v2 run.start → first values: p50 ms", (c) => c.v2FirstValuesP50, "faster", {
+    text: `≤ ${AIM_V2_FIRST_VALUES_RATIO}× runs/stream's`,
+    met: (v) => (Number.isNaN(legacyFirst) ? undefined : v <= AIM_V2_FIRST_VALUES_RATIO * legacyFirst),
+  });
+  row("protocol v2 run.start → first values: p99 ms", (c) => c.v2FirstValuesP99, "faster");
+  row(`protocol v2 completed runs/s, ${settings.concurrency} in flight`, (c) => c.v2RunsPerSecond, "more", {
+    text: `≥ ${AIM_V2_THROUGHPUT_RATIO}× JS`,
+    met: (_v, r) => (Number.isNaN(r) ? undefined : r >= AIM_V2_THROUGHPUT_RATIO),
+  });
   for (const label of labels) {
     const c = cells.get(label);
     if (c && c.errors > 0) {
@@ -681,7 +726,8 @@ async function main(settings: Settings): Promise<void> {
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
-            `${cells.runsPerSecond.toFixed(0)} runs/s, first values p50 ${cells.firstValuesP50.toFixed(1)} ms`,
+            `${cells.runsPerSecond.toFixed(0)} runs/s, first values p50 ${cells.firstValuesP50.toFixed(1)} ms; ` +
+            `protocol v2: first values p50 ${cells.v2FirstValuesP50.toFixed(1)} ms, ${cells.v2RunsPerSecond.toFixed(0)} runs/s`,
         );
       }
     }

@@ -19,19 +19,24 @@ import type { Logger } from "../logger.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
+import { executeProtocolRun } from "../runtime/protocol/protocol-run-executor.js";
 import type { RunEventBus } from "../runtime/run-event-bus.js";
 import type { RunEventBatcher, RunEventWriter } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import { type RunKwargs, runKwargsOf } from "../runtime/run-kwargs.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
+import { type ResumeRefusal, ResumeRefusedError, strictResumeRefusal } from "../runtime/strict-resume.js";
 import type { AgentRunRecord, RunClaim, RunStatus } from "../store/agent-run-store.js";
 import type { Sql } from "../store/db.js";
 import { type AttemptStop, holdLease } from "./run-lease.js";
 import { type AttemptOutcome, classifyOutcome, type ExecutionResult } from "./run-outcome.js";
 import { endAttempt, handBackAttempt, rollBackAttempt, type SettlementDeps } from "./run-settlement.js";
 
-/** What executes a run: the graph executor (run-executor.ts), or another one its kwargs choose. */
+/**
+ * What executes a run: the graph executor (run-executor.ts), the streaming protocol's
+ * (protocol-run-executor.ts) for a protocol run, or another one its kwargs choose.
+ */
 export type RunExecutor = typeof executeRun;
 
 /** What an attempt needs. */
@@ -46,7 +51,7 @@ export interface RunAttemptDeps {
   tracing?: RunTracing;
   /** Writes the events of the process's runs (batched across runs). */
   events: RunEventBatcher;
-  /** The executor of a run, by its kwargs; the graph executor when absent. */
+  /** The executor of a run, by its kwargs; when absent, the graph's or the protocol's executor. */
   executorFor?: (kwargs: RunKwargs) => RunExecutor;
   settlement: SettlementDeps;
 }
@@ -57,11 +62,17 @@ export interface AttemptResult {
   status: RunStatus | undefined;
 }
 
+/** Whether a run's stream shows its checkpoints (which then need a checkpointer to exist). */
+function streamsCheckpoints(kwargs: RunKwargs): boolean {
+  return kwargs.stream_mode.includes("checkpoints") || kwargs.stream_mode.includes("debug");
+}
+
 /**
  * The run's graph with its checkpointer and store. A stateless run that deletes its thread keeps
- * no checkpoints, as on the LangGraph servers: nothing would read them (a takeover then restarts
- * it from its input). Otherwise the thread's newest checkpoint, which the graph reads first, is
- * read at once: the round trip travels while the graph loads and its stream is set up.
+ * no checkpoints unless its stream shows them (`checkpoints`, `debug`), as on the LangGraph
+ * servers: nothing would read them (a takeover then restarts it from its input), and they go with
+ * its thread. Otherwise the thread's newest checkpoint, which the graph reads first, is read at
+ * once: the round trip travels while the graph loads and its stream is set up.
  */
 async function loadGraph(
   deps: RunAttemptDeps,
@@ -71,14 +82,14 @@ async function loadGraph(
   const registered = deps.graphs.get(run.graphId);
   if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
   let checkpointer: PostgresCheckpointer | undefined;
-  if (!kwargs.temporary) {
+  if (!kwargs.temporary || streamsCheckpoints(kwargs)) {
     // Unless the run's durability waits for each step's checkpoint, its writes let the run's
     // events of the same turn go first.
     checkpointer = new PostgresCheckpointer(deps.sql, run.workspaceId, {
       deferWrites: kwargs.durability !== "sync",
     });
-    // A run from a given checkpoint reads that one instead.
-    if (!kwargs.checkpoint) checkpointer.prefetchLatest(run.threadId);
+    // A run from a given checkpoint reads that one instead; a stateless run's thread has none.
+    if (!kwargs.checkpoint && !kwargs.temporary) checkpointer.prefetchLatest(run.threadId);
   }
   return registered.load({
     ...(checkpointer ? { checkpointer } : {}),
@@ -118,8 +129,12 @@ async function execute(
     const kwargs = runKwargsOf(run.kwargs);
     const graph = await loadGraph(deps, run, kwargs);
     loaded(graph);
+    if (kwargs.strict_resume) {
+      const refusal = strictResumeRefusal(kwargs, await threadStateAfterRun(graph, run.threadId));
+      if (refusal) throw new ResumeRefusedError(refusal);
+    }
     const tracer = deps.tracing?.start(run);
-    const executor = deps.executorFor?.(kwargs) ?? executeRun;
+    const executor = deps.executorFor?.(kwargs) ?? (kwargs.protocol ? executeProtocolRun : executeRun);
     const result = await executor({
       graph,
       runId: run.runId,
@@ -151,7 +166,8 @@ export async function runAttempt(
   const { run, leaseToken } = claim;
   const { settings, log } = deps;
   // Streams of the run in this process get its events as they are stored, without a read.
-  const writer = deps.events.writer(run, () => deps.bus().writing(run.runId));
+  // So do the thread's watchers (thread streams, the streaming protocol's event streams).
+  const writer = deps.events.writer(run, () => deps.bus().writing(run.runId, run.threadId));
   const release = holdLease(
     {
       sql: deps.sql,
@@ -166,11 +182,20 @@ export async function runAttempt(
   );
   let graph: CompiledGraph | undefined;
   let outcome: AttemptOutcome;
+  // A refused strict resume: the run fails, its thread stays as it was.
+  let refusal: ResumeRefusal | undefined;
   try {
     const result = await execute(deps, run, stop, writer, (loaded) => {
       graph = loaded;
     });
     outcome = classifyOutcome(result, stop.reason(), settings.timeoutSeconds);
+    if (
+      !result.ok &&
+      outcome.kind === "end" &&
+      outcome.unexpected &&
+      result.error instanceof ResumeRefusedError
+    )
+      refusal = result.error.refusal;
     if (!result.ok && outcome.kind === "end" && outcome.unexpected && outcome.failure)
       log.info("run failed", {
         runId: run.runId,
@@ -198,7 +223,7 @@ export async function runAttempt(
       return { status: rolledBack ? "interrupted" : undefined };
     }
     case "end": {
-      if (outcome.failure) writer.push({ event: "error", data: outcome.failure });
+      if (outcome.failure) writer.push({ event: "error", data: { ...outcome.failure, ...refusal } });
       const ended = await endAttempt(
         deps.settlement,
         attempt,
@@ -207,6 +232,7 @@ export async function runAttempt(
           output: outcome.output,
           failure: outcome.failure,
           state: await readState(),
+          refusal,
         },
         writer,
       );

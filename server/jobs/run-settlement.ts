@@ -14,8 +14,11 @@
  * - the end event is handed to the run's streams in this process only once the end has committed.
  */
 import type { RunSettings } from "../config.js";
+import { protocolEndEvent, rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
 import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
+import { storedEvent } from "../runtime/run-event-writer.js";
 import type { ThreadStateAfterRun } from "../runtime/run-thread-state.js";
+import type { ResumeRefusal } from "../runtime/strict-resume.js";
 import {
   type AgentRunRecord,
   deleteRun,
@@ -37,6 +40,7 @@ import {
 import {
   appendRunEvents,
   END_EVENT,
+  endEventData,
   expireRunEvents,
   type NewRunEvent,
   RUN_EVENTS_CHANNEL,
@@ -70,6 +74,8 @@ export interface RunEnding {
   failure: RunFailure | undefined;
   /** The thread's state after the run (none for a temporary thread, or when the graph never loaded). */
   state: ThreadStateAfterRun | undefined;
+  /** A refused strict resume (the run fails, its thread stays as it was: no error on it). */
+  refusal?: ResumeRefusal | undefined;
 }
 
 /** The attempt's events, as its end needs them. */
@@ -87,6 +93,11 @@ export interface AttemptEvents {
 export interface EndedRun {
   run: AgentRunRecord;
   kept: boolean;
+}
+
+/** Whether the run is one of the thread-centric streaming protocol (its stream ends with a lifecycle event). */
+function isProtocolRun(run: AgentRunRecord): boolean {
+  return run.kwargs.protocol === true;
 }
 
 /** Whether the run owes a webhook call when it ends (written in the end's transaction). */
@@ -110,23 +121,46 @@ export async function endAttempt(
 ): Promise<EndedRun | undefined> {
   const { state } = ending;
   const output = ending.output ?? state?.values ?? {};
-  const unwritten = await events.takeUnwritten();
+  const { refusal } = ending;
+  // A protocol run's stream ends with the root's lifecycle, stored by the end statement after the
+  // attempt's last events (and encrypted as they are) and handed over with them as plain JSON.
+  const final = isProtocolRun(run)
+    ? [
+        storedEvent(
+          protocolEndEvent(
+            {
+              status: ending.status,
+              ...(ending.failure ? { error: ending.failure.message } : {}),
+              ...(refusal ? { refusal } : {}),
+              waitingForInput: Object.keys(state?.interrupts ?? {}).length > 0,
+            },
+            run.graphId,
+          ),
+        ),
+      ]
+    : [];
+  const unwritten = [...(await events.takeUnwritten()), ...final];
   const thread: ThreadAfterEnd = run.temporary
     ? { kind: "delete" }
     : {
         kind: "save",
         state: state ? { values: state.values, interrupts: state.interrupts } : undefined,
         status:
-          ending.status === "error"
+          ending.status === "error" && !refusal
             ? "error"
             : ending.status === "interrupted" || !state?.stopped
               ? "idle"
               : "interrupted",
-        error: ending.failure ?? null,
+        error: refusal ? null : (ending.failure ?? null),
       };
-  // The end's NOTIFY may arrive before the commit's answer: the run's streams here wait for its
-  // hand-off rather than read Postgres for it.
-  const handOver = deps.bus().writing(run.runId);
+  const endData = endEventData(
+    ending.status === "success" || ending.status === "error" || ending.status === "timeout"
+      ? ending.status
+      : "interrupted",
+  );
+  // The end's NOTIFY may arrive before the commit's answer: the run's streams here (and the
+  // thread's watchers) wait for its hand-off rather than read Postgres for it.
+  const handOver = deps.bus().writing(run.runId, run.threadId);
   let stored: StoredBatch | undefined;
   let ended: { written: RunEndWritten; kept: boolean } | undefined;
   /**
@@ -148,6 +182,7 @@ export async function endAttempt(
           eventTtlSeconds: deps.settings.streamTtlSeconds,
           events: unwritten,
           endEvent: END_EVENT,
+          endData,
           channel: RUN_EVENTS_CHANNEL,
           thread,
           cipher: storedCipherOf(deps.sql),
@@ -232,7 +267,10 @@ export async function rollBackAttempt(
     if (!ended) return;
     await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
     await deleteRun(tx, run.workspaceId, run.runId);
-    await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
+    await appendRunEvents(tx, run, [
+      ...(isProtocolRun(run) ? [storedEvent(rootLifecycleEvent("interrupted", run.graphId))] : []),
+      { ms: Date.now(), event: END_EVENT, data: endEventData("rollback") },
+    ]);
     await expireRunEvents(tx, run.runId, deps.settings.streamTtlSeconds);
   });
   const state = await readState();

@@ -59,11 +59,15 @@ export interface RunEventBus {
    * first batch: 0 when these are the run's first events, else undefined): a watcher takes it only
    * when it has read up to there, so nothing is skipped. Until then the run's notifications wake
    * nobody: a write's own NOTIFY often arrives before its answer, and a stream woken by it would
-   * read Postgres for events about to be handed over. A write that ends the run hands over the
-   * run as ended (`ended`) to the waiters on its end key, which need not read it then; the end's
-   * own NOTIFY wakes them only once the write is over.
+   * read Postgres for events about to be handed over. With `threadId`, the batch also goes to the
+   * thread's watchers (thread streams and the streaming protocol's event streams): one run writes
+   * a thread's events at a time, so the batch follows the thread's previous one when it follows
+   * the writer's own; an event another writer stored in between is announced by its NOTIFY, which
+   * sends the thread's watchers to Postgres. A write that ends the run hands over the run as ended
+   * (`ended`) to the waiters on its end key, which need not read it then; the end's own NOTIFY
+   * wakes them only once the write is over.
    */
-  writing(runId: string): (stored?: StoredBatch, ended?: AgentRunRecord) => void;
+  writing(runId: string, threadId?: string): (stored?: StoredBatch, ended?: AgentRunRecord) => void;
   /**
    * Whether this process heard the end of `runId` announced (by any process) lately: a waiter
    * that started watching its end key after the run was created here, but may have missed the
@@ -124,11 +128,11 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     for (const wake of state.waiters) wake();
     state.waiters.clear();
   };
-  const deliver = (runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
-    const state = keys.get(runId);
+  const deliver = (key: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
+    const state = keys.get(key);
     if (!state || rows.length === 0) return;
     feedEvents(state.feed, previousSeq, rows);
-    bump(runId);
+    bump(key);
   };
   /** After a reconnect notifications may have been missed: wake every waiter to re-read. */
   const bumpAll = (): void => {
@@ -141,16 +145,19 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const [runId, threadId, end, seqText] = payload.split(" ");
       const seq = Number(seqText);
       const run = runId ? keys.get(runId) : undefined;
+      const thread = threadId ? keys.get(threadId) : undefined;
       if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
+      if (thread && Number.isFinite(seq)) thread.notifiedThrough = Math.max(thread.notifiedThrough, seq);
       // Events this process already handed to its watchers wake nobody a second time, and those
       // of a write still in flight here wake them when it hands them over.
-      if (runId && !(run && seq <= run.feed.through) && !writes.has(runId)) bump(runId);
-      if (threadId) bump(threadId);
+      const inFlight = runId !== undefined && writes.has(runId);
+      if (runId && !(run && seq <= run.feed.through) && !inFlight) bump(runId);
+      if (threadId && !(thread && seq <= thread.feed.through) && !inFlight) bump(threadId);
       if (runId && end === "end") {
         recentEnds.add(runId);
         if (recentEnds.size > RECENT_ENDS) recentEnds.delete(recentEnds.values().next().value ?? runId);
         // The end written here hands the run over once its write is over: that wakes the waiters.
-        if (writes.has(runId)) heldEnds.add(runId);
+        if (inFlight) heldEnds.add(runId);
         else bump(endKey(runId));
       }
     },
@@ -229,7 +236,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       };
     },
 
-    writing(runId) {
+    writing(runId, threadId) {
       writes.set(runId, (writes.get(runId) ?? 0) + 1);
       let over = false;
       return (stored, ended) => {
@@ -242,11 +249,16 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         if (ended && endState) endState.ended = ended;
         const held = left === 0 && heldEnds.delete(runId);
         if (ended || held) bump(endKey(runId));
-        if (stored && stored.rows.length > 0) deliver(runId, stored.previousSeq, stored.rows);
-        else {
-          // A failed write: wake the watchers if a notification was held back meanwhile.
-          const state = keys.get(runId);
-          if (state && state.notifiedThrough > state.feed.through) bump(runId);
+        for (const key of threadId === undefined ? [runId] : [runId, threadId]) {
+          // A run's first batch may say nothing of the run came before it (0); of the thread,
+          // earlier runs' events did: the thread's watchers read Postgres before taking it.
+          const previous = key === threadId && stored?.previousSeq === 0 ? undefined : stored?.previousSeq;
+          if (stored && stored.rows.length > 0) deliver(key, previous, stored.rows);
+          else {
+            // A failed write: wake the watchers if a notification was held back meanwhile.
+            const state = keys.get(key);
+            if (state && state.notifiedThrough > state.feed.through) bump(key);
+          }
         }
       };
     },

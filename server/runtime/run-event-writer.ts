@@ -23,6 +23,7 @@
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
 import { appendEventBatches, type EventRun, type NewRunEvent } from "../store/run-event-store.js";
+import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
@@ -34,10 +35,20 @@ import type { RunStreamEvent } from "./run-stream-modes.js";
 export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
 
 /**
+/**
  * Statements of events in flight at once: with two, a statement held up (a slow plan, a full
  * socket) does not stall every run's events, while batches still grow with the load.
  */
 const STATEMENTS_IN_FLIGHT = 2;
+
+/**
+ * An event as it is stored: produced now, its data as JSON text (encrypted with `cipher`, for a
+ * write through a transaction, which encrypts nothing itself).
+ */
+export function storedEvent({ event, data }: RunStreamEvent, cipher?: StoredDataCipher): NewRunEvent {
+  const json = JSON.stringify(toPlainJson(data)) ?? "null";
+  return { ms: Date.now(), event, data: cipher ? cipher.encryptJsonText(json) : json };
+}
 
 /** Writes a run's events to Postgres as they happen; see the invariants above. */
 export interface RunEventWriter {
@@ -200,18 +211,18 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
         idle: [],
       };
       return {
-        push({ event, data }) {
+        push(event) {
           if (writer.failure !== undefined) return;
-          const json = JSON.stringify(toPlainJson(data)) ?? "null";
-          if (json.length > MAX_EVENT_BYTES) {
+          const stored = storedEvent(event);
+          if (stored.data.length > MAX_EVENT_BYTES) {
             log.warn("run event skipped: larger than the 128 MB ceiling", {
               runId: run.runId,
-              event,
-              bytes: json.length,
+              event: event.event,
+              bytes: stored.data.length,
             });
             return;
           }
-          writer.pending.push({ ms: Date.now(), event, data: json });
+          writer.pending.push(stored);
           schedule(writer);
         },
         lastSeq: () => writer.last,

@@ -47,6 +47,18 @@ export interface RunKwargs {
   /** A stateless run whose thread is deleted when it ends. */
   temporary: boolean;
   on_disconnect: "cancel" | "continue";
+  /**
+   * A run of the thread-centric streaming protocol: it streams protocol events (every channel, of
+   * every namespace) instead of the stream modes' events.
+   */
+  protocol?: true;
+  /** A protocol run that answers interrupts: their ids, announced as its first event. */
+  protocol_answers?: string[];
+  /**
+   * Refuse the resume when an interrupt it answers by id is not waiting: the run then fails before
+   * the graph runs (`UnknownInterruptError`), and the thread stays as it was.
+   */
+  strict_resume?: true;
   /** The request's `langsmith_tracer` (its `project_name` names the tracing project); null when absent. */
   langsmith_tracer: JsonObject | null;
   /** Keys of the stored payload this version does not read, kept as they are. */
@@ -70,6 +82,9 @@ const KNOWN_KEYS = new Set([
   "feedback_keys",
   "temporary",
   "on_disconnect",
+  "protocol",
+  "protocol_answers",
+  "strict_resume",
   "langsmith_tracer",
 ]);
 
@@ -181,6 +196,11 @@ export function runKwargsOf(json: JsonObject): RunKwargs {
     feedback_keys: stringList(json.feedback_keys, "feedback_keys"),
     temporary: flag(json.temporary, "temporary"),
     on_disconnect: oneOf(json.on_disconnect, ["cancel", "continue"] as const, "on_disconnect") ?? "continue",
+    ...(flag(json.protocol, "protocol") ? { protocol: true as const } : {}),
+    ...(json.protocol_answers === undefined || json.protocol_answers === null
+      ? {}
+      : { protocol_answers: stringList(json.protocol_answers, "protocol_answers") ?? [] }),
+    ...(flag(json.strict_resume, "strict_resume") ? { strict_resume: true as const } : {}),
     langsmith_tracer: objectOr(json.langsmith_tracer, "langsmith_tracer", null),
     extra,
   };
@@ -220,6 +240,9 @@ export function runKwargsJson(kwargs: RunKwargs): JsonObject {
     feedback_keys: kwargs.feedback_keys,
     temporary: kwargs.temporary,
     on_disconnect: kwargs.on_disconnect,
+    ...(kwargs.protocol ? { protocol: true } : {}),
+    ...(kwargs.protocol_answers ? { protocol_answers: kwargs.protocol_answers } : {}),
+    ...(kwargs.strict_resume ? { strict_resume: true } : {}),
     ...(kwargs.langsmith_tracer ? { langsmith_tracer: kwargs.langsmith_tracer } : {}),
   };
 }

@@ -41,6 +41,8 @@ export interface RunEndWrite {
   events: readonly NewRunEvent[];
   /** The end event's name (store/run-event-store.ts END_EVENT). */
   endEvent: string;
+  /** The end event's data (the run's status, store/run-event-store.ts endEventData). */
+  endData: string;
   /** The events channel (store/run-event-store.ts RUN_EVENTS_CHANNEL). */
   channel: string;
   thread: ThreadAfterEnd;
@@ -54,7 +56,7 @@ export interface RunEndWrite {
   alone: boolean;
 }
 
-/** SQLSTATE of an end sent `alone` that found more to do (migration 0028). */
+/** SQLSTATE of an end sent `alone` that found more to do (migration 0032). */
 const NEEDS_MORE_SQLSTATE = "AP001";
 
 /** Whether `error` is the failure of an end sent `alone` that found more to do in its transaction. */
@@ -96,7 +98,7 @@ export async function endRunWithThread(q: Queryable, end: RunEndWrite): Promise<
   const { workspaceId, runId, threadId, thread } = end;
   const ttl = end.eventTtlSeconds;
   const ms = Date.now();
-  const events: NewRunEvent[] = [...end.events, { ms, event: end.endEvent, data: "null" }];
+  const events: NewRunEvent[] = [...end.events, { ms, event: end.endEvent, data: end.endData }];
   const data = events.map((e) =>
     end.cipher && e.event !== end.endEvent ? end.cipher.encryptJsonText(e.data) : e.data,
   );

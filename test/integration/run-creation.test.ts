@@ -178,6 +178,7 @@ describe("the kept assistants of stateless runs", () => {
       multitaskStrategy: "enqueue" as const,
       temporary: true,
       afterSeconds: 0,
+      creator: { apiKeyId: null, userId: null },
     };
     await sql`update assistants set updated_at = now() where assistant_id = ${row.assistant_id}`;
     const stale = await insertRunOnNewThread(sql, run, {}, { assistantRowVersion: read.rowVersion });
@@ -253,7 +254,15 @@ describe("the stateless fast path", () => {
     const deps = { sql, settings: { leaseSeconds: 15 }, configurableHeaders: undefined };
     const created = await startStatelessHere(
       deps,
-      { workspaceId, assistant, rowVersion: undefined, request, headers: new Headers() },
+      {
+        workspaceId,
+        assistant,
+        rowVersion: undefined,
+        request,
+        headers: new Headers(),
+        creator: { apiKeyId: null, userId: null },
+        newThreadMetadata: undefined,
+      },
       slot,
     );
     if (!created) throw new Error("the run was not created");
@@ -283,7 +292,15 @@ describe("the stateless fast path", () => {
     await expect(
       startStatelessHere(
         deps,
-        { workspaceId, assistant, rowVersion: undefined, request, headers: new Headers() },
+        {
+          workspaceId,
+          assistant,
+          rowVersion: undefined,
+          request,
+          headers: new Headers(),
+          creator: { apiKeyId: null, userId: null },
+          newThreadMetadata: undefined,
+        },
         slot,
       ),
     ).rejects.toThrow();

@@ -9,7 +9,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agent-run-store.js";
 import { endRunWithThread, isRunEndNeedsMore, type RunEndWrite } from "../../server/store/run-end-store.js";
-import { END_EVENT, eventsAfter, RUN_EVENTS_CHANNEL } from "../../server/store/run-event-store.js";
+import {
+  END_EVENT,
+  endEventData,
+  eventsAfter,
+  RUN_EVENTS_CHANNEL,
+} from "../../server/store/run-event-store.js";
 import { insertThreads } from "../../server/store/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -49,6 +54,7 @@ async function threadWithRuns(runs: number, temporary = false) {
         multitaskStrategy: "enqueue",
         temporary,
         afterSeconds: 0,
+        creator: { apiKeyId: null, userId: null },
       },
       { threadMetadata: null },
     );
@@ -76,6 +82,7 @@ function endOf(
     eventTtlSeconds: 60,
     events: [{ ms: Date.now(), event: "values", data: '{"reply":"ok"}' }],
     endEvent: END_EVENT,
+    endData: endEventData("success"),
     channel: RUN_EVENTS_CHANNEL,
     thread: { kind: "save", state: { values: { reply: "ok" }, interrupts: {} }, status: "idle", error: null },
     cipher: undefined,

@@ -106,11 +106,13 @@ describe("run event bus", () => {
     temporary: false,
     attempt: 1,
     cancelAction: null,
+    cancelReason: null,
     output: { reply: "ok" },
     notBefore: new Date(),
     createdAt: new Date(),
     updatedAt: new Date(),
     encryptionContext: null,
+    creator: { apiKeyId: null, userId: null },
   });
 
   it("hands a run ended here to the waiters on its end, after holding the end's own notification", async () => {

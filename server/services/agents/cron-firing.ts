@@ -37,7 +37,8 @@ export function createCronFiring(deps: CronFiringDeps): CronFire {
         },
         headers: new Headers(),
       },
-      { within: { tx, assistant } },
+      // The cron's runs count in usage under whoever created the cron.
+      { within: { tx, assistant, creator: cron.creator } },
     );
     return created.run;
   };

@@ -44,12 +44,38 @@ export async function assistantLookup(
   const id = isUuid(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
   if (!id) throw assistantNotFound(deps, raw);
   const visible = principal
-    ? await assistantVisibility(principal, deps.systemAssistants, "assistants:read", { assistant_id: id })
+    ? await assistantVisibility(
+        principal,
+        deps.systemAssistants,
+        "assistants:read",
+        { assistant_id: id },
+        true,
+      )
     : undefined;
   return { id, visible };
 }
 
-/** The assistant of `lookup`, read on `q`; NOT_FOUND (naming `raw`) when it is not there or hidden. */
+/**
+ * FAILED_PRECONDITION (409) for an assistant of a graph this server no longer serves (the graphs
+ * file changed): nothing could run it. Answers the assistant otherwise.
+ */
+export function servedAssistant(
+  deps: Pick<RunAssistantDeps, "graphIds">,
+  assistant: AssistantRecord,
+): AssistantRecord {
+  const served = deps.graphIds();
+  if (!served.includes(assistant.graphId))
+    throw new ConnectError(
+      `assistant ${assistant.assistantId} uses graph "${assistant.graphId}", which this server does not serve (graphs: ${served.join(", ")})`,
+      Code.FailedPrecondition,
+    );
+  return assistant;
+}
+
+/**
+ * The assistant of `lookup`, read on `q`; NOT_FOUND (naming `raw`) when it is not there or hidden,
+ * FAILED_PRECONDITION when its graph is not served ({@link servedAssistant}).
+ */
 export async function findRunAssistant(
   q: Queryable,
   deps: Pick<RunAssistantDeps, "graphIds">,
@@ -59,13 +85,14 @@ export async function findRunAssistant(
 ): Promise<AssistantRecord> {
   const found = await findAssistant(q, workspaceId, lookup.id, lookup.visible);
   if (!found) throw assistantNotFound(deps, raw);
-  return found;
+  return servedAssistant(deps, found);
 }
 
 /**
  * The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND
  * otherwise, and when custom auth's `assistants:read` handler hides it from `principal` (a run,
  * cron, A2A or MCP call reaches no assistant its caller cannot read; system assistants are shared).
+ * FAILED_PRECONDITION (409) for an assistant of a graph this server no longer serves.
  */
 export async function resolveAssistant(
   deps: RunAssistantDeps & { sql: Queryable },

@@ -17,7 +17,11 @@ export type RunTarget =
       /** Metadata a thread created by `if_not_exists: "create"` gets besides its graph's ids. */
       newThreadMetadata?: JsonObject;
     }
-  | { kind: "stateless" };
+  | {
+      kind: "stateless";
+      /** Metadata its new thread gets besides its graph's ids (custom auth's, so its filter passes). */
+      newThreadMetadata?: JsonObject;
+    };
 
 /**
  * Refuses (422) a webhook this server would not call: not an absolute http(s) URL, a host off the
@@ -34,7 +38,7 @@ export async function checkWebhook(webhook: string | null, settings: WebhookSett
 /**
  * Custom auth's `threads:create_run` for a run: the handler sees the run (a stateless run has no
  * thread id) and may change its metadata, which the run then stores (and a thread the run creates
- * gets); its filter must pass the run's thread.
+ * gets, a stateless run's included); its filter must pass the run's thread.
  */
 export async function authorizeRun(
   principal: Principal,
@@ -64,7 +68,10 @@ export async function authorizeRun(
   const auth = await authorizeEvent(principal, "threads:create_run", value);
   const metadata = handlerMetadata(value, "threads:create_run");
   const authorized = { ...request, metadata };
-  if (target.kind === "stateless") return { target, request: authorized };
+  // A stateless run's thread carries the metadata too, so the handler's filter finds it when the
+  // caller joins the run's stream (as the LangGraph JS server's temporary threads do).
+  if (target.kind === "stateless")
+    return { target: { ...target, newThreadMetadata: metadata }, request: authorized };
   return {
     target: { ...target, ...(auth ? { auth } : {}), newThreadMetadata: metadata },
     request: authorized,

@@ -31,6 +31,7 @@ import {
   insertRun,
   insertRunOnNewThread,
   lockThreadQueue,
+  type RunCreator,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
@@ -43,13 +44,14 @@ import {
   insertThreads,
   type ThreadRecord,
 } from "../../store/thread-store.js";
-import type { Principal } from "../iam/principal.js";
+import { creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import {
   type AssistantLookup,
   assistantLookup,
   findRunAssistant,
   type RunAssistantDeps,
+  servedAssistant,
 } from "./run-assistant.js";
 import type { RunAssistantCache } from "./run-assistant-cache.js";
 import { authorizeRun, checkWebhook, type RunTarget } from "./run-authorization.js";
@@ -95,6 +97,8 @@ export interface WithinTransaction {
   tx: Queryable;
   /** The run's assistant, as read in `tx`. */
   assistant: AssistantRecord;
+  /** Who the run counts under in usage (a cron's runs: whoever created the cron). */
+  creator: RunCreator;
 }
 
 /** A run {@link createRun} created, and whether it started executing in this process. */
@@ -125,6 +129,8 @@ interface Creating {
   assistant: AssistantRecord;
   request: RunRequest;
   headers: Headers;
+  /** Who creates the run: its trace counts in usage under them. */
+  creator: RunCreator;
   /** This process's run worker, when it executes runs and the run may start here. */
   local?: LocalRuns | undefined;
   /** For a stateless run made from a kept assistant: the row version its insert checks. */
@@ -228,6 +234,7 @@ async function runsAhead(c: Creating, active: AgentRunRecord[]): Promise<AgentRu
     c.workspaceId,
     active.map((r) => r.runId),
     strategy,
+    `multitask:${strategy}`,
   );
   return activeRunsOfThread(c.tx, c.workspaceId, c.threadId);
 }
@@ -240,6 +247,11 @@ async function runsAhead(c: Creating, active: AgentRunRecord[]): Promise<AgentRu
 async function writeRun(c: Creating, queue: ThreadQueue | undefined, took: LocalStart): Promise<Written> {
   const { deps, tx, workspaceId, threadId, assistant, request } = c;
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
+  // A stateless run's new thread also gets custom auth's metadata, so the handler's filter passes it.
+  const newThreadMetadata = {
+    ...(c.target.kind === "stateless" ? c.target.newThreadMetadata : {}),
+    ...graphMetadata,
+  };
   const thread = queue ? await threadOfRun(c, queue) : undefined;
   if (request.checkpoint && !(await checkpointExists(tx, workspaceId, threadId, request.checkpoint)))
     throw new ConnectError(
@@ -255,6 +267,7 @@ async function writeRun(c: Creating, queue: ThreadQueue | undefined, took: Local
     assistant,
     request,
     headers: c.headers,
+    creator: c.creator,
   });
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip; with every slot busy, it may wait in the backlog for one. Runs
@@ -271,7 +284,7 @@ async function writeRun(c: Creating, queue: ThreadQueue | undefined, took: Local
         threadMetadata: deps.settings.richThreads ? graphMetadata : null,
         ...(claim ? { claim } : {}),
       })
-    : insertRunOnNewThread(tx, newRun, graphMetadata, {
+    : insertRunOnNewThread(tx, newRun, newThreadMetadata, {
         ...(claim ? { claim } : {}),
         ...(c.assistantRowVersion === undefined ? {} : { assistantRowVersion: c.assistantRowVersion }),
       }).then(({ inserted }) => {
@@ -331,8 +344,8 @@ export async function createRun(
       : uuidv7();
   checkCheckpointThread(creation.request, threadId);
   if ("within" in options) {
-    const { tx, assistant } = options.within;
-    const c: Creating = { ...creation, deps, tx, threadId, assistant };
+    const { tx, assistant, creator } = options.within;
+    const c: Creating = { ...creation, deps, tx, threadId, assistant, creator };
     const queue =
       creation.target.kind === "thread"
         ? await readThreadQueue(tx, creation.workspaceId, threadId, creation.target.auth)
@@ -358,11 +371,12 @@ async function createStateless(
     threadId: string;
     request: RunRequest;
     headers: Headers;
+    creator: RunCreator;
   },
   lookup: AssistantLookup,
   took: LocalStart,
 ): Promise<{ started: AgentRunRecord } | { written: Written }> {
-  const { workspaceId, target, threadId, request, headers } = creation;
+  const { workspaceId, target, threadId, request, headers, creator } = creation;
   for (let fresh = false; ; fresh = true) {
     const { assistant, rowVersion } = await deps.assistants.get(
       workspaceId,
@@ -370,11 +384,20 @@ async function createStateless(
       request.assistantId,
       fresh,
     );
+    servedAssistant(deps, assistant);
     const here = startsStatelessHere(target, request) ? deps.localRuns?.reserve() : undefined;
     if (here) {
       const started = await startStatelessHere(
         deps,
-        { workspaceId, assistant, rowVersion, request, headers },
+        {
+          workspaceId,
+          assistant,
+          rowVersion,
+          request,
+          headers,
+          creator,
+          newThreadMetadata: target.kind === "stateless" ? target.newThreadMetadata : undefined,
+        },
         here,
       );
       if (started) return { started };
@@ -391,6 +414,7 @@ async function createStateless(
               assistant,
               request,
               headers,
+              creator,
               local: deps.localRuns,
               commitWith,
               ...(rowVersion === undefined ? {} : { assistantRowVersion: rowVersion }),
@@ -425,6 +449,7 @@ async function createInOwnTransaction(
   principal: Principal,
 ): Promise<StartedRun> {
   const { workspaceId, headers } = unauthorized;
+  const creator = creatorOf(principal);
   const { target, request } = await authorizeRun(principal, unauthorized.target, unauthorized.request);
   await checkWebhook(request.webhook, deps.webhooks ?? DEFAULT_WEBHOOK_SETTINGS);
   const lookup = await assistantLookup(deps, workspaceId, request.assistantId, principal);
@@ -434,7 +459,7 @@ async function createInOwnTransaction(
     if (target.kind === "stateless") {
       const made = await createStateless(
         deps,
-        { workspaceId, target, threadId, request, headers },
+        { workspaceId, target, threadId, request, headers, creator },
         lookup,
         took,
       );
@@ -456,6 +481,7 @@ async function createInOwnTransaction(
             assistant,
             request,
             headers,
+            creator,
             local: deps.localRuns,
             commitWith,
           },

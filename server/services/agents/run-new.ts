@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { uuidv7 } from "../../ids.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import { type RunKwargs, runConfigOf, runKwargsJson } from "../../runtime/run-kwargs.js";
-import type { NewRun } from "../../store/agent-run-store.js";
+import type { NewRun, RunCreator } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
 import type { RunRequest } from "./run-requests.js";
@@ -54,12 +54,14 @@ export interface NewRunParts {
   request: RunRequest;
   /** The request's headers: `http.configurable_headers` copies some into the run's config. */
   headers: Headers;
+  /** Who creates the run: its trace counts in usage under them. */
+  creator: RunCreator;
 }
 
 /** The run a request makes: a new id, and the assistant's, thread's and request's config merged. */
 export function newRunOf(
   deps: { configurableHeaders: ConfigurableHeadersConfig | undefined },
-  { workspaceId, threadId, thread, stateless, assistant, request, headers }: NewRunParts,
+  { workspaceId, threadId, thread, stateless, assistant, request, headers, creator }: NewRunParts,
 ): NewRun {
   const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;
@@ -96,6 +98,11 @@ export function newRunOf(
     temporary: stateless && request.onCompletion === "delete",
     on_disconnect: request.onDisconnect,
     langsmith_tracer: request.langsmithTracer,
+    ...(request.protocol ? { protocol: true as const } : {}),
+    ...(request.protocol && request.protocol.answers.length > 0
+      ? { protocol_answers: request.protocol.answers }
+      : {}),
+    ...(request.strictResume ? { strict_resume: true as const } : {}),
     extra: {},
   };
   return {
@@ -109,5 +116,6 @@ export function newRunOf(
     multitaskStrategy: request.multitaskStrategy,
     temporary: kwargs.temporary,
     afterSeconds: request.afterSeconds,
+    creator,
   };
 }

@@ -15,11 +15,12 @@
  *   assistant's row is at the version read: otherwise nothing is written, the slot is given back,
  *   and the caller retries with the assistant read afresh.
  */
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import type { RunSlot } from "../../jobs/agent-run-job.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
-import { type AgentRunRecord, insertRunOnNewThread } from "../../store/agent-run-store.js";
+import { type AgentRunRecord, insertRunOnNewThread, type RunCreator } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { Queryable } from "../../store/db.js";
 import type { RunTarget } from "./run-authorization.js";
@@ -51,10 +52,13 @@ export async function startStatelessHere(
     rowVersion: string | undefined;
     request: RunRequest;
     headers: Headers;
+    creator: RunCreator;
+    /** Metadata its new thread gets besides its graph's ids (custom auth's). */
+    newThreadMetadata: JsonObject | undefined;
   },
   slot: RunSlot,
 ): Promise<AgentRunRecord | undefined> {
-  const { workspaceId, assistant, request, headers } = run;
+  const { workspaceId, assistant, request, headers, creator } = run;
   const newRun = newRunOf(deps, {
     workspaceId,
     threadId: uuidv7(),
@@ -63,13 +67,14 @@ export async function startStatelessHere(
     assistant,
     request,
     headers,
+    creator,
   });
   let stored: AgentRunRecord | undefined;
   try {
     ({ inserted: stored } = await insertRunOnNewThread(
       deps.sql,
       newRun,
-      { graph_id: assistant.graphId, assistant_id: assistant.assistantId },
+      { ...run.newThreadMetadata, graph_id: assistant.graphId, assistant_id: assistant.assistantId },
       {
         claim: { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
         ...(run.rowVersion === undefined ? {} : { assistantRowVersion: run.rowVersion }),
