@@ -4,13 +4,17 @@
  * in-memory) side by side in one run, same graph, same client (node:http keep-alive Agent), same
  * machine. Measured per server:
  *
- * - `POST /runs/wait` one at a time: p50 and p99 latency (aim: agentplane p50 ≤ 20 ms; the JS server
+ * - `POST /runs/wait` one at a time: p50 and p99 latency (aim: agentplane p50 ≤ 7 ms; the JS server
  *   polls its queue and takes about 540 ms);
- * - `POST /runs/wait` with 50 in flight: completed runs per second (aim: ≥ 7 × the JS server's);
- * - `POST /threads/{id}/runs/stream`: time to the first `values` event, p50 (aim ≤ 10 ms);
+ * - `POST /runs/wait` with 50 in flight: completed runs per second (aim: ≥ 3 × the JS server's, and
+ *   ≥ 3.5 × for api + worker);
+ * - `POST /threads/{id}/runs/stream`: time to the first `values` event, p50 (aim ≤ 5 ms);
  * - CPU ms per completed run in the throughput cell: agentplane's processes with their Postgres
  *   backends, the JS server's process group (it keeps everything in memory). On a shared machine
- *   runs per second swing with other load; CPU per run much less;
+ *   runs per second swing with other load; CPU per run much less (aim ≤ 7 ms);
+ * - what each agentplane run says to Postgres in the throughput cell, counted on the wire by its
+ *   processes (bench/support/pg-wire-meter.ts): statements, statements prepared, socket writes
+ *   (round trips' starts: pipelined statements share one), chunks read and bytes each way;
  * - the thread-centric streaming protocol ("protocol v2", bench/runs/protocol-v2-calls.ts, as SDK
  *   1.15's ThreadStream speaks it over SSE): `run.start` → first `values` event p50 on an open event
  *   stream (aim: ≤ 1.2 × agentplane's own POST …/runs/stream), and completed protocol runs per
@@ -25,7 +29,8 @@
  * bench/peers/langgraph-js and started on this bench's graphs file.
  *
  *   npm run bench:runs -- [--samples 50] [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 1]
- *     [--targets agentplane,agentplane-split,langgraph-js] [--profile-server <dir>] [--baseline <dir>]...
+ *     [--targets agentplane,agentplane-split,langgraph-js] [--profile-server <dir>] [--profile-cell <dir>]
+ *     [--statements <n>] [--baseline <dir>]...
  *
  * `--baseline <dir>` adds another checkout of agentplane (an older commit: see
  * bench/support/checkouts.ts), one process on a database of its own, measured in every round beside
@@ -40,8 +45,14 @@
  * `agentplane-notrace` (not run by default) is the one-process agentplane with run tracing off
  * (AGENTPLANE_RUN_TRACING=false): the JS server traces nothing, so this is the like-for-like peer.
  * `--profile-server` writes the V8 CPU profiles of the one-process agentplane and of the
- * custom-auth variant into `<dir>` (file names carry each pid).
+ * custom-auth variant into `<dir>` (file names carry each pid). `--profile-cell` writes a CPU profile
+ * of the one-process agentplane's throughput cell alone, one file per round (`runs-round-N.cpuprofile`):
+ * the part of its life that CPU per run measures. `--statements <n>` loads `pg_stat_statements` into
+ * the bench's Postgres and prints, after the last round, the `n` statements the one-process
+ * agentplane ran most in its last throughput cell, as calls per run (the extension costs Postgres a
+ * little CPU per statement, so CPU per run is best read from a run without it).
  */
+import { mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -57,6 +68,7 @@ import {
 } from "./agent-crud/langgraph-js-peer.js";
 import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
 import { createProtocolClient } from "./runs/protocol-v2-calls.js";
+import { printStatementsPerRun, type StatementPerRun, statementsPerRun } from "./runs/statements-per-run.js";
 import { createStreamClient } from "./runs/stream-call.js";
 import { benchEncryption, createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
@@ -66,22 +78,32 @@ import { runClosedLoop } from "./support/closed-loop.js";
 import { type CpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
 import { CUSTOM_AUTH_AIM_RATIO, CUSTOM_AUTH_VARIANT } from "./support/custom-auth-variant.js";
 import { percentile } from "./support/percentile.js";
+import type { PgWireCounts } from "./support/pg-wire-meter.js";
 import { median, roundRatios } from "./support/round-ratios.js";
 import { type AgentplaneChild, spawnAgentplane } from "./support/spawn-agentplane.js";
+import { resetStatementStats, STATEMENT_STATS_SETTINGS } from "./support/statement-stats.js";
 import { tableRow } from "./support/table-row.js";
 
 /** The graphs file both servers serve: one graph, `agent`. */
 const GRAPHS_FILE = fileURLToPath(new URL("./runs/langgraph.json", import.meta.url));
-/** The issue's aims. */
-const AIM_WAIT_P50_MS = 20;
-const AIM_THROUGHPUT_RATIO = 7;
-const AIM_FIRST_VALUES_P50_MS = 10;
+/** The issue's aims (issue 30). */
+const AIM_WAIT_P50_MS = 7;
+const AIM_THROUGHPUT_RATIO = 3;
+/** api + worker: every run crosses processes, and two processes share the cores. */
+const AIM_SPLIT_THROUGHPUT_RATIO = 3.5;
+const AIM_FIRST_VALUES_P50_MS = 5;
+const AIM_CPU_MS_PER_RUN = 7;
 /** Protocol v2's first values against agentplane's own run stream's (issue 25). */
 const AIM_V2_FIRST_VALUES_RATIO = 1.2;
 /** Protocol v2 runs per second against the JS server's protocol v2 (issue 25). */
 const AIM_V2_THROUGHPUT_RATIO = 3;
-/** Calls before each latency series that are not counted: connections open, code paths warm. */
-const WARMUP_CALLS = 5;
+/**
+ * Calls before each latency series that are not counted: connections open, code paths warm. A
+ * statement's first run on one of the pool's ten connections costs a round trip more (Parse and
+ * Describe, then Bind), and a run's statements land on any of them: five calls left most of a
+ * series' first calls paying it.
+ */
+const WARMUP_CALLS = 30;
 
 const TARGETS = [
   "agentplane",
@@ -110,6 +132,10 @@ interface Settings {
   targets: Target[];
   /** Where the one-process agentplane and the custom-auth variant write their CPU profiles, if anywhere. */
   profileDir: string | undefined;
+  /** Where the one-process agentplane writes a CPU profile of each round's throughput cell, if anywhere. */
+  profileCellDir: string | undefined;
+  /** Statements of the one-process agentplane's last throughput cell to list per run; 0 for none. */
+  statements: number;
   /** Other checkouts measured beside the targets, each labelled by its folder's name. */
   baselines: Checkout[];
 }
@@ -133,6 +159,8 @@ function readSettings(): Settings {
       rounds: { type: "string", default: env.BENCH_ROUNDS ?? "1" },
       targets: { type: "string", default: env.BENCH_TARGETS ?? DEFAULT_TARGETS.join(",") },
       "profile-server": { type: "string" },
+      "profile-cell": { type: "string" },
+      statements: { type: "string", default: "0" },
       ...BASELINE_OPTION,
     },
   });
@@ -144,6 +172,8 @@ function readSettings(): Settings {
     rounds: numberValue("rounds", values.rounds, 1, true),
     targets: listValue("targets", values.targets, TARGETS),
     profileDir: values["profile-server"] && resolve(values["profile-server"]),
+    profileCellDir: values["profile-cell"] && resolve(values["profile-cell"]),
+    statements: numberValue("statements", values.statements, 0, true),
     baselines: baselineCheckouts(values.baseline),
   };
 }
@@ -157,6 +187,10 @@ interface Cells {
   firstValuesP99: number;
   /** CPU ms the server (and its Postgres backends) spent per completed run in the throughput cell. */
   cpuMsPerRun: number;
+  /** The part of it spent by the server's own processes (the rest is Postgres's); NaN for the JS server. */
+  serverCpuMsPerRun: number;
+  /** What the server's processes said to Postgres per completed run of the throughput cell. */
+  wire: PgWireCounts | undefined;
   /** Protocol v2: run.start → first values, p50 and p99 ms. */
   v2FirstValuesP50: number;
   v2FirstValuesP99: number;
@@ -164,6 +198,44 @@ interface Cells {
   v2RunsPerSecond: number;
   errors: number;
   firstError: string | undefined;
+}
+
+/** What a measured agentplane setup offers besides its port: its processes' wire counters. */
+interface Probes {
+  meter: CpuMeter | undefined;
+  /** The server's own processes among the meter's (the others are its Postgres backends). */
+  serverPids: number[];
+  /** The Postgres wire counters of the server's processes, summed; absent for the JS server. */
+  wire: (() => Promise<PgWireCounts>) | undefined;
+  /** What brackets the throughput cell (a CPU profile of it, statement counts), in order. */
+  cell: CellBracket[];
+}
+
+/** Work done just before and after a throughput cell; `stop` learns how many runs it completed. */
+interface CellBracket {
+  start(): Promise<void>;
+  stop(runs: number): Promise<void>;
+}
+
+/** `after - before`, each counter divided by `runs`. */
+function wirePerRun(before: PgWireCounts, after: PgWireCounts, runs: number): PgWireCounts {
+  const per = (key: keyof PgWireCounts) => (after[key] - before[key]) / runs;
+  return {
+    statements: per("statements"),
+    parses: per("parses"),
+    writes: per("writes"),
+    reads: per("reads"),
+    bytesOut: per("bytesOut"),
+    bytesIn: per("bytesIn"),
+  };
+}
+
+/** The counters of several processes, summed. */
+function sumWire(counts: PgWireCounts[]): PgWireCounts {
+  const total: PgWireCounts = { statements: 0, parses: 0, writes: 0, reads: 0, bytesOut: 0, bytesIn: 0 };
+  for (const c of counts)
+    for (const key of Object.keys(total) as (keyof PgWireCounts)[]) total[key] += c[key];
+  return total;
 }
 
 /** A stateless `/runs/wait` of the graph; throws unless it answers the graph's output. */
@@ -195,8 +267,9 @@ async function measure(
   port: number,
   headers: Record<string, string>,
   settings: Settings,
-  meter: CpuMeter | undefined,
+  probes: Probes,
 ): Promise<Cells> {
+  const { meter } = probes;
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
   const streams = createStreamClient(port, headers, 1);
@@ -207,6 +280,8 @@ async function measure(
     const wait = quantiles(await series(settings.samples, () => waitRun(one).then(() => undefined)));
 
     let completed = 0;
+    for (const bracket of probes.cell) await bracket.start();
+    const wireBefore = await probes.wire?.();
     const before = await meter?.read();
     const loop = await runClosedLoop(
       async () => {
@@ -217,8 +292,18 @@ async function measure(
       settings,
     );
     const after = await meter?.read();
+    const wireAfter = await probes.wire?.();
+    for (const bracket of probes.cell) await bracket.stop(completed);
     // Every completed run of the cell, warm-up included, divides the CPU spent over the whole cell.
     const cpuMsPerRun = before && after ? (cpuSecondsBetween(before, after) * 1000) / completed : Number.NaN;
+    const servers = probes.serverPids;
+    const only = (ticks: Map<number, number> | undefined) =>
+      new Map([...(ticks ?? [])].filter(([pid]) => servers.includes(pid)));
+    const serverCpuMsPerRun =
+      before && after && servers.length > 0
+        ? (cpuSecondsBetween(only(before), only(after)) * 1000) / completed
+        : Number.NaN;
+    const wire = wireBefore && wireAfter ? wirePerRun(wireBefore, wireAfter, completed) : undefined;
 
     const streamRun = async () => {
       // A thread of its own per run, created before the clock starts: only the run is timed.
@@ -252,6 +337,8 @@ async function measure(
       firstValuesP50: first.p50,
       firstValuesP99: first.p99,
       cpuMsPerRun,
+      serverCpuMsPerRun,
+      wire,
       v2FirstValuesP50: v2First.p50,
       v2FirstValuesP99: v2First.p99,
       v2RunsPerSecond: v2Loop.rps,
@@ -278,6 +365,9 @@ function best(rounds: Cells[]): Cells | undefined {
     firstValuesP50: min((c) => c.firstValuesP50),
     firstValuesP99: min((c) => c.firstValuesP99),
     cpuMsPerRun: min((c) => c.cpuMsPerRun),
+    serverCpuMsPerRun: min((c) => c.serverCpuMsPerRun),
+    // The counts hardly vary between rounds: the last round's.
+    wire: rounds[rounds.length - 1]?.wire,
     v2FirstValuesP50: min((c) => c.v2FirstValuesP50),
     v2FirstValuesP99: min((c) => c.v2FirstValuesP99),
     v2RunsPerSecond: Math.max(...rounds.map((c) => c.v2RunsPerSecond)),
@@ -292,6 +382,7 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
   const cells = new Map(labels.map((l) => [l, best(results.get(l) ?? [])]));
   const ours = cells.get("agentplane");
   const js = cells.get("langgraph-js");
+  const split = cells.get("agentplane-split");
   const aes = cells.get("agentplane-aes");
   const widths = [44, ...labels.map((l) => Math.max(12, l.length)), 14, 22, ...(aes ? [22] : [])];
   const aesHeader = aes ? [`aes ÷ plain (≥ ${AIM_ENCRYPTION_RATIO})`] : [];
@@ -336,12 +427,37 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
     // Without the JS server in the run there is nothing to compare with.
     met: (_v, r) => (Number.isNaN(r) ? undefined : r >= AIM_THROUGHPUT_RATIO),
   });
+  if (split && js) {
+    const r = split.runsPerSecond / js.runsPerSecond;
+    const met = r >= AIM_SPLIT_THROUGHPUT_RATIO;
+    if (!met) ok = false;
+    console.log(
+      `  api + worker: ${r.toFixed(1)}× the JS server's runs/s (aim ≥ ${AIM_SPLIT_THROUGHPUT_RATIO}×) ${met ? "PASS" : "FAIL"}`,
+    );
+  }
   row("POST …/runs/stream → first values: p50 ms", (c) => c.firstValuesP50, "faster", {
     text: `≤ ${AIM_FIRST_VALUES_P50_MS} ms`,
     met: (v) => v <= AIM_FIRST_VALUES_P50_MS,
   });
   row("POST …/runs/stream → first values: p99 ms", (c) => c.firstValuesP99, "faster");
-  row(`CPU ms per run, ${settings.concurrency} in flight (+ Postgres)`, (c) => c.cpuMsPerRun, "faster");
+  row(`CPU ms per run, ${settings.concurrency} in flight (+ Postgres)`, (c) => c.cpuMsPerRun, "faster", {
+    text: `≤ ${AIM_CPU_MS_PER_RUN} ms`,
+    met: (v) => v <= AIM_CPU_MS_PER_RUN,
+  });
+  row("  of it the server's processes", (c) => c.serverCpuMsPerRun, "none");
+  const wireRow = (name: string, pick: (w: PgWireCounts) => number, digits: number) => {
+    const values = labels.map((l) => {
+      const w = cells.get(l)?.wire;
+      return w ? fmt(pick(w), digits) : "-";
+    });
+    console.log(tableRow([name, ...values], widths));
+  };
+  wireRow("Postgres statements per run", (w) => w.statements, 1);
+  wireRow("  of them prepared (Parse) per run", (w) => w.parses, 2);
+  wireRow("Postgres socket writes per run", (w) => w.writes, 1);
+  wireRow("Postgres socket reads per run", (w) => w.reads, 1);
+  wireRow("bytes to Postgres per run", (w) => w.bytesOut, 0);
+  wireRow("bytes from Postgres per run", (w) => w.bytesIn, 0);
   const legacyFirst = ours?.firstValuesP50 ?? Number.NaN;
   row("protocol v2 run.start → first values: p50 ms", (c) => c.v2FirstValuesP50, "faster", {
     text: `≤ ${AIM_V2_FIRST_VALUES_RATIO}× runs/stream's`,
@@ -360,6 +476,53 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
     }
   }
   return ok;
+}
+
+/**
+ * This checkout against each baseline, per measure, as per-round ratios (a round ran both side by
+ * side, so a loaded spell of the machine weighs on both): the ratio of best rounds, with the median
+ * and range of the per-round ratios. CPU and latency are baseline ÷ this checkout, so above 1 is
+ * always this checkout doing better.
+ */
+function printBaselineRatios(settings: Settings, results: Map<string, Cells[]>): void {
+  const ours = results.get("agentplane") ?? [];
+  if (ours.length === 0) return;
+  for (const baseline of settings.baselines) {
+    const theirs = results.get(baseline.label) ?? [];
+    if (theirs.length === 0) continue;
+    const inverse = (cells: Cells[], pick: (c: Cells) => number) => cells.map((c) => 1 / pick(c));
+    console.log(`\nagentplane vs ${baseline.label}, per round (above 1: this checkout does better):`);
+    console.log(
+      `  CPU ms per run: ${roundRatios(
+        inverse(ours, (c) => c.cpuMsPerRun),
+        inverse(theirs, (c) => c.cpuMsPerRun),
+      )}`,
+    );
+    console.log(
+      `  of it the server's processes: ${roundRatios(
+        inverse(ours, (c) => c.serverCpuMsPerRun),
+        inverse(theirs, (c) => c.serverCpuMsPerRun),
+      )}`,
+    );
+    console.log(
+      `  runs/s at concurrency: ${roundRatios(
+        ours.map((c) => c.runsPerSecond),
+        theirs.map((c) => c.runsPerSecond),
+      )}`,
+    );
+    console.log(
+      `  wait p50: ${roundRatios(
+        inverse(ours, (c) => c.waitP50),
+        inverse(theirs, (c) => c.waitP50),
+      )}`,
+    );
+    console.log(
+      `  first values p50: ${roundRatios(
+        inverse(ours, (c) => c.firstValuesP50),
+        inverse(theirs, (c) => c.firstValuesP50),
+      )}`,
+    );
+  }
 }
 
 /**
@@ -409,6 +572,8 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
   const ports = new Map<string, number>();
   const meters = new Map<string, CpuMeter>();
   const children: AgentplaneChild[] = [];
+  /** The processes of each agentplane target. */
+  const processes = new Map<string, AgentplaneChild[]>();
   let peer: LangGraphJsServer | undefined;
   const setup = (databaseUrl: string, data: string) => ({
     databaseUrl,
@@ -420,6 +585,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     const child = await spawnAgentplane(setup(pg.url, "data"), settings.profileDir);
     children.push(child);
     ports.set("agentplane", child.port);
+    processes.set("agentplane", [child]);
     meters.set("agentplane", processesMeter(admin, "bench", [child.pid]));
   }
   if (settings.targets.includes("agentplane-split")) {
@@ -430,6 +596,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     const worker = await spawnAgentplane({ ...setup(url, "data-worker"), role: "worker" }, undefined);
     children.push(worker);
     ports.set("agentplane-split", api.port);
+    processes.set("agentplane-split", [api, worker]);
     meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
   }
   if (settings.targets.includes("agentplane-notrace")) {
@@ -437,6 +604,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     const child = await spawnAgentplane({ ...setup(url, "data-notrace"), runTracing: false }, undefined);
     children.push(child);
     ports.set("agentplane-notrace", child.port);
+    processes.set("agentplane-notrace", [child]);
     meters.set("agentplane-notrace", processesMeter(admin, "bench_notrace", [child.pid]));
   }
   if (settings.targets.includes("agentplane-aes")) {
@@ -447,6 +615,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     );
     children.push(child);
     ports.set("agentplane-aes", child.port);
+    processes.set("agentplane-aes", [child]);
     meters.set("agentplane-aes", processesMeter(admin, "bench_aes", [child.pid]));
   }
   for (const [index, baseline] of settings.baselines.entries()) {
@@ -455,6 +624,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     const child = await spawnAgentplane(setup(url, `data-baseline-${index}`), undefined, baseline.root);
     children.push(child);
     ports.set(baseline.label, child.port);
+    processes.set(baseline.label, [child]);
     meters.set(baseline.label, processesMeter(admin, database, [child.pid]));
   }
   if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
@@ -468,6 +638,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     );
     children.push(child);
     ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
+    processes.set(CUSTOM_AUTH_VARIANT.label, [child]);
     meters.set(CUSTOM_AUTH_VARIANT.label, processesMeter(admin, "bench_custom_auth", [child.pid]));
   }
   if (settings.targets.includes("langgraph-js")) {
@@ -479,12 +650,40 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     for (const child of children.reverse()) await child.stop();
     await peer?.stop();
   };
-  return { ports, meters, peer, stop };
+  return { ports, meters, processes, peer, stop };
+}
+
+/**
+ * What brackets the one-process agentplane's throughput cell in `round`: a CPU profile of it with
+ * `--profile-cell`, and with `--statements` the statements it ran, per run (kept in `statements`).
+ */
+function oneProcessBrackets(
+  settings: Settings,
+  round: number,
+  child: AgentplaneChild | undefined,
+  admin: Sql,
+  statements: { rows: StatementPerRun[] },
+): CellBracket[] {
+  const brackets: CellBracket[] = [];
+  const dir = settings.profileCellDir;
+  if (child && dir) {
+    const file = join(dir, `runs-round-${round + 1}.cpuprofile`);
+    brackets.push({ start: () => child.startProfile(), stop: () => child.stopProfile(file) });
+  }
+  if (settings.statements > 0)
+    brackets.push({
+      start: () => resetStatementStats(admin),
+      stop: async (runs) => {
+        statements.rows = await statementsPerRun(admin, settings.statements, runs);
+      },
+    });
+  return brackets;
 }
 
 async function main(settings: Settings): Promise<void> {
   if (settings.targets.includes("langgraph-js")) await ensureLangGraphJsInstalled();
-  const pg = await startBenchPostgres("runs");
+  if (settings.profileCellDir) await mkdir(settings.profileCellDir, { recursive: true });
+  const pg = await startBenchPostgres("runs", settings.statements > 0 ? STATEMENT_STATS_SETTINGS : {});
   const apiKey = createBenchApiKey();
   // A superuser connection that finds each database's backends for the CPU meters.
   const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-runs-meter" });
@@ -504,6 +703,7 @@ async function main(settings: Settings): Promise<void> {
         `${settings.concurrency} in flight after ${settings.warmupMs / 1000} s warm-up; best of ${settings.rounds} round(s)`,
     );
     const results = new Map<string, Cells[]>();
+    const statements: { rows: StatementPerRun[] } = { rows: [] };
     for (let round = 0; round < settings.rounds; round++) {
       const labels = labelsOf(settings);
       const order = round % 2 === 0 ? labels : [...labels].reverse();
@@ -512,7 +712,17 @@ async function main(settings: Settings): Promise<void> {
         if (port === undefined) continue;
         const headers =
           target === CUSTOM_AUTH_VARIANT.label ? CUSTOM_AUTH_VARIANT.headers() : { "x-api-key": apiKey };
-        const cells = await measure(port, headers, settings, servers.meters.get(target));
+        const children = servers.processes.get(target);
+        const probes: Probes = {
+          meter: servers.meters.get(target),
+          serverPids: (children ?? []).map((c) => c.pid),
+          wire: children && (async () => sumWire(await Promise.all(children.map((c) => c.wire())))),
+          cell:
+            target === "agentplane"
+              ? oneProcessBrackets(settings, round, children?.[0], admin, statements)
+              : [],
+        };
+        const cells = await measure(port, headers, settings, probes);
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
@@ -522,6 +732,9 @@ async function main(settings: Settings): Promise<void> {
       }
     }
     if (!printReport(settings, results)) process.exitCode = 1;
+    printBaselineRatios(settings, results);
+    if (statements.rows.length > 0)
+      printStatementsPerRun(statements.rows, `statements of agentplane's last throughput cell, per run`);
     if (!printCustomAuthCost(results)) process.exitCode = 1;
   } finally {
     await servers?.stop();

@@ -104,7 +104,7 @@ export interface ServiceDeps {
   /** How runs execute and stream. */
   readonly runSettings: RunSettings;
   /** This process's run worker when it executes runs (roles all and worker). */
-  readonly localRuns?: Pick<AgentRunWorker, "reserve" | "attemptEnd">;
+  readonly localRuns?: Pick<AgentRunWorker, "reserve" | "backlog">;
   /** Where calendar-driven work (cron schedules) reads the time. */
   readonly clock: Clock;
   /** The graphs file's generative-UI bundles, built at start. */

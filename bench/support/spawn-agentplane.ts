@@ -4,9 +4,18 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BenchAppSetup, REPO_ROOT } from "./bench-app.js";
+import type { PgWireCounts } from "./pg-wire-meter.js";
 
 /** The environment variable that carries the {@link BenchAppSetup} (JSON), so the key stays out of the process list. */
 export const AGENTPLANE_CHILD_ENV = "BENCH_SERVER";
+/**
+ * What the bench asks the child on its IPC channel: its Postgres wire counters, or to start and stop
+ * a CPU profile (written to `file`). Requests are answered one by one, in order.
+ */
+export type ChildRequest =
+  | { kind: "wire" }
+  | { kind: "profile-start" }
+  | { kind: "profile-stop"; file: string };
 /** The child process entry point. */
 const CHILD_ENTRY = fileURLToPath(new URL("./agentplane-child.ts", import.meta.url));
 
@@ -33,6 +42,12 @@ export interface AgentplaneChild {
   port: number;
   /** Its process id (to read its memory). */
   pid: number;
+  /** Its traffic to Postgres so far (pg-wire-meter.ts). */
+  wire(): Promise<PgWireCounts>;
+  /** Starts a V8 CPU profile of the process. */
+  startProfile(): Promise<void>;
+  /** Stops the profile {@link startProfile} started and writes it (`.cpuprofile` JSON) to `file`. */
+  stopProfile(file: string): Promise<void>;
   /** Sends SIGTERM and waits for the process to exit (it drains first); a no-op once it has exited. */
   stop(): Promise<void>;
 }
@@ -57,7 +72,7 @@ export async function spawnAgentplane(
   const child = spawn(process.execPath, [...flags, "--import", "tsx", CHILD_ENTRY], {
     cwd: root,
     env: { ...process.env, [AGENTPLANE_CHILD_ENV]: JSON.stringify({ ...setup, root } satisfies ChildSetup) },
-    stdio: ["ignore", "pipe", stderr],
+    stdio: ["ignore", "pipe", stderr, "ipc"],
   });
   if (typeof stderr === "number") closeSync(stderr);
   const port = await new Promise<number>((done, fail) => {
@@ -75,5 +90,29 @@ export async function spawnAgentplane(
     child.kill("SIGTERM");
     await exited;
   };
-  return { port, pid: child.pid ?? 0, stop };
+  // One request at a time: an answer names no request, so it belongs to the one in flight.
+  let asking: Promise<unknown> = Promise.resolve();
+  const askNow = async (request: ChildRequest): Promise<unknown> => {
+    const answered = once(child, "message") as Promise<[{ ok: boolean; reply: unknown }]>;
+    child.send(request);
+    const [{ ok, reply }] = await answered;
+    if (!ok) throw new Error(`the agentplane child refused ${request.kind}: ${String(reply)}`);
+    return reply;
+  };
+  const ask = (request: ChildRequest): Promise<unknown> => {
+    const next = asking.then(
+      () => askNow(request),
+      () => askNow(request),
+    );
+    asking = next;
+    return next;
+  };
+  return {
+    port,
+    pid: child.pid ?? 0,
+    wire: () => ask({ kind: "wire" }) as Promise<PgWireCounts>,
+    startProfile: () => ask({ kind: "profile-start" }).then(() => undefined),
+    stopProfile: (file) => ask({ kind: "profile-stop", file }).then(() => undefined),
+    stop,
+  };
 }

@@ -1,60 +1,44 @@
+/**
+ * The run worker of a process: the `agent.run` job, the process's run slots (run-slots.ts), and
+ * the attempts executing in them (run-attempt.ts).
+ *
+ * A job names a run; its handler takes a slot, claims the run when it heads its thread's queue
+ * (one run per thread at a time, in arrival order) and leaves the attempt running in the slot,
+ * which it holds until the attempt is over. A run's creator may instead reserve a slot and claim
+ * the run as it inserts it (`reserve`): no queue round trip.
+ *
+ * Invariants:
+ * - every attempt runs in a slot of this process, taken before its claim and given back when the
+ *   attempt is over (whatever its outcome), so at most AGENTPLANE_RUN_WORKERS attempts run here;
+ * - a job is done once its run is claimed (or found not claimable): from then on the run's lease,
+ *   not the job, keeps it alive;
+ * - an attempt writes as its run's creator would, under the encryption context stored with the run;
+ * - a draining worker takes no new run, lets those running finish for the grace, then stops the
+ *   rest, which hand their runs back to the queue.
+ */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { RunSettings } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { CompiledGraph, GraphRegistry } from "../runtime/graph-registry.js";
+import type { GraphRegistry } from "../runtime/graph-registry.js";
 import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
-import { toPlainJson } from "../runtime/plain-json.js";
-import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
-import { PostgresStore } from "../runtime/postgres-store.js";
-import { executeProtocolRun } from "../runtime/protocol/protocol-run-executor.js";
-import { protocolEndEvent, rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
-import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
-import { createRunEventWriter, type RunEventWriter, storedEvent } from "../runtime/run-event-writer.js";
-import { executeRun } from "../runtime/run-executor.js";
+import type { RunEventBus } from "../runtime/run-event-bus.js";
+import { createRunEventBatcher } from "../runtime/run-event-writer.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
-import { errorData } from "../runtime/run-stream-modes.js";
-import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
-import { type ResumeRefusal, ResumeRefusedError, strictResumeRefusal } from "../runtime/strict-resume.js";
-import {
-  type AgentRunRecord,
-  type CancelAction,
-  claimRun,
-  deleteRun,
-  endRun,
-  finishRun,
-  lockThreadQueue,
-  type RunClaim,
-  type RunEnd,
-  type RunStatus,
-  releaseRun,
-  renewRunLease,
-} from "../store/agent-run-store.js";
-import {
-  deleteRunCheckpoints,
-  deleteTemporaryThread,
-  saveThreadAfterRun,
-} from "../store/agent-run-thread-store.js";
-import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import { type Sql, storedCipherOf } from "../store/db.js";
+import { claimRun, lockThreadQueue, type RunClaim, type RunStatus } from "../store/agent-run-store.js";
+import type { Sql } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
-import {
-  appendRunEvents,
-  END_EVENT,
-  endEventData,
-  expireRunEvents,
-  RUN_EVENTS_CHANNEL,
-} from "../store/run-event-store.js";
-import type { JsonValue } from "../store/thread-store.js";
-import {
-  type AgentRunPayload,
-  dispatchRun,
-  dispatchThreadQueue,
-  type RunDispatchDeps,
-} from "./agent-run-dispatch.js";
+import { pipelinedTransaction } from "../store/pipelined-transaction.js";
+import { type AgentRunPayload, dispatchRun, type RunDispatchDeps } from "./agent-run-dispatch.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
-import { oweWebhook, type WebhookOwing } from "./webhook-delivery-job.js";
+import { type RunExecutor, runAttempt } from "./run-attempt.js";
+import { type BacklogPlace, createRunBacklog } from "./run-backlog.js";
+import { type AttemptStop, createAttemptStop } from "./run-lease.js";
+import { createRunSlots, type HeldSlot, type RunSlotUsage } from "./run-slots.js";
+import type { WebhookOwing } from "./webhook-delivery-job.js";
+
+export type { RunSlotUsage } from "./run-slots.js";
 
 /** Dependencies of {@link createAgentRunWorker}. */
 export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
@@ -70,6 +54,8 @@ export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   loopback?: Loopback;
   /** Webhook delivery: a run with a `webhook` that ends owes a call, sent with its end. */
   webhooks?: Omit<WebhookOwing, "queue">;
+  /** The executor of a run, by its kwargs; the graph executor (run-executor.ts) when absent. */
+  executorFor?: (kwargs: RunKwargs) => RunExecutor;
   /** Called after an attempt of this process ended a run (committed): metrics count these. */
   onRunEnded?: (ended: EndedRun) => void;
 }
@@ -80,14 +66,6 @@ export interface EndedRun {
   readonly status: RunStatus;
   /** From the claim of the attempt that ended it to the end, in milliseconds. */
   readonly durationMs: number;
-}
-
-/** How this process's execution slots are used. */
-export interface RunSlotUsage {
-  /** Runs this process executes at once (AGENTPLANE_RUN_WORKERS). */
-  readonly total: number;
-  /** Slots holding a run (or reserved for one being claimed). */
-  readonly busy: number;
 }
 
 /** The run job and the controls of this process's run execution. */
@@ -104,12 +82,11 @@ export interface AgentRunWorker {
    */
   reserve(): RunSlot | undefined;
   /**
-   * When `runId` executes in this process now: resolves once its attempt is over, with the run as
-   * this attempt ended it (committed), or undefined when the attempt did not end it (lease lost,
-   * handed back, rolled back, its thread deleted). Undefined when the run does not execute here.
-   * Waiters in this process learn the end from it without a NOTIFY and a read of the run's row.
+   * A place in this process's backlog (run-backlog.ts) for a run its creator makes while every slot
+   * is busy, which then waits here for a slot instead of going through the queue; undefined when
+   * the backlog is full or the worker is stopping.
    */
-  attemptEnd(runId: string): Promise<AgentRunRecord | undefined> | undefined;
+  backlog(): BacklogPlace | undefined;
   /** The slots in use now. */
   slots(): RunSlotUsage;
 }
@@ -127,26 +104,17 @@ export interface RunSlot {
 
 /** A run executing in this process. */
 interface Attempt {
-  stop: AbortController;
+  stop: AttemptStop;
   /** Settles when the attempt is over and its slot is free. */
   done: Promise<void>;
-  claimedAt: number;
-  /** The run as this attempt ended it, once its end committed. */
-  ended?: AgentRunRecord;
 }
 
-/** Why an attempt stopped before the graph ended. */
-type StopReason =
-  | { kind: "cancel"; action: CancelAction }
-  | { kind: "orphaned" }
-  | { kind: "timeout" }
-  | { kind: "lease-lost" }
-  | { kind: "shutdown" };
-
-/** Whether a run's stream shows its checkpoints (which then need a checkpointer to exist). */
-function streamsCheckpoints(kwargs: RunKwargs): boolean {
-  return kwargs.stream_mode.includes("checkpoints") || kwargs.stream_mode.includes("debug");
-}
+/**
+ * Runs the backlog holds per slot: with short runs a slot frees up every few milliseconds, so a
+ * backlog of a few runs per slot drains long before any of them waits out its second (after which
+ * it goes to the queue anyway); past that, runs go to the queue, where idle workers elsewhere see them.
+ */
+const BACKLOG_RUNS_PER_SLOT = 4;
 
 /** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
 const QUEUE_RETRY_LIMIT = 3;
@@ -157,426 +125,102 @@ const JOB_EXPIRY_MARGIN_SECONDS = 120;
 /** pg-boss refuses job expirations of a day or more. */
 const MAX_JOB_EXPIRY_SECONDS = 86_399;
 
-/**
- * Executes runs. A job names a run; its handler claims the run when it heads its thread's queue
- * (one run per thread at a time, in arrival order), holds a lease it renews every quarter lease,
- * streams the graph's events to Postgres, and ends the run with a write conditional on its lease,
- * in the same transaction that dispatches the thread's next run. A cancel (NOTIFY, or seen at a
- * heartbeat), the run timeout, a lost lease or a shutdown stop the graph through its signal.
- */
+/** Creates the run worker of this process; see the invariants above. */
 export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
-  const { sql, graphs, settings, log } = deps;
+  const { sql, settings, log } = deps;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(-12)}`;
-  const heartbeatMs = (settings.leaseSeconds * 1000) / 4;
-  const dispatchDeps: RunDispatchDeps = { queue: deps.queue, runJob: () => job };
+  const slots = createRunSlots(settings.workers);
   let draining = false;
   const running = new Map<string, Attempt>();
-
-  /**
-   * The run's graph with its checkpointer and store. A stateless run that deletes its thread keeps
-   * no checkpoints unless its stream shows them (`checkpoints`, `debug`): nothing would read them
-   * (a takeover then restarts it from its input), and they go with its thread. Otherwise the
-   * thread's newest checkpoint, which the graph reads first, is read at once: the round trip
-   * travels while the graph loads and its stream is set up.
-   */
-  async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
-    const registered = graphs.get(run.graphId);
-    if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
-    let checkpointer: PostgresCheckpointer | undefined;
-    if (!kwargs.temporary || streamsCheckpoints(kwargs)) {
-      // Unless the run's durability waits for each step's checkpoint, its writes let the run's
-      // events of the same turn go first.
-      checkpointer = new PostgresCheckpointer(sql, run.workspaceId, {
-        deferWrites: kwargs.durability !== "sync",
-      });
-      // A run from a given checkpoint reads that one instead; a stateless run's thread has none.
-      if (!kwargs.checkpoint && !kwargs.temporary) checkpointer.prefetchLatest(run.threadId);
-    }
-    return registered.load({
-      ...(checkpointer ? { checkpointer } : {}),
-      store: new PostgresStore(sql, run.workspaceId, graphs.settings.store.ttl),
-      config: {
-        ...kwargs.config,
-        configurable: {
-          ...kwargs.config.configurable,
-          thread_id: run.threadId,
-          run_id: run.runId,
-          graph_id: run.graphId,
-          assistant_id: run.assistantId,
-        },
-      },
-    });
-  }
-
-  // Free execution slots of this process, and the starts waiting for one.
-  let free = settings.workers;
-  const waiting: (() => void)[] = [];
-  const acquire = (): Promise<void> => {
-    if (free > 0) {
-      free -= 1;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => waiting.push(resolve));
-  };
-  const release = (): void => {
-    const next = waiting.shift();
-    if (next) next();
-    else free += 1;
+  const attemptDeps = {
+    sql,
+    graphs: deps.graphs,
+    settings,
+    log,
+    bus: deps.bus,
+    events: createRunEventBatcher(sql, log),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
+    ...(deps.executorFor ? { executorFor: deps.executorFor } : {}),
+    settlement: {
+      sql,
+      settings,
+      bus: deps.bus,
+      dispatch: { queue: deps.queue, runJob: () => job },
+      ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
+    },
   };
 
-  /** Executes a claimed run in the background in a slot already taken; frees the slot when it ends. */
-  function launch(claim: RunClaim): void {
-    const { run, leaseToken } = claim;
+  /** Executes a claimed run in the background in `slot`; gives the slot back when the attempt is over. */
+  function launch(claim: RunClaim, slot: HeldSlot): void {
+    const { run } = claim;
     const claimedAt = performance.now();
-    const stop = new AbortController();
-    const halt = (reason: StopReason) => {
-      if (!stop.signal.aborted) stop.abort(reason);
-    };
-    if (claim.orphaned) halt({ kind: "orphaned" });
-    // The run writes as its creator would: with the encryption context stored with it.
+    const stop = createAttemptStop();
+    if (claim.orphaned) stop.halt({ kind: "orphaned" });
+    const entry: Attempt = { stop, done: Promise.resolve() };
     const context = parseEncryptionContext(run.encryptionContext);
-    const done = runWithEncryptionContext(context, () =>
-      withLoopback(deps.loopback, run, () => execute(run, leaseToken, stop, halt)),
+    entry.done = runWithEncryptionContext(context, () =>
+      withLoopback(deps.loopback, run, () => runAttempt(attemptDeps, claim, stop)),
     )
-      .catch((error: unknown) =>
-        // Its lease lapses and another attempt takes the run over.
-        log.error("run attempt failed; the run is retried when its lease lapses", {
-          runId: run.runId,
-          error,
-        }),
+      .then(
+        (result) => {
+          if (result.status)
+            deps.onRunEnded?.({ status: result.status, durationMs: performance.now() - claimedAt });
+        },
+        // Nothing committed: its lease lapses and another attempt takes the run over.
+        (error: unknown) =>
+          log.error("run attempt failed; the run is retried when its lease lapses", {
+            runId: run.runId,
+            error,
+          }),
       )
       .finally(() => {
         running.delete(run.runId);
-        release();
+        slot.release();
       });
-    running.set(run.runId, { stop, done, claimedAt });
+    running.set(run.runId, entry);
   }
 
   /**
    * Starts a run in this process: waits for a free slot, claims the run (nothing happens when it
    * cannot start yet or another worker has it) and leaves it executing in the background, holding
-   * the slot until it ends. Resolves once the run is claimed, so the queue's job is done: from then
-   * on the run's lease, not the job, keeps it alive.
+   * the slot until it ends. Resolves once the run is claimed, so the queue's job is done. When the
+   * slots close first (the worker is stopping), `closed` says what becomes of the run.
    */
-  async function start(payload: AgentRunPayload): Promise<void> {
-    // A stopping worker takes nothing new; the maintenance pass of a live worker dispatches it again.
-    if (draining) return;
-    await acquire();
-    let handedOff = false;
+  async function start(payload: AgentRunPayload, closed?: () => Promise<void>): Promise<void> {
+    const slot = await slots.take();
+    // A stopping worker takes nothing new: a job's run is dispatched again by the maintenance pass
+    // of a live worker, a backlog run gets its job now.
+    if (!slot) {
+      await closed?.();
+      return;
+    }
+    let claim: RunClaim | undefined;
     try {
-      if (draining) return;
       const { workspaceId, threadId, runId } = payload;
       const leaseToken = randomUUID();
-      const claim = await sql.begin(async (tx) => {
-        const [, claimed] = await Promise.all([
-          lockThreadQueue(tx, workspaceId, threadId),
-          claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
-        ]);
+      // BEGIN, the queue's lock, the claim and COMMIT in one round trip.
+      claim = await pipelinedTransaction(sql, async ({ tx, commitWith }) => {
+        const [, claimed] = await commitWith(
+          Promise.all([
+            lockThreadQueue(tx, workspaceId, threadId),
+            claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
+          ]),
+        );
         return claimed;
       });
-      if (!claim) return;
-      launch(claim);
-      handedOff = true;
     } finally {
-      if (!handedOff) release();
+      if (!claim) slot.release();
     }
+    if (claim) launch(claim, slot);
   }
 
-  async function execute(
-    run: AgentRunRecord,
-    leaseToken: string,
-    stop: AbortController,
-    halt: (reason: StopReason) => void,
-  ): Promise<void> {
-    const kwargs = run.kwargs as unknown as RunKwargs;
-    // Streams of the run in this process get its events as they are stored, without a read.
-    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId, run.threadId));
-    const tracer = deps.tracing?.start(run);
-    const unsubscribe = deps
-      .bus()
-      .onCancel(run.runId, (action) =>
-        halt(
-          action === "orphaned"
-            ? { kind: "orphaned" }
-            : { kind: "cancel", action: action === "rollback" ? "rollback" : "interrupt" },
-        ),
-      );
-    const heartbeat = setInterval(() => {
-      renewRunLease(sql, run.runId, leaseToken, settings.leaseSeconds).then(
-        (state) => {
-          if (!state) halt({ kind: "lease-lost" });
-          else if (state.orphaned) halt({ kind: "orphaned" });
-          else if (state.cancelAction) halt({ kind: "cancel", action: state.cancelAction });
-        },
-        // A missed heartbeat is retried at the next tick; the lease outlives three of them.
-        (error: unknown) => log.warn("run heartbeat failed", { runId: run.runId, error }),
-      );
-    }, heartbeatMs);
-    const timeout = setTimeout(() => halt({ kind: "timeout" }), settings.timeoutSeconds * 1000);
-    let graph: CompiledGraph | undefined;
-    let status: RunStatus = "success";
-    let output: JsonValue = null;
-    let failure: { error: string; message: string } | undefined;
-    // A refused strict resume: the run fails, its thread stays as it was.
-    let refusal: ResumeRefusal | undefined;
-    try {
-      stop.signal.throwIfAborted();
-      if (run.attempt > settings.maxAttempts) {
-        throw Object.assign(
-          new Error(
-            `run ${run.runId} was started ${run.attempt} times, more than the ${settings.maxAttempts} allowed`,
-          ),
-          { name: "RunAttemptsExceeded" },
-        );
-      }
-      graph = await loadGraph(run, kwargs);
-      if (kwargs.strict_resume) {
-        const refusal = strictResumeRefusal(kwargs, await threadStateAfterRun(graph, run.threadId));
-        if (refusal) throw new ResumeRefusedError(refusal);
-      }
-      const execute = kwargs.protocol ? executeProtocolRun : executeRun;
-      const result = await execute({
-        graph,
-        runId: run.runId,
-        threadId: run.threadId,
-        assistantId: run.assistantId,
-        graphId: run.graphId,
-        kwargs,
-        metadata: run.metadata,
-        attempt: run.attempt,
-        signal: stop.signal,
-        emit: (event) => writer.push(event),
-        ...(tracer ? { callbacks: [tracer] } : {}),
-      });
-      output = toPlainJson(result.output?.value ?? null);
-    } catch (error) {
-      const reason = stop.signal.aborted ? (stop.signal.reason as StopReason) : undefined;
-      if (reason?.kind === "lease-lost") {
-        await writer.flush().catch(() => {});
-        return;
-      }
-      if (reason?.kind === "shutdown") {
-        await writer.flush().catch(() => {});
-        await handBack(run, leaseToken);
-        return;
-      }
-      if (reason?.kind === "cancel" || reason?.kind === "orphaned") {
-        status = "interrupted";
-        if (reason.kind === "cancel" && reason.action === "rollback") {
-          await writer.flush().catch(() => {});
-          await rollBack(run, leaseToken, graph);
-          return;
-        }
-      } else {
-        status = "error";
-        failure =
-          reason?.kind === "timeout"
-            ? { error: "TimeoutError", message: `the run exceeded its ${settings.timeoutSeconds} s timeout` }
-            : errorData(error);
-        if (error instanceof ResumeRefusedError) refusal = error.refusal;
-        output = { __error__: failure };
-        writer.push({ event: "error", data: { ...failure, ...refusal } });
-        if (!reason)
-          log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
-      }
-    } finally {
-      clearInterval(heartbeat);
-      clearTimeout(timeout);
-      unsubscribe();
-    }
-    // The last events are written while the end reads the thread's state; the end is written
-    // once they are (its end event comes after them).
-    const flushed = writer.flush();
-    flushed.catch(() => {});
-    await end(run, leaseToken, graph, { status, output, failure, refusal }, flushed, writer);
-  }
-
-  /**
-   * Ends the run (when this attempt still holds it), owes its webhook, records the thread's state,
-   * starts the next run. `flushed` settles when the run's events (of `writer`) are written; the end
-   * waits for it, and hands its end event to the run's streams in this process after them.
-   */
-  async function end(
-    run: AgentRunRecord,
-    leaseToken: string,
-    graph: CompiledGraph | undefined,
-    outcome: {
-      status: RunStatus;
-      output: JsonValue;
-      failure: { error: string; message: string } | undefined;
-      refusal?: ResumeRefusal | undefined;
-    },
-    flushed: Promise<void>,
-    writer: RunEventWriter,
-  ): Promise<void> {
-    const kwargs = run.kwargs as unknown as RunKwargs;
-    let state: ThreadStateAfterRun | undefined;
-    if (graph && !kwargs.temporary) state = await threadStateAfterRun(graph, run.threadId);
-    let output = outcome.output;
-    // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
-    if (output === null) output = state?.values ?? {};
-    // A protocol run's stream ends with the root's lifecycle, written with the end (encrypted as
-    // the run's other events are, though the transaction carries no cipher) and handed over with
-    // it as plain JSON, as the writer's batches are.
-    const final = kwargs.protocol
-      ? storedEvent(
-          protocolEndEvent(
-            {
-              status: outcome.status,
-              ...(outcome.failure ? { error: outcome.failure.message } : {}),
-              ...(outcome.refusal ? { refusal: outcome.refusal } : {}),
-              waitingForInput: Object.keys(state?.interrupts ?? {}).length > 0,
-            },
-            run.graphId,
-          ),
-        )
-      : undefined;
-    const cipher = storedCipherOf(sql);
-    const finalStored = final && cipher ? { ...final, data: cipher.encryptJsonText(final.data) } : final;
-    const endData = endEventData(
-      outcome.status === "success" || outcome.status === "error" || outcome.status === "timeout"
-        ? outcome.status
-        : "interrupted",
-    );
-    let ended: RunEnd | undefined;
-    let kept = false;
-    // Awaited before the transaction opens: a transaction holding a connection while the events
-    // wait for one could starve the pool.
-    await flushed;
-    // The end event's NOTIFY may arrive before the commit's answer: the run's streams here wait
-    // for its hand-off rather than read Postgres for it.
-    const handOver = deps.bus().writing(run.runId, run.threadId);
-    const committed = sql.begin(async (tx) => {
-      // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
-      // A temporary thread's deletion goes with them: it only happens when no run is pending or
-      // running on the thread, so when this attempt did not end the run it deletes nothing the
-      // run's actual end would not.
-      const [, times, deleted] = await Promise.all([
-        lockThreadQueue(tx, run.workspaceId, run.threadId),
-        endRun(tx, run.runId, leaseToken, {
-          status: outcome.status,
-          output,
-          eventTtlSeconds: settings.streamTtlSeconds,
-          endEvent: END_EVENT,
-          endData,
-          channel: RUN_EVENTS_CHANNEL,
-          ...(finalStored ? { finalEvent: finalStored } : {}),
-        }),
-        kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
-      ]);
-      ended = times;
-      if (!times) return;
-      kept = true;
-      if (deps.webhooks)
-        await oweWebhook(tx, { ...deps.webhooks, queue: deps.queue }, run, {
-          status: outcome.status,
-          times,
-          values: state?.values ?? (outcome.failure ? null : output),
-          error: outcome.failure?.message,
-        });
-      if (deleted) return;
-      const threadStatus =
-        outcome.status === "error" && !outcome.refusal
-          ? "error"
-          : outcome.status === "interrupted" || !state?.stopped
-            ? "idle"
-            : "interrupted";
-      const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
-        ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
-        status: threadStatus,
-        error: outcome.refusal ? null : (outcome.failure ?? null),
-      });
-      if (!saved) {
-        // The thread was deleted while the run ran: what the run wrote after that goes too.
-        kept = false;
-        await deleteRun(tx, run.workspaceId, run.runId);
-        await deleteThreadCheckpoints(tx, run.workspaceId, [run.threadId]);
-        return;
-      }
-      await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
-    });
-    let stored: StoredBatch | undefined;
-    try {
-      await committed;
-      const end = ended?.endEvent;
-      if (end) {
-        const finalSeq = ended?.finalSeq;
-        stored = {
-          previousSeq: writer.lastSeq(),
-          rows: [
-            ...(final && finalSeq !== undefined ? [{ seq: finalSeq, runId: run.runId, ...final }] : []),
-            { seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: endData },
-          ],
-        };
-      }
-    } finally {
-      // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
-      handOver(stored);
-    }
-    if (!ended) return;
-    reportEnded(run.runId, outcome.status);
-    const attempt = running.get(run.runId);
-    if (attempt && kept)
-      attempt.ended = {
-        ...run,
-        status: outcome.status,
-        output,
-        cancelAction: null,
-        updatedAt: ended.updatedAt,
-      };
-  }
-
-  /** Tells the observer that this process ended a run. */
-  function reportEnded(runId: string, status: RunStatus): void {
-    const claimedAt = running.get(runId)?.claimedAt;
-    if (claimedAt !== undefined) deps.onRunEnded?.({ status, durationMs: performance.now() - claimedAt });
-  }
-
-  /** A rollback: the run, its checkpoints and (after their TTL) its events go; the next run starts. */
-  async function rollBack(
-    run: AgentRunRecord,
-    leaseToken: string,
-    graph: CompiledGraph | undefined,
-  ): Promise<void> {
-    let ended = false;
-    await sql.begin(async (tx) => {
-      await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      ended = await finishRun(tx, run.runId, leaseToken, { status: "interrupted", output: {} });
-      if (!ended) return;
-      await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
-      await deleteRun(tx, run.workspaceId, run.runId);
-      const kwargs = run.kwargs as unknown as RunKwargs;
-      await appendRunEvents(tx, run, [
-        ...(kwargs.protocol ? [storedEvent(rootLifecycleEvent("interrupted", run.graphId))] : []),
-        { ms: Date.now(), event: END_EVENT, data: endEventData("rollback") },
-      ]);
-      await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
-    });
-    if (ended) reportEnded(run.runId, "interrupted");
-    const state = graph ? await threadStateAfterRun(graph, run.threadId) : undefined;
-    await sql.begin(async (tx) => {
-      await lockThreadQueue(tx, run.workspaceId, run.threadId);
-      await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
-        ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
-        status: state?.stopped ? "interrupted" : "idle",
-        error: null,
-      });
-      await dispatchThreadQueue(tx, dispatchDeps, run.workspaceId, run.threadId);
-    });
-  }
-
-  /** A stopping worker gives the run back: pending again, dispatched for any worker to resume. */
-  async function handBack(run: AgentRunRecord, leaseToken: string): Promise<void> {
-    await sql.begin(async (tx) => {
-      if (!(await releaseRun(tx, run.runId, leaseToken))) return;
-      await dispatchRun(tx, dispatchDeps, {
-        workspaceId: run.workspaceId,
-        threadId: run.threadId,
-        runId: run.runId,
-      });
-    });
-    log.info("run handed back to the queue at shutdown", { runId: run.runId });
-  }
+  const dispatch = { queue: deps.queue, runJob: () => job };
+  const backlog = createRunBacklog({
+    capacity: settings.workers * BACKLOG_RUNS_PER_SLOT,
+    start,
+    dispatch: (run) => dispatchRun(sql, dispatch, run),
+    log,
+  });
 
   const job: JobDefinition<AgentRunPayload> = defineJob<AgentRunPayload>({
     name: "agent.run",
@@ -595,8 +239,8 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   return {
     job,
     reserve() {
-      if (draining || free === 0) return undefined;
-      free -= 1;
+      const slot = slots.tryTake();
+      if (!slot) return undefined;
       let used = false;
       const once = () => {
         if (used) throw new Error("a run slot is used once");
@@ -607,33 +251,31 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         leaseToken: randomUUID(),
         run(claim) {
           once();
-          launch(claim);
+          launch(claim, slot);
         },
         release() {
           once();
-          release();
+          slot.release();
         },
       };
     },
-    attemptEnd(runId) {
-      const attempt = running.get(runId);
-      return attempt?.done.then(() => attempt.ended);
-    },
-    slots: () => ({ total: settings.workers, busy: settings.workers - free }),
+    backlog: () => (draining ? undefined : backlog.reserve()),
+    slots: () => slots.usage(),
     async drain(graceMs) {
       draining = true;
-      const all = () => [...running.values()].map((r) => r.done.catch(() => {}));
+      slots.close();
+      // `done` never rejects: each attempt's failure is logged where it settles.
+      const all = () => Promise.all([...running.values()].map((r) => r.done));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all(all()),
+        all(),
         new Promise((resolve) => {
           timer = setTimeout(resolve, graceMs);
         }),
       ]);
       clearTimeout(timer);
-      for (const entry of running.values())
-        if (!entry.stop.signal.aborted) entry.stop.abort({ kind: "shutdown" } satisfies StopReason);
-      await Promise.all(all());
+      for (const entry of running.values()) entry.stop.halt({ kind: "shutdown" });
+      await all();
     },
   };
 }

@@ -353,7 +353,12 @@ export function createQueue(options: QueueOptions): Queue {
     payload: P,
     options: EnqueueOptions,
   ): Promise<string> {
-    const id = await boss.send(
+    // The wake-up goes out with the insert, in the same round trip; NOTIFY is delivered at commit,
+    // so a rolled-back send wakes nobody. A delayed job cannot be fetched yet: waking every worker
+    // now would only cost them a fetch; the poll picks it up when it comes due.
+    const delayed = options.startAfterSeconds !== undefined && options.startAfterSeconds > 0;
+    const waking = delayed ? undefined : tx`select pg_notify(${JOBS_CHANNEL}, ${job.name})`.execute();
+    const sending = boss.send(
       job.name,
       { ...payload, $v: job.version },
       {
@@ -369,16 +374,13 @@ export function createQueue(options: QueueOptions): Queue {
         id: options.id,
       },
     );
+    const [id] = await Promise.all([sending, waking]);
     if (id === null) {
       throw new ConnectError(
         `job ${job.name} was not queued: one with the same id or singleton key is already queued`,
         Code.AlreadyExists,
       );
     }
-    // A delayed job cannot be fetched yet: waking every worker now would only cost them a fetch.
-    // The poll picks it up when it comes due.
-    if (!(options.startAfterSeconds !== undefined && options.startAfterSeconds > 0))
-      await tx`select pg_notify(${JOBS_CHANNEL}, ${job.name})`;
     return id;
   }
 

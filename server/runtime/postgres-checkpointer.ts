@@ -17,9 +17,10 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import { isUuid } from "../ids.js";
 import {
+  type BlobRecord,
   type CheckpointKey,
   type CheckpointRecord,
-  findCheckpoint,
+  findCheckpointWithValues,
   insertCheckpoint,
   insertWrites,
   listCheckpointBlobs,
@@ -27,6 +28,7 @@ import {
   listCheckpointWrites,
   type SerializedBlob,
   type SerializedWrite,
+  type WriteRecord,
 } from "../store/checkpoint-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
 import { type Queryable, storedCipherOf } from "../store/db.js";
@@ -164,15 +166,24 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     return this.#readTuple(requireString(threadId, "thread_id", "getTuple"), checkpointNs, checkpointId);
   }
 
-  /** Reads one checkpoint tuple: the one of `checkpointId`, or the newest of the thread and namespace. */
+  /**
+   * Reads one checkpoint tuple: the one of `checkpointId`, or the newest of the thread and
+   * namespace, with its channel values and writes, in one statement.
+   */
   async #readTuple(
     threadId: string,
     checkpointNs: string,
     checkpointId: string | undefined,
   ): Promise<CheckpointTuple | undefined> {
-    const record = await findCheckpoint(this.#sql, this.#workspaceId, threadId, checkpointNs, checkpointId);
-    if (!record) return undefined;
-    const [tuple] = await this.#toTuples([record]);
+    const found = await findCheckpointWithValues(
+      this.#sql,
+      this.#workspaceId,
+      threadId,
+      checkpointNs,
+      checkpointId,
+    );
+    if (!found) return undefined;
+    const [tuple] = await this.#assemble([found.record], found.blobs, found.writes);
     return tuple;
   }
 
@@ -297,9 +308,20 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   /** Loads channel values and pending writes of the records and builds their tuples, in order. */
   async #toTuples(records: CheckpointRecord[]): Promise<CheckpointTuple[]> {
     if (records.length === 0) return [];
-    const [blobs, writes, checkpoints, metadata] = await Promise.all([
+    const [blobs, writes] = await Promise.all([
       listCheckpointBlobs(this.#sql, this.#workspaceId, records),
       listCheckpointWrites(this.#sql, this.#workspaceId, records),
+    ]);
+    return this.#assemble(records, blobs, writes);
+  }
+
+  /** Builds the tuples of the records, in order, from their channel values and pending writes. */
+  async #assemble(
+    records: CheckpointRecord[],
+    blobs: BlobRecord[],
+    writes: WriteRecord[],
+  ): Promise<CheckpointTuple[]> {
+    const [checkpoints, metadata] = await Promise.all([
       Promise.all(records.map((r) => this.#load(r.type, r.checkpoint) as Promise<Checkpoint>)),
       Promise.all(
         records.map(

@@ -1,3 +1,4 @@
+import type { AgentRunRecord } from "../store/agent-run-store.js";
 import type { Queryable, Sql } from "../store/db.js";
 import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
 import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
@@ -28,6 +29,12 @@ export interface Watch {
    * read Postgres since it started watching may rely on it: earlier events were never handed over.
    */
   take(after: number): { rows: RunEventRecord[]; upTo: number; behind: boolean } | undefined;
+  /**
+   * On a run's end key ({@link endKey}): the run as an attempt of this process ended it, handed
+   * over as its end committed ({@link RunEventBus.writing}); undefined until then, and when the run
+   * ended elsewhere (read Postgres then).
+   */
+  ended(): AgentRunRecord | undefined;
   /** Stops watching; call it in a `finally`. */
   close(): void;
 }
@@ -56,9 +63,17 @@ export interface RunEventBus {
    * thread's watchers (thread streams and the streaming protocol's event streams): one run writes
    * a thread's events at a time, so the batch follows the thread's previous one when it follows
    * the writer's own; an event another writer stored in between is announced by its NOTIFY, which
-   * sends the thread's watchers to Postgres.
+   * sends the thread's watchers to Postgres. A write that ends the run hands over the run as ended
+   * (`ended`) to the waiters on its end key, which need not read it then; the end's own NOTIFY
+   * wakes them only once the write is over.
    */
-  writing(runId: string, threadId?: string): (stored?: StoredBatch) => void;
+  writing(runId: string, threadId?: string): (stored?: StoredBatch, ended?: AgentRunRecord) => void;
+  /**
+   * Whether this process heard the end of `runId` announced (by any process) lately: a waiter
+   * that started watching its end key after the run was created here, but may have missed the
+   * announcement, reads the run only then. Remembers the last {@link RECENT_ENDS} ends.
+   */
+  endAnnounced(runId: string): boolean;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
@@ -70,6 +85,12 @@ export interface StoredBatch {
   previousSeq: number | undefined;
   rows: readonly RunEventRecord[];
 }
+
+/**
+ * Run ends remembered by {@link RunEventBus.endAnnounced}: far more than a process's runs end in
+ * the moments between a run's creation and its waiter's watch (about 40 bytes each).
+ */
+export const RECENT_ENDS = 10_000;
 
 /** The key a waiter watches to learn that a run ended (not every event of it). */
 export function endKey(runId: string): string {
@@ -84,6 +105,8 @@ interface KeyState {
   feed: RunEventFeed;
   /** The newest seq a notification announced. */
   notifiedThrough: number;
+  /** On an end key: the run as this process's attempt ended it. */
+  ended: AgentRunRecord | undefined;
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -92,6 +115,10 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const cancels = new Map<string, Set<CancelHandler>>();
   // Runs with a write of their events in flight in this process, and how many.
   const writes = new Map<string, number>();
+  // Runs whose end was announced while a write of theirs was in flight here: woken when it is over.
+  const heldEnds = new Set<string>();
+  // Runs whose end was announced lately, oldest first (a Set keeps insertion order).
+  const recentEnds = new Set<string>();
   let open = 0;
 
   const bump = (key: string): void => {
@@ -126,7 +153,13 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const inFlight = runId !== undefined && writes.has(runId);
       if (runId && !(run && seq <= run.feed.through) && !inFlight) bump(runId);
       if (threadId && !(thread && seq <= thread.feed.through) && !inFlight) bump(threadId);
-      if (runId && end === "end") bump(endKey(runId));
+      if (runId && end === "end") {
+        recentEnds.add(runId);
+        if (recentEnds.size > RECENT_ENDS) recentEnds.delete(recentEnds.values().next().value ?? runId);
+        // The end written here hands the run over once its write is over: that wakes the waiters.
+        if (inFlight) heldEnds.add(runId);
+        else bump(endKey(runId));
+      }
     },
     bumpAll,
   );
@@ -146,6 +179,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           waiters: new Set(),
           feed: createRunEventFeed(),
           notifiedThrough: 0,
+          ended: undefined,
         };
         keys.set(key, state);
       }
@@ -175,6 +209,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           const known = Math.max(own.notifiedThrough, own.feed.through);
           return taken && { ...taken, behind: known > taken.upTo };
         },
+        ended: () => own.ended,
         close() {
           if (closed) return;
           closed = true;
@@ -204,12 +239,16 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     writing(runId, threadId) {
       writes.set(runId, (writes.get(runId) ?? 0) + 1);
       let over = false;
-      return (stored) => {
+      return (stored, ended) => {
         if (over) return;
         over = true;
         const left = (writes.get(runId) ?? 1) - 1;
         if (left > 0) writes.set(runId, left);
         else writes.delete(runId);
+        const endState = keys.get(endKey(runId));
+        if (ended && endState) endState.ended = ended;
+        const held = left === 0 && heldEnds.delete(runId);
+        if (ended || held) bump(endKey(runId));
         for (const key of threadId === undefined ? [runId] : [runId, threadId]) {
           // A run's first batch may say nothing of the run came before it (0); of the thread,
           // earlier runs' events did: the thread's watchers read Postgres before taking it.
@@ -227,6 +266,8 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     async notifyCancel(q, runId, action) {
       await q`select pg_notify(${RUN_CONTROL_CHANNEL}, ${`${runId} ${action}`})`;
     },
+
+    endAnnounced: (runId) => recentEnds.has(runId),
 
     watching: () => open,
 

@@ -1,11 +1,28 @@
+/**
+ * Run events on their way to Postgres: every run of a process hands its events to one batcher,
+ * which writes what all runs pushed during a turn of the event loop in one statement (group
+ * commit, as store/coalescer.ts does for CRUD), each run's events in order.
+ *
+ * Invariants:
+ * - a run's events are stored in the order pushed: a run has at most one write in flight, and
+ *   the events of one write are inserted in order (their seqs rise in it);
+ * - what any run pushes during one turn goes out in one statement at the end of the turn; what a
+ *   run pushes while its write is in flight goes in a later one;
+ * - a run's first output (its first event after `metadata`) goes before the end of its turn
+ *   instead (once the microtasks queued before it ran), with the `metadata` still waiting: a graph
+ *   runs its next nodes, and their tracing callbacks, in the same turn as the chunk that produced
+ *   the event, and the statement then travels while they run rather than after them; a
+ *   `metadata` alone waits for the end of its turn, where the first output often joins it;
+ * - a statement of several runs that fails is retried run by run, so one run's failure fails that
+ *   run's writer alone; a writer whose write failed writes nothing more and reports the failure;
+ * - each write is handed over as stored (`handOff`), in order, so the run's streams in this
+ *   process take its events without reading Postgres.
+ *
+ * Memory is bounded by what the graphs produce while one statement is in flight.
+ */
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import {
-  appendFirstRunEvents,
-  appendRunEvents,
-  type NewRunEvent,
-  type RunEventRecord,
-} from "../store/run-event-store.js";
+import { appendEventBatches, type EventRun, type NewRunEvent } from "../store/run-event-store.js";
 import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
@@ -18,6 +35,13 @@ import type { RunStreamEvent } from "./run-stream-modes.js";
 export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
 
 /**
+/**
+ * Statements of events in flight at once: with two, a statement held up (a slow plan, a full
+ * socket) does not stall every run's events, while batches still grow with the load.
+ */
+const STATEMENTS_IN_FLIGHT = 2;
+
+/**
  * An event as it is stored: produced now, its data as JSON text (encrypted with `cipher`, for a
  * write through a transaction, which encrypts nothing itself).
  */
@@ -26,12 +50,18 @@ export function storedEvent({ event, data }: RunStreamEvent, cipher?: StoredData
   return { ms: Date.now(), event, data: cipher ? cipher.encryptJsonText(json) : json };
 }
 
-/** Writes a run's events to Postgres as they happen; see {@link createRunEventWriter}. */
+/** Writes a run's events to Postgres as they happen; see the invariants above. */
 export interface RunEventWriter {
   /** Queues an event; it is written with the next batch. */
   push(event: RunStreamEvent): void;
   /** Resolves once every event pushed so far is written; rejects with the first failed write. */
   flush(): Promise<void>;
+  /**
+   * Waits for the write in flight (if any), then takes the events not written yet, which the
+   * caller stores itself (a run's end writes them with its end event); rejects with the first
+   * failed write. Push nothing after it.
+   */
+  takeUnwritten(): Promise<NewRunEvent[]>;
   /** The seq of the last event written so far; undefined before the first write. */
   lastSeq(): number | undefined;
 }
@@ -44,91 +74,180 @@ export interface RunEventWriter {
  */
 export type EventHandOff = () => (stored?: StoredBatch) => void;
 
+/** The writers of a process's runs, writing through one batcher. */
+export interface RunEventBatcher {
+  /** A writer of `run`'s events. */
+  writer(run: EventRun, handOff?: EventHandOff): RunEventWriter;
+}
+
 /** The event every run's stream starts with (run-executor.ts); the first output comes after it. */
 const METADATA_EVENT = "metadata";
 
-/**
- * Batches a run's events: an event pushed while no write runs starts one at the end of the current
- * turn, events pushed until then or while it runs go out together in the next, so a fast graph
- * costs one statement per batch rather than per event. Until the run's first output (its first
- * event after `metadata`) has gone out, a write starts at once instead (after the microtasks queued
- * before it): a graph runs its next nodes, and their tracing callbacks, in the same turn as the
- * chunk that produced the event, and the statement then travels while they run rather than after
- * them. Memory is bounded by what the graph produces while one write is in flight. `handOff`
- * hears of each batch as it is written.
- */
-export function createRunEventWriter(
-  sql: Sql,
-  run: { workspaceId: string; runId: string; threadId: string },
-  log: Logger,
-  handOff?: EventHandOff,
-): RunEventWriter {
-  let pending: NewRunEvent[] = [];
-  let last: number | undefined;
-  let first = true;
-  // Whether the run's first output has yet to go out: until then writes start at once.
-  let eager = true;
-  let writing: Promise<void> | undefined;
-  let failure: unknown;
+/** One run's writer, as the batcher sees it. */
+interface Writer {
+  run: EventRun;
+  handOff: EventHandOff | undefined;
+  /** Pushed and not yet sent. */
+  pending: NewRunEvent[];
+  /** Whether a write of it is in flight. */
+  writing: boolean;
+  /** Whether its first write is still to come. */
+  first: boolean;
+  /** Whether its first output has yet to go out: that one's write starts at once. */
+  eager: boolean;
+  last: number | undefined;
+  failure: unknown;
+  /** Resolved whenever a write of it ends. */
+  idle: (() => void)[];
+}
 
-  const drain = async (): Promise<void> => {
-    while (pending.length > 0) {
-      const batch = pending;
-      pending = [];
-      if (batch.some((e) => e.event !== METADATA_EVENT)) eager = false;
-      const handOver = handOff?.();
-      let stored: StoredBatch | undefined;
-      try {
-        let rows: RunEventRecord[];
-        let previousSeq = last;
-        if (first) {
-          const written = await appendFirstRunEvents(sql, run, batch);
-          first = false;
-          rows = written.rows;
-          if (written.fromStart) previousSeq = 0;
-        } else rows = await appendRunEvents(sql, run, batch);
-        last = rows[rows.length - 1]?.seq ?? last;
-        stored = { previousSeq, rows };
-      } finally {
-        handOver?.(stored);
-      }
-    }
-  };
-  const start = (): void => {
-    if (writing) return;
-    writing = new Promise<void>((resolve) => (eager ? queueMicrotask(resolve) : setImmediate(resolve)))
-      .then(drain)
-      .catch((error: unknown) => {
-        failure ??= error;
-      })
-      .finally(() => {
-        writing = undefined;
-        if (pending.length > 0 && failure === undefined) start();
-      });
+/** What a statement carries of one writer. */
+interface Sending {
+  writer: Writer;
+  events: NewRunEvent[];
+  handOver: ((stored?: StoredBatch) => void) | undefined;
+}
+
+/** Creates the batcher of a process, writing on `sql` (its pool: events are encrypted with its cipher). */
+export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
+  const ready = new Set<Writer>();
+  let statements = 0;
+  let soon = false;
+  let atTurnEnd = false;
+
+  const settle = (writer: Writer): void => {
+    for (const wake of writer.idle.splice(0)) wake();
   };
 
-  return {
-    push(event) {
-      const stored = storedEvent(event);
-      if (stored.data.length > MAX_EVENT_BYTES) {
-        log.warn("run event skipped: larger than the 128 MB ceiling", {
-          runId: run.runId,
-          event: event.event,
-          bytes: stored.data.length,
-        });
+  /** Writes one statement of `sendings`; a failure of several is retried writer by writer. */
+  const write = async (sendings: Sending[]): Promise<void> => {
+    let results: Awaited<ReturnType<typeof appendEventBatches>>;
+    try {
+      results = await appendEventBatches(
+        sql,
+        sendings.map((s) => ({ run: s.writer.run, events: s.events, first: s.writer.first })),
+      );
+    } catch (error) {
+      if (sendings.length > 1) {
+        await Promise.all(sendings.map((s) => write([s])));
         return;
       }
-      pending.push(stored);
-      start();
-    },
-    lastSeq: () => last,
-    async flush() {
-      while (writing) await writing;
-      if (failure !== undefined) throw failure;
-      if (pending.length > 0) {
-        start();
-        await this.flush();
+      const [only] = sendings;
+      if (only) {
+        only.writer.failure ??= error;
+        only.handOver?.();
       }
+      return;
+    }
+    sendings.forEach((s, i) => {
+      const written = results[i];
+      const { writer } = s;
+      let previousSeq = writer.last;
+      if (writer.first && written?.fromStart) previousSeq = 0;
+      writer.first = false;
+      const rows = written?.rows ?? [];
+      writer.last = rows[rows.length - 1]?.seq ?? writer.last;
+      s.handOver?.({ previousSeq, rows });
+    });
+  };
+
+  const flush = (): void => {
+    soon = false;
+    atTurnEnd = false;
+    if (statements >= STATEMENTS_IN_FLIGHT || ready.size === 0) return;
+    const sendings: Sending[] = [];
+    for (const writer of ready) {
+      if (writer.pending.length === 0 || writer.writing) continue;
+      const events = writer.pending;
+      writer.pending = [];
+      writer.writing = true;
+      if (events.some((e) => e.event !== METADATA_EVENT)) writer.eager = false;
+      sendings.push({ writer, events, handOver: writer.handOff?.() });
+    }
+    ready.clear();
+    if (sendings.length === 0) return;
+    statements += 1;
+    void write(sendings).finally(() => {
+      statements -= 1;
+      for (const { writer } of sendings) {
+        writer.writing = false;
+        if (writer.pending.length > 0 && writer.failure === undefined) schedule(writer);
+        settle(writer);
+      }
+      // Writers that became ready while every statement was in flight go now.
+      if (ready.size > 0) flush();
+    });
+  };
+
+  const schedule = (writer: Writer): void => {
+    ready.add(writer);
+    if (writer.writing) return;
+    if (writer.eager && writer.pending.some((e) => e.event !== METADATA_EVENT)) {
+      if (!soon) {
+        soon = true;
+        queueMicrotask(flush);
+      }
+    } else if (!atTurnEnd && !soon) {
+      atTurnEnd = true;
+      setImmediate(flush);
+    }
+  };
+
+  /** Resolves when the next write of `writer` ends. */
+  const writeEnded = (writer: Writer): Promise<void> =>
+    new Promise<void>((resolve) => writer.idle.push(resolve));
+
+  return {
+    writer(run, handOff) {
+      const writer: Writer = {
+        run,
+        handOff,
+        pending: [],
+        writing: false,
+        first: true,
+        eager: true,
+        last: undefined,
+        failure: undefined,
+        idle: [],
+      };
+      return {
+        push(event) {
+          if (writer.failure !== undefined) return;
+          const stored = storedEvent(event);
+          if (stored.data.length > MAX_EVENT_BYTES) {
+            log.warn("run event skipped: larger than the 128 MB ceiling", {
+              runId: run.runId,
+              event: event.event,
+              bytes: stored.data.length,
+            });
+            return;
+          }
+          writer.pending.push(stored);
+          schedule(writer);
+        },
+        lastSeq: () => writer.last,
+        async flush() {
+          // Checked and acted on in one step: no write can start between the check and the wait.
+          for (;;) {
+            if (writer.failure !== undefined) throw writer.failure;
+            if (!writer.writing && writer.pending.length === 0) return;
+            if (!writer.writing) schedule(writer);
+            await writeEnded(writer);
+          }
+        },
+        async takeUnwritten() {
+          for (;;) {
+            if (writer.failure !== undefined) throw writer.failure;
+            if (!writer.writing) {
+              ready.delete(writer);
+              const unwritten = writer.pending;
+              writer.pending = [];
+              return unwritten;
+            }
+            await writeEnded(writer);
+          }
+        },
+      };
     },
   };
 }

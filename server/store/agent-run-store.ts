@@ -1,3 +1,4 @@
+import { assistantUnchanged } from "./assistant-store.js";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import { encryptionContextText } from "./encryption-scope.js";
@@ -163,38 +164,85 @@ export async function insertRun(
   return toRecord(row);
 }
 
+/** What {@link insertRunOnNewThread} found: the run inserted, or why not. */
+export type NewThreadRunInsert =
+  | { inserted: AgentRunRecord }
+  /** The assistant's row is no longer at the version the run was made from: nothing was written. */
+  | { inserted: undefined; assistantChanged: true };
+
 /**
- * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, running
- * under `claim` as its first attempt, in one statement (one round trip, atomic without a
- * transaction): nobody else knows the thread yet, so it has no queue to lock. A thread id already
- * taken inserts nothing and throws.
+ * Inserts a stateless run's new thread, busy, with `threadMetadata`, and the run on it, in one
+ * statement (one round trip, atomic without a transaction): nobody else knows the thread yet, so
+ * it has no queue to lock. Pending, or, with `claim`, running under that lease as its first
+ * attempt. With `assistantRowVersion` (the version of the assistant's row the run was made from,
+ * store/assistant-store.ts), nothing is written unless the row is still at that version. A
+ * thread id already taken inserts nothing and throws. The record is the run as inserted, built from
+ * `run` and the times Postgres set (its JSON is not read back).
  */
 export async function insertRunOnNewThread(
   q: Queryable,
   run: NewRun,
   threadMetadata: JsonObject,
-  claim: ClaimOnInsert,
-): Promise<AgentRunRecord> {
-  const [row] = await q<RunRow[]>`
-    with thread as (
+  options: { claim?: ClaimOnInsert; assistantRowVersion?: string } = {},
+): Promise<NewThreadRunInsert> {
+  const { claim, assistantRowVersion } = options;
+  const check =
+    assistantRowVersion === undefined
+      ? q`true`
+      : assistantUnchanged(q, run.workspaceId, run.assistantId, assistantRowVersion);
+  const encryptionContext = encryptionContextText();
+  const [row] = await q<
+    { unchanged: boolean; not_before: Date | null; created_at: Date; updated_at: Date }[]
+  >`
+    with current as (
+      select ${check} as unchanged
+    ), thread as (
       insert into threads (workspace_id, thread_id, metadata, status)
-      values (${run.workspaceId}, ${run.threadId}, ${q.json(threadMetadata)}, 'busy')
+      select ${run.workspaceId}, ${run.threadId}, ${q.json(threadMetadata)}, 'busy' from current where unchanged
       on conflict (workspace_id, thread_id) do nothing
       returning workspace_id, thread_id
+    ), run as (
+      insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
+                              multitask_strategy, temporary, not_before, status, attempt, lease_owner,
+                              lease_token, lease_expires_at, started_at, encryption_context,
+                              created_by_api_key_id, created_by_user_id)
+      select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
+             ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
+             now() + make_interval(secs => ${run.afterSeconds}::float8), ${claim ? "running" : "pending"},
+             ${claim ? 1 : 0}, ${claim?.owner ?? null}, ${claim?.leaseToken ?? null}::uuid,
+             ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
+             ${claim ? q`now()` : null}, ${encryptionContext}, ${run.creator.apiKeyId}::uuid,
+             ${run.creator.userId}::uuid
+      from thread
+      returning not_before, created_at, updated_at
     )
-    insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
-                            multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                            lease_token, lease_expires_at, started_at, encryption_context,
-                            created_by_api_key_id, created_by_user_id)
-    select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
-           ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
-           now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
-           ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now(),
-           ${encryptionContextText()}, ${run.creator.apiKeyId}::uuid, ${run.creator.userId}::uuid
-    from thread
-    returning *`;
-  if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
-  return toRecord(row);
+    select current.unchanged, run.not_before, run.created_at, run.updated_at from current left join run on true`;
+  if (!row?.unchanged) return { inserted: undefined, assistantChanged: true };
+  if (!row.not_before)
+    throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
+  return {
+    inserted: {
+      workspaceId: run.workspaceId,
+      runId: run.runId,
+      threadId: run.threadId,
+      assistantId: run.assistantId,
+      graphId: run.graphId,
+      status: claim ? "running" : "pending",
+      metadata: run.metadata,
+      kwargs: run.kwargs,
+      multitaskStrategy: run.multitaskStrategy,
+      temporary: run.temporary,
+      attempt: claim ? 1 : 0,
+      cancelAction: null,
+      cancelReason: null,
+      output: null,
+      notBefore: row.not_before,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      encryptionContext,
+      creator: run.creator,
+    },
+  };
 }
 
 /** The workspace's run `runId`, optionally only on thread `threadId`. */
@@ -549,77 +597,6 @@ export interface RunEndTimes {
   startedAt: Date | null;
   endedAt: Date;
   updatedAt: Date;
-}
-
-/** What {@link endRun} wrote: the run's times, and the end event of its stream (seq, ms since the epoch). */
-export interface RunEnd extends RunEndTimes {
-  endEvent: { seq: number; ms: number };
-  /** The seq of the event stored just before the end event, when one was (`finalEvent`). */
-  finalSeq: number | undefined;
-}
-
-/**
- * {@link finishRun}, and in the same statement the run's end event (announced on the events
- * channel) and the start of its events' TTL. Answers the run's times; undefined, and nothing
- * written, when the attempt no longer holds the lease.
- */
-export async function endRun(
-  q: Queryable,
-  runId: string,
-  leaseToken: string,
-  end: {
-    status: RunStatus;
-    output: JsonValue;
-    eventTtlSeconds: number;
-    endEvent: string;
-    /** The end event's data (the run's status, run-event-store.ts's endEventData). */
-    endData: string;
-    channel: string;
-    /** An event stored just before the end event, in the same statement (its data as stored). */
-    finalEvent?: { ms: number; event: string; data: string };
-  },
-): Promise<RunEnd | undefined> {
-  const ttl = end.eventTtlSeconds;
-  const ms = Date.now();
-  const final = end.finalEvent;
-  const rows = await q<
-    { started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string; final_seq: string | null }[]
-  >`
-    with finished as (
-      update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
-        updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
-      where run_id = ${runId} and lease_token = ${leaseToken} and status = 'running'
-      returning workspace_id, run_id, thread_id, started_at, ended_at, updated_at
-    ), expired as (
-      update agent_run_events set expires_at = now() + make_interval(secs => ${ttl}::float8)
-      where run_id = ${runId} and exists (select 1 from finished)
-    ), last as (
-      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
-      select workspace_id, run_id, thread_id, ${final?.ms ?? ms}, ${final?.event ?? ""}, ${final?.data ?? "null"},
-        now() + make_interval(secs => ${ttl}::float8)
-      from finished where ${final !== undefined}
-      returning seq
-    ), ended as (
-      -- After the final event (when there is one): its seq is drawn first, so the end's is higher.
-      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
-      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, ${end.endData},
-        now() + make_interval(secs => ${ttl}::float8)
-      from finished, (select count(*) from last) l
-      returning seq
-    )
-    select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end ' || ended.seq::text),
-      started_at, ended_at, updated_at, ended.seq as end_seq, (select seq from last) as final_seq
-    from finished, ended`;
-  const [row] = rows;
-  return (
-    row && {
-      startedAt: row.started_at,
-      endedAt: row.ended_at,
-      updatedAt: row.updated_at,
-      endEvent: { seq: Number(row.end_seq), ms },
-      finalSeq: row.final_seq === null ? undefined : Number(row.final_seq),
-    }
-  );
 }
 
 /**

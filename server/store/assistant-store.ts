@@ -148,6 +148,42 @@ export async function findAssistant(
   return row && toRecord(row);
 }
 
+/** An assistant as read at one version of its row: `rowVersion` changes with every change of the row. */
+export interface VersionedAssistant {
+  assistant: AssistantRecord;
+  /** The row's version (its `xmin`, as text): a write can check the row is still the one read. */
+  rowVersion: string;
+}
+
+/**
+ * {@link findAssistant} with the row's version, for a reader that keeps the record and has every
+ * later write that relies on it check it ({@link assistantUnchanged}).
+ */
+export async function findVersionedAssistant(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+): Promise<VersionedAssistant | undefined> {
+  const [row] = await q<(AssistantRow & { row_version: string })[]>`
+    select *, xmin::text as row_version from assistants
+    where workspace_id = ${workspaceId} and assistant_id = ${assistantId}`;
+  return row && { assistant: toRecord(row), rowVersion: row.row_version };
+}
+
+/**
+ * A condition (for a statement's `where`) that holds while the workspace's assistant row is still
+ * at `rowVersion`: not changed, not deleted (and re-created) since it was read.
+ */
+export function assistantUnchanged(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  rowVersion: string,
+) {
+  return q`exists (select 1 from assistants a where a.workspace_id = ${workspaceId}
+    and a.assistant_id = ${assistantId} and a.xmin = ${rowVersion}::xid)`;
+}
+
 /**
  * Writes a new version (one past the highest existing version) and makes it current. The caller
  * computes the fields from {@link lockAssistant}'s record inside the same transaction.

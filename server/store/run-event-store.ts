@@ -56,6 +56,13 @@ function toRecord(row: EventRow): RunEventRecord {
   return { seq: Number(row.seq), runId: row.run_id, ms: Number(row.ms), event: row.event, data: row.data };
 }
 
+/** The run events belong to. */
+export interface EventRun {
+  workspaceId: string;
+  runId: string;
+  threadId: string;
+}
+
 /**
  * Appends a run's events in one statement and notifies the processes streaming it, in the same
  * transaction when `q` is one; returns them as stored (with their seqs), in order. With encryption
@@ -64,10 +71,11 @@ function toRecord(row: EventRow): RunEventRecord {
  */
 export async function appendRunEvents(
   q: Queryable,
-  run: { workspaceId: string; runId: string; threadId: string },
+  run: EventRun,
   events: readonly NewRunEvent[],
 ): Promise<RunEventRecord[]> {
-  return (await insertRunEvents(q, run, events, false)).rows;
+  const [written] = await appendEventBatches(q, [{ run, events, first: false }]);
+  return written?.rows ?? [];
 }
 
 /**
@@ -77,52 +85,79 @@ export async function appendRunEvents(
  */
 export async function appendFirstRunEvents(
   q: Queryable,
-  run: { workspaceId: string; runId: string; threadId: string },
+  run: EventRun,
   events: readonly NewRunEvent[],
 ): Promise<{ rows: RunEventRecord[]; fromStart: boolean }> {
-  return insertRunEvents(q, run, events, true);
+  const [written] = await appendEventBatches(q, [{ run, events, first: true }]);
+  return written ?? { rows: [], fromStart: false };
 }
 
-async function insertRunEvents(
+/** One run's events in {@link appendEventBatches}; `first` asks whether none of the run's were stored before. */
+export interface EventBatch {
+  run: EventRun;
+  events: readonly NewRunEvent[];
+  first: boolean;
+}
+
+/**
+ * Appends the events of several runs in one statement (each run's in its order, their seqs rising
+ * in it) and notifies each run once, with the newest seq the statement stored of it; returns, per
+ * batch, the events as stored and, for a `first` batch, whether it holds the run's first events.
+ * Encryption as {@link appendRunEvents}.
+ */
+export async function appendEventBatches(
   q: Queryable,
-  run: { workspaceId: string; runId: string; threadId: string },
-  events: readonly NewRunEvent[],
-  checkStart: boolean,
-): Promise<{ rows: RunEventRecord[]; fromStart: boolean }> {
-  if (events.length === 0) return { rows: [], fromStart: false };
-  const ends = events.some((e) => e.event === END_EVENT);
-  const notice = `${run.runId} ${run.threadId} ${ends ? "end" : "more"} `;
+  batches: readonly EventBatch[],
+): Promise<{ rows: RunEventRecord[]; fromStart: boolean }[]> {
+  const flat = batches.flatMap((b) => b.events.map((e) => ({ run: b.run, e })));
+  if (flat.length === 0) return batches.map(() => ({ rows: [], fromStart: false }));
   const cipher = storedCipherOf(q);
-  const data = cipher ? events.map((e) => cipher.encryptJsonText(e.data)) : events.map((e) => e.data);
+  const data = flat.map(({ e }) =>
+    cipher && e.event !== END_EVENT ? cipher.encryptJsonText(e.data) : e.data,
+  );
+  const ends = new Set(flat.filter(({ e }) => e.event === END_EVENT).map(({ run }) => run.runId));
+  const firsts = batches.filter((b) => b.first && b.events.length > 0).map((b) => b.run);
   // Every part of the statement sees the table as it was before the insert, so `earlier` finds
-  // only events stored before these.
-  const earlier = checkStart
-    ? q`exists (select 1 from agent_run_events
-                where run_id = ${run.runId} and workspace_id = ${run.workspaceId})`
-    : q`true`;
-  // Rows are inserted in the events' order, so their seqs (drawn as each row is inserted) rise in it.
-  const rows = await q<{ seq: string; earlier: boolean }[]>`
-    with added as (
+  // only events stored before these. Rows are inserted in the input's order, so their seqs (drawn
+  // as each row is inserted) rise in it.
+  const rows = await q<{ seq: string; earlier: string[] }[]>`
+    with input as (
+      select * from unnest(${flat.map(({ run }) => run.workspaceId)}::uuid[],
+                           ${flat.map(({ run }) => run.runId)}::uuid[],
+                           ${flat.map(({ run }) => run.threadId)}::uuid[],
+                           ${flat.map(({ e }) => e.ms)}::bigint[], ${flat.map(({ e }) => e.event)}::text[],
+                           ${data}::text[])
+        with ordinality as e(workspace_id, run_id, thread_id, ms, event, data, n)
+    ), added as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data)
-      select ${run.workspaceId}, ${run.runId}, ${run.threadId}, e.ms, e.event, e.data
-      from unnest(${events.map((e) => e.ms)}::bigint[], ${events.map((e) => e.event)}::text[],
-                  ${data}::text[]) with ordinality as e(ms, event, data, n)
-      order by e.n
-      returning seq
+      select workspace_id, run_id, thread_id, ms, event, data from input order by n
+      returning seq, run_id, thread_id
     ), notified as (
-      select pg_notify(${RUN_EVENTS_CHANNEL}, ${notice} || max(seq)::text) from added
+      select pg_notify(${RUN_EVENTS_CHANNEL},
+        run_id::text || ' ' || thread_id::text || ' ' ||
+        case when run_id = any(${[...ends]}::uuid[]) then 'end' else 'more' end || ' ' || max(seq)::text)
+      from added group by run_id, thread_id
+    ), earlier as (
+      select array(
+        select f.run_id::text from unnest(${firsts.map((r) => r.runId)}::uuid[],
+                                          ${firsts.map((r) => r.workspaceId)}::uuid[]) as f(run_id, workspace_id)
+        where exists (select 1 from agent_run_events x
+                      where x.run_id = f.run_id and x.workspace_id = f.workspace_id)) as runs
     )
-    select seq, ${earlier} as earlier from added, (select count(*) from notified) n order by seq`;
-  return {
-    rows: events.map((e, i) => ({
-      seq: Number(rows[i]?.seq),
-      runId: run.runId,
+    select seq, (select runs from earlier) as earlier, (select count(*) from notified) as notices
+    from added order by seq`;
+  const earlier = new Set(rows[0]?.earlier ?? []);
+  let at = 0;
+  return batches.map((b) => {
+    const stored = b.events.map((e) => ({
+      seq: Number(rows[at++]?.seq),
+      runId: b.run.runId,
       ms: e.ms,
       event: e.event,
       data: e.data,
-    })),
-    fromStart: rows[0]?.earlier === false,
-  };
+    }));
+    return { rows: stored, fromStart: b.first && stored.length > 0 && !earlier.has(b.run.runId) };
+  });
 }
 
 /** Events of a run (or of every run of a thread) after `afterSeq`, oldest first, at most `limit`. */

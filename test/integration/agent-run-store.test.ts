@@ -103,7 +103,12 @@ describe("a stateless run started by its creator", () => {
       creator: NO_CREATOR,
     };
     const owner = { owner: "test", leaseToken, leaseSeconds: 30 };
-    const stored = await insertRunOnNewThread(db().sql, run, { graph_id: "g" }, owner);
+    const { inserted: stored } = await insertRunOnNewThread(
+      db().sql,
+      run,
+      { graph_id: "g" },
+      { claim: owner },
+    );
     expect(stored).toMatchObject({
       runId: run.runId,
       threadId,
@@ -118,7 +123,9 @@ describe("a stateless run started by its creator", () => {
     expect(await claim(threadId, run.runId)).toBeUndefined();
     expect(await finishRun(db().sql, run.runId, leaseToken, { status: "success", output: {} })).toBe(true);
     const again = { ...run, runId: uuidv7() };
-    await expect(insertRunOnNewThread(db().sql, again, {}, owner)).rejects.toThrow("already exists");
+    await expect(insertRunOnNewThread(db().sql, again, {}, { claim: owner })).rejects.toThrow(
+      "already exists",
+    );
     const [count] = await db().sql<{ n: number }[]>`
       select count(*)::int as n from agent_runs where run_id = ${again.runId}`;
     expect(count?.n).toBe(0);

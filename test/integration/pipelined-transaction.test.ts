@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSql, type Queryable, type Sql } from "../../server/store/db.js";
-import { pipelinedTransaction } from "../../server/store/pipelined-transaction.js";
+import { pipelinedTransaction, StatementAfterCommitError } from "../../server/store/pipelined-transaction.js";
 import { createTestDatabase } from "../support/database.js";
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -73,6 +73,51 @@ describe("pipelinedTransaction", () => {
       // One transaction: the insert ran before COMMIT, not after it on its own.
       expect(inserted).toBe(begun);
     }
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("commitWith answers the last statement, run in the transaction before COMMIT", async () => {
+    const [first, last] = await pipelinedTransaction(single, async ({ tx, commitWith }) => {
+      const begun = tx<{ xid: string }[]>`select txid_current()::text as xid`.execute();
+      const [row] = await commitWith(
+        tx<
+          { xid: string }[]
+        >`insert into pipelined_rows values ('g') returning txid_current()::text as xid`.execute(),
+      );
+      return [(await begun)[0]?.xid, row?.xid];
+    });
+    expect(last).toBe(first);
+    expect(await values()).toContain("g");
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("refuses a statement sent after COMMIT went out, rather than run it outside the transaction", async () => {
+    let late: Promise<unknown> | undefined;
+    await pipelinedTransaction(single, async ({ tx, commit }) => {
+      await tx`insert into pipelined_rows values ('h')`;
+      await commit();
+      // Started after COMMIT was sent: it would run in a transaction of its own.
+      late = tx`insert into pipelined_rows values ('late')`.execute();
+      late.catch(() => undefined);
+    });
+    await expect(late).rejects.toThrow(StatementAfterCommitError);
+    expect(await values()).toContain("h");
+    expect(await values()).not.toContain("late");
+    expect(await inTransaction()).toBe(false);
+  });
+
+  it("refuses a statement a store function starts only after a turn of the event loop", async () => {
+    // A store function that waits for I/O before it builds its statement breaks rule 3.
+    const slowInsert = async (q: Queryable, value: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await q`insert into pipelined_rows values (${value})`;
+    };
+    await expect(
+      pipelinedTransaction(single, async ({ tx, commitWith }) => {
+        await commitWith(slowInsert(tx, "slow"));
+      }),
+    ).rejects.toThrow(StatementAfterCommitError);
+    expect(await values()).not.toContain("slow");
     expect(await inTransaction()).toBe(false);
   });
 

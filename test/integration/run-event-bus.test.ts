@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { createRunEventBus, type RunEventBus } from "../../server/runtime/run-event-bus.js";
+import { createRunEventBus, endKey, type RunEventBus } from "../../server/runtime/run-event-bus.js";
+import type { AgentRunRecord } from "../../server/store/agent-run-store.js";
 import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../../server/store/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -32,12 +33,17 @@ const row = (runId: string, seq: number): RunEventRecord => ({
  * watches, and waits for the second: notifications of one channel arrive in order, so the run's
  * has been handled by then.
  */
-async function notifyAndSettle(events: RunEventBus, runId: string, seq: number): Promise<void> {
+async function notifyAndSettle(
+  events: RunEventBus,
+  runId: string,
+  seq: number,
+  kind: "more" | "end" = "more",
+): Promise<void> {
   const marker = uuidv7();
   const watch = events.watch(marker);
   try {
     const seen = watch.version();
-    await db().sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${`${runId} ${uuidv7()} more ${seq}`})`;
+    await db().sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${`${runId} ${uuidv7()} ${kind} ${seq}`})`;
     await db().sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${`${uuidv7()} ${marker} more 1`})`;
     await watch.changed(seen, WAKE_TIMEOUT_MS);
     expect(watch.version()).toBeGreaterThan(seen);
@@ -84,5 +90,56 @@ describe("run event bus", () => {
     expect(stream.version()).toBe(1);
     expect(stream.take(0)?.behind).toBe(true);
     stream.close();
+  });
+
+  /** A run record as an end hands it over. */
+  const endedRun = (runId: string): AgentRunRecord => ({
+    workspaceId: uuidv7(),
+    runId,
+    threadId: uuidv7(),
+    assistantId: uuidv7(),
+    graphId: "g",
+    status: "success",
+    metadata: {},
+    kwargs: {},
+    multitaskStrategy: "enqueue",
+    temporary: false,
+    attempt: 1,
+    cancelAction: null,
+    cancelReason: null,
+    output: { reply: "ok" },
+    notBefore: new Date(),
+    createdAt: new Date(),
+    updatedAt: new Date(),
+    encryptionContext: null,
+    creator: { apiKeyId: null, userId: null },
+  });
+
+  it("hands a run ended here to the waiters on its end, after holding the end's own notification", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    const waiter = bus.watch(endKey(runId));
+    const done = bus.writing(runId);
+    await notifyAndSettle(bus, runId, 3, "end");
+    // The end is announced, but its write is still in flight here: the waiter is not woken yet.
+    expect(waiter.version()).toBe(0);
+    expect(bus.endAnnounced(runId)).toBe(true);
+    const ended = endedRun(runId);
+    done({ previousSeq: 0, rows: [row(runId, 3)] }, ended);
+    expect(waiter.version()).toBe(1);
+    expect(waiter.ended()).toBe(ended);
+    waiter.close();
+  });
+
+  it("wakes the waiters on a run's end announced by another process, with nothing handed over", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    expect(bus.endAnnounced(runId)).toBe(false);
+    const waiter = bus.watch(endKey(runId));
+    await notifyAndSettle(bus, runId, 5, "end");
+    expect(waiter.version()).toBe(1);
+    expect(waiter.ended()).toBeUndefined();
+    expect(bus.endAnnounced(runId)).toBe(true);
+    waiter.close();
   });
 });

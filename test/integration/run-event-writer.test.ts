@@ -1,14 +1,15 @@
 /**
- * A run's event writer on a real database: until the run's first output has gone out, a write
- * starts before the end of the turn (the graph's next nodes run in that turn); later events wait
- * for the end of the turn and share a statement. Each batch is handed over as stored, in order, the
- * first one declared as following 0 (nothing of the run before it).
+ * A run's event writer on a real database: the run's first output is written before the end of its
+ * turn (the graph's next nodes run in that turn), with the metadata when that still waits; later
+ * events, and a metadata alone, wait for the end of the turn and share a statement, with those of
+ * other runs. Each batch is handed over as stored, in order, the first one declared as following 0
+ * (nothing of the run before it).
  */
 import { describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createLogger } from "../../server/logger.js";
 import type { StoredBatch } from "../../server/runtime/run-event-bus.js";
-import { createRunEventWriter } from "../../server/runtime/run-event-writer.js";
+import { createRunEventBatcher } from "../../server/runtime/run-event-writer.js";
 import { eventsAfter } from "../../server/store/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -22,12 +23,13 @@ async function microtasks(): Promise<void> {
 }
 
 describe("run event writer", () => {
-  it("sends the run's metadata and first output at once, then batches the rest by turn", async () => {
+  /** A writer of a new run, recording what each write carried and what it handed over. */
+  function recordingWriter() {
     const run = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
     const started: string[][] = [];
     const handed: StoredBatch[] = [];
     let pushed: string[] = [];
-    const writer = createRunEventWriter(db().sql, run, createLogger("error"), () => {
+    const writer = createRunEventBatcher(db().sql, createLogger("error")).writer(run, () => {
       started.push(pushed);
       pushed = [];
       return (stored) => {
@@ -38,19 +40,17 @@ describe("run event writer", () => {
       pushed.push(event);
       writer.push({ event, data });
     };
+    return { run, started, handed, writer, push };
+  }
 
+  it("sends the run's first output at once, with its metadata, then batches the rest by turn", async () => {
+    const { run, started, handed, writer, push } = recordingWriter();
     push("metadata", { run_id: run.runId, attempt: 1 });
-    const metadataTurn = endOfTurn();
+    push("values", { step: 1 });
+    const outputTurn = endOfTurn();
     // The write started within the turn: the statement is on its way before the turn ends.
     await microtasks();
-    expect(started).toEqual([["metadata"]]);
-    await metadataTurn;
-    await writer.flush();
-
-    const outputTurn = endOfTurn();
-    push("values", { step: 1 });
-    await microtasks();
-    expect(started).toEqual([["metadata"], ["values"]]);
+    expect(started).toEqual([["metadata", "values"]]);
     await outputTurn;
     await writer.flush();
 
@@ -58,18 +58,110 @@ describe("run event writer", () => {
     const laterTurn = endOfTurn();
     push("values", { step: 2 });
     push("updates", { node: {} });
+    await microtasks();
+    expect(started).toHaveLength(1);
     await laterTurn;
-    expect(started).toHaveLength(2);
     await writer.flush();
-    expect(started).toEqual([["metadata"], ["values"], ["values", "updates"]]);
+    expect(started).toEqual([
+      ["metadata", "values"],
+      ["values", "updates"],
+    ]);
 
     const stored = await eventsAfter(db().sql, run.workspaceId, { runId: run.runId }, 0, 100);
     expect(stored.map((e) => e.event)).toEqual(["metadata", "values", "values", "updates"]);
     expect(handed.map((b) => b.rows.map((r) => r.seq))).toEqual([
-      [stored[0]?.seq],
-      [stored[1]?.seq],
+      [stored[0]?.seq, stored[1]?.seq],
       [stored[2]?.seq, stored[3]?.seq],
     ]);
-    expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[0]?.seq, stored[1]?.seq]);
+    expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[1]?.seq]);
+  });
+
+  it("sends a metadata with no output in its turn at the end of the turn, and the first output at once", async () => {
+    const { run, started, writer, push } = recordingWriter();
+    push("metadata", { run_id: run.runId, attempt: 1 });
+    await microtasks();
+    expect(started).toEqual([]);
+    await endOfTurn();
+    expect(started).toEqual([["metadata"]]);
+    await writer.flush();
+    push("values", { step: 1 });
+    await microtasks();
+    expect(started).toEqual([["metadata"], ["values"]]);
+    await writer.flush();
+  });
+});
+
+describe("run event batcher", () => {
+  /** The pool, counting the statements sent through it (the event store's statements have no fragments). */
+  function countingPool() {
+    const counted = { statements: 0 };
+    const sql = new Proxy(db().sql, {
+      apply(target, thisArg, args) {
+        counted.statements += 1;
+        return Reflect.apply(target, thisArg, args);
+      },
+    });
+    return { sql, counted };
+  }
+
+  /** A writer past its first output, so its writes wait for the end of the turn. */
+  async function pastFirstOutput(batcher: ReturnType<typeof createRunEventBatcher>, run: typeof runA) {
+    const writer = batcher.writer(run);
+    writer.push({ event: "metadata", data: {} });
+    writer.push({ event: "values", data: { step: 0 } });
+    await writer.flush();
+    return writer;
+  }
+
+  const runA = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+  const runB = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+
+  it("writes what several runs push in one turn in one statement, each run's events in order", async () => {
+    const { sql, counted } = countingPool();
+    const batcher = createRunEventBatcher(sql, createLogger("error"));
+    const a = await pastFirstOutput(batcher, runA);
+    const b = await pastFirstOutput(batcher, runB);
+    const before = counted.statements;
+    a.push({ event: "values", data: { step: 1 } });
+    b.push({ event: "values", data: { step: 1 } });
+    a.push({ event: "updates", data: { node: {} } });
+    await Promise.all([a.flush(), b.flush()]);
+    expect(counted.statements - before).toBe(1);
+    const storedA = await eventsAfter(db().sql, runA.workspaceId, { runId: runA.runId }, 0, 100);
+    expect(storedA.map((e) => [e.event, e.data])).toEqual([
+      ["metadata", "{}"],
+      ["values", '{"step":0}'],
+      ["values", '{"step":1}'],
+      ["updates", '{"node":{}}'],
+    ]);
+    expect(a.lastSeq()).toBe(storedA[3]?.seq);
+  });
+
+  it("retries a failed statement of several runs run by run: only the bad run's writer fails", async () => {
+    const batcher = createRunEventBatcher(db().sql, createLogger("error"));
+    const good = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+    // Not a UUID: the statement carrying it fails.
+    const bad = { ...good, runId: "not-a-uuid" };
+    const writers = [batcher.writer(good), batcher.writer(bad)];
+    for (const writer of writers) writer.push({ event: "metadata", data: {} });
+    const [goodFlush, badFlush] = await Promise.allSettled(writers.map((w) => w.flush()));
+    expect(goodFlush?.status).toBe("fulfilled");
+    expect(badFlush?.status).toBe("rejected");
+    const stored = await eventsAfter(db().sql, good.workspaceId, { runId: good.runId }, 0, 100);
+    expect(stored.map((e) => e.event)).toEqual(["metadata"]);
+  });
+
+  it("hands the events not yet sent to the caller, who stores them itself, and never sends them", async () => {
+    const { sql, counted } = countingPool();
+    const batcher = createRunEventBatcher(sql, createLogger("error"));
+    const run = { workspaceId: uuidv7(), runId: uuidv7(), threadId: uuidv7() };
+    const writer = await pastFirstOutput(batcher, run);
+    const before = counted.statements;
+    writer.push({ event: "values", data: { step: 1 } });
+    const unwritten = await writer.takeUnwritten();
+    expect(unwritten.map((e) => e.event)).toEqual(["values"]);
+    await endOfTurn();
+    await writer.flush();
+    expect(counted.statements).toBe(before);
   });
 });

@@ -4,11 +4,11 @@ import type { AgentRunRecord } from "../../store/agent-run-store.js";
 import { findAssistant } from "../../store/assistant-store.js";
 import type { Transaction } from "../../store/db.js";
 import { runRequestOf } from "./cron-requests.js";
-import { createRunInTx, type RunInTxDeps } from "./run-creation.js";
+import { createRun, type RunWriteDeps } from "./run-creation.js";
 import { parseRunRequest } from "./run-requests.js";
 
 /** What firing needs: the run creation path's dependencies (no local worker slot: runs go through the queue). */
-export type CronFiringDeps = RunInTxDeps;
+export type CronFiringDeps = RunWriteDeps;
 
 /**
  * How a cron fires: the run its payload describes is created through the run creation path (as a
@@ -24,21 +24,21 @@ export function createCronFiring(deps: CronFiringDeps): CronFire {
     const assistant = await findAssistant(tx, cron.workspaceId, cron.assistantId);
     // Deleting an assistant deletes its crons (migration 0013), so this is a race with that delete.
     if (!assistant) throw new ConnectError(`assistant ${cron.assistantId} is gone`, Code.NotFound);
-    const created = await createRunInTx(
-      tx,
+    const created = await createRun(
       deps,
-      cron.workspaceId,
-      cron.threadId === null ? { kind: "stateless" } : { kind: "thread", threadId: cron.threadId },
-      assistant,
       {
-        ...run,
-        assistantId: cron.assistantId,
-        metadata: { ...run.metadata, cron_id: cron.cronId },
-        onCompletion: cron.onRunCompleted ?? "delete",
+        workspaceId: cron.workspaceId,
+        target: cron.threadId === null ? { kind: "stateless" } : { kind: "thread", threadId: cron.threadId },
+        request: {
+          ...run,
+          assistantId: cron.assistantId,
+          metadata: { ...run.metadata, cron_id: cron.cronId },
+          onCompletion: cron.onRunCompleted ?? "delete",
+        },
+        headers: new Headers(),
       },
-      new Headers(),
       // The cron's runs count in usage under whoever created the cron.
-      cron.creator,
+      { within: { tx, assistant, creator: cron.creator } },
     );
     return created.run;
   };

@@ -52,7 +52,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus, localRuns: deps.localRuns };
+  const readers = { sql, bus };
 
   return {
     assistant: (workspaceId, raw, principal) => resolveAssistant(creationDeps, workspaceId, raw, principal),
@@ -65,7 +65,7 @@ export function createRunLauncher(deps: RunServiceDeps): RunLauncher {
         throw invalid(error instanceof Error ? error.message : String(error));
       }
       const request = parseRunRequest(message, target.kind === "stateless");
-      return createRun(creationDeps, workspaceId, target, request, headers, principal).then(
+      return createRun(creationDeps, { workspaceId, target, request, headers }, { principal }).then(
         (started) => started.run,
       );
     },

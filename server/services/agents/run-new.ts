@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { uuidv7 } from "../../ids.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
-import type { RunKwargs } from "../../runtime/run-kwargs.js";
+import { type RunKwargs, runConfigOf, runKwargsJson } from "../../runtime/run-kwargs.js";
 import type { NewRun, RunCreator } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
@@ -42,17 +42,26 @@ function objectOf(value: unknown): JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
 }
 
-/** The run a request makes on `threadId`: a new id, and the assistant's, thread's and request's config merged. */
+/** What a new run is made of. */
+export interface NewRunParts {
+  workspaceId: string;
+  threadId: string;
+  /** The thread as read under its queue's lock; undefined for a thread the run creates. */
+  thread: ThreadRecord | undefined;
+  /** Whether the run is stateless (its thread is new, and deleted after it unless kept). */
+  stateless: boolean;
+  assistant: AssistantRecord;
+  request: RunRequest;
+  /** The request's headers: `http.configurable_headers` copies some into the run's config. */
+  headers: Headers;
+  /** Who creates the run: its trace counts in usage under them. */
+  creator: RunCreator;
+}
+
+/** The run a request makes: a new id, and the assistant's, thread's and request's config merged. */
 export function newRunOf(
   deps: { configurableHeaders: ConfigurableHeadersConfig | undefined },
-  workspaceId: string,
-  stateless: boolean,
-  threadId: string,
-  thread: ThreadRecord | undefined,
-  assistant: AssistantRecord,
-  request: RunRequest,
-  headers: Headers,
-  creator: RunCreator,
+  { workspaceId, threadId, thread, stateless, assistant, request, headers, creator }: NewRunParts,
 ): NewRun {
   const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;
@@ -70,7 +79,7 @@ export function newRunOf(
   const kwargs: RunKwargs = {
     input: request.input,
     command: request.command,
-    config: config as RunKwargs["config"],
+    config: runConfigOf(config),
     context: { ...objectOf(assistant.context), ...request.context },
     stream_mode: request.streamModes,
     subgraphs: request.subgraphs,
@@ -88,12 +97,13 @@ export function newRunOf(
     feedback_keys: request.feedbackKeys,
     temporary: stateless && request.onCompletion === "delete",
     on_disconnect: request.onDisconnect,
-    ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+    langsmith_tracer: request.langsmithTracer,
     ...(request.protocol ? { protocol: true as const } : {}),
     ...(request.protocol && request.protocol.answers.length > 0
       ? { protocol_answers: request.protocol.answers }
       : {}),
     ...(request.strictResume ? { strict_resume: true as const } : {}),
+    extra: {},
   };
   return {
     workspaceId,
@@ -102,7 +112,7 @@ export function newRunOf(
     assistantId: assistant.assistantId,
     graphId: assistant.graphId,
     metadata: request.metadata,
-    kwargs: kwargs as unknown as JsonObject,
+    kwargs: runKwargsJson(kwargs),
     multitaskStrategy: request.multitaskStrategy,
     temporary: kwargs.temporary,
     afterSeconds: request.afterSeconds,

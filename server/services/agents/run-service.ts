@@ -39,6 +39,7 @@ import { setRestSuccessStatus } from "../response-status.js";
 import { callerOrigin, withFeedbackUrls } from "../tracing/feedback-tokens.js";
 import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
+import { createRunAssistantCache } from "./run-assistant-cache.js";
 import { CANCELLED, cancelRunsInTx, type RunCancelDeps, takenReason } from "./run-cancel.js";
 import { conflictsAs409 } from "./run-conflicts.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
@@ -78,7 +79,7 @@ export interface RunServiceDeps {
   /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
   webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "reserve" | "attemptEnd">;
+  localRuns?: Pick<AgentRunWorker, "reserve" | "backlog">;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
@@ -160,10 +161,12 @@ export function runCreationDepsOf(deps: RunServiceDeps): RunCreationDeps {
       ? { webhooks: { settings: deps.webhooks, job: deps.webhookJob } }
       : {}),
   };
+  const graphIds = () => deps.graphs.ids();
   return {
     sql: deps.sql,
     systemAssistants: deps.systemAssistants,
-    graphIds: () => deps.graphs.ids(),
+    graphIds,
+    assistants: createRunAssistantCache(deps.sql, { graphIds }),
     cancel,
     settings: deps.settings,
     configurableHeaders: deps.graphs.settings.http.configurableHeaders,
@@ -177,7 +180,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   const { sql, bus } = deps;
   const creationDeps = runCreationDepsOf(deps);
   const cancelDeps = creationDeps.cancel;
-  const readers = { sql, bus, localRuns: deps.localRuns };
+  const readers = { sql, bus };
   // Custom auth's thread checks, batched with the other lookups in flight like the thread service's.
   const threads = createThreadBatches(sql);
 
@@ -189,7 +192,11 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
     const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
     const { run, startedHere } = await conflictsAs409(() =>
-      createRun(creationDeps, workspace.id, target, request, ctx.requestHeader, principal),
+      createRun(
+        creationDeps,
+        { workspaceId: workspace.id, target, request, headers: ctx.requestHeader },
+        { principal },
+      ),
     );
     const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
     ctx.responseHeader.set("Content-Location", base);
@@ -206,15 +213,19 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       sql.begin((tx) => cancelRunsInTx(tx, cancelDeps, workspaceId, runIds, action, reason)),
     );
 
-  /** Waits for the run; on a client that goes away, cancels it when asked to. */
+  /**
+   * Waits for the run (`createdHere`: by this request, so its end cannot have been announced before
+   * the wait began); on a client that goes away, cancels it when asked to.
+   */
   const awaitEnd = async (
     ctx: HandlerContext,
     workspaceId: string,
     run: AgentRunRecord,
-    cancelOnDisconnect: boolean,
+    options: { cancelOnDisconnect: boolean; createdHere: boolean },
   ) => {
+    const { cancelOnDisconnect, createdHere } = options;
     try {
-      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal);
+      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal, { createdHere });
     } catch (error) {
       if (cancelOnDisconnect && ctx.signal.aborted)
         await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});
@@ -347,7 +358,10 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           ? `/runs/${run.runId}`
           : `/threads/${run.threadId}/runs/${run.runId}/join`,
       );
-      const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
+      const ended = await awaitEnd(ctx, workspaceId, run, {
+        cancelOnDisconnect: parsed.onDisconnect === "cancel",
+        createdHere: true,
+      });
       return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
@@ -478,7 +492,9 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     async joinRun(request, ctx) {
       const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
-      const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
+      const ended = hasEnded(run)
+        ? run
+        : await awaitEnd(ctx, workspaceId, run, { cancelOnDisconnect, createdHere: false });
       return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 

@@ -5,7 +5,6 @@ import {
   type ServerSentEvent,
   ServerSentEventSchema,
 } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
-import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
 import { parseProtocolParams, protocolMethodOf } from "../../runtime/protocol/protocol-event.js";
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
@@ -148,8 +147,6 @@ export async function seqAfterCheckpoint(
 export interface StreamReaderDeps {
   sql: Sql;
   bus: RunEventBus;
-  /** This process's run worker, when it executes runs: a waiter on a run executing here asks it. */
-  localRuns?: Pick<AgentRunWorker, "attemptEnd"> | undefined;
 }
 
 /** How {@link readRunStream} reads a run's events. */
@@ -301,43 +298,35 @@ export async function* readThreadStream(
 
 /**
  * Waits until a run ends and answers it; undefined when it was deleted. No connection is held while
- * waiting: the run's end is notified, and the row is read once per wake-up.
+ * waiting: the run's end is notified, and the row is read once per wake-up, unless an attempt of
+ * this process ended the run and handed it over (then nothing is read). A run `createdHere` (by
+ * the caller, just now, in this process) is not read before its end is announced: the watch opens
+ * before it can end, and an announcement heard before that is remembered by the bus.
  */
 export async function waitForRunEnd(
   deps: StreamReaderDeps,
   run: { workspaceId: string; runId: string },
   signal: AbortSignal,
+  options: { createdHere?: boolean } = {},
 ): Promise<AgentRunRecord | undefined> {
-  const here = deps.localRuns?.attemptEnd(run.runId);
-  if (here) {
-    // Executing in this process: its end is known here as it commits. When this attempt does not
-    // end it (a takeover, a hand-back), the run is followed through Postgres as any other.
-    const ended = await untilAborted(here, signal);
-    if (ended) return ended;
-  }
   const watch = deps.bus.watch(endKey(run.runId));
   try {
+    let read = options.createdHere !== true;
     for (;;) {
       const seen = watch.version();
-      const current = await findRun(deps.sql, run.workspaceId, run.runId);
-      if (!current || hasEnded(current)) return current;
+      const handed = watch.ended();
+      if (handed) return handed;
+      if (read || deps.bus.endAnnounced(run.runId)) {
+        const current = await findRun(deps.sql, run.workspaceId, run.runId);
+        if (!current || hasEnded(current)) return current;
+      }
       if (signal.aborted) throw new ConnectError("the client went away before the run ended", Code.Canceled);
       await watch.changed(seen, WAIT_POLL_MS, signal);
+      read = true;
     }
   } finally {
     watch.close();
   }
-}
-
-/** `promise`, or CANCELED as soon as `signal` aborts (the client went away). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  const gone = () => new ConnectError("the client went away before the run ended", Code.Canceled);
-  if (signal.aborted) return Promise.reject(gone());
-  return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(gone());
-    signal.addEventListener("abort", abort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
-  });
 }
 
 /** What wait and join answer for an ended run: its output (final values, or the error). */

@@ -14,7 +14,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { MultitaskStrategy } from "../../../store/agent-run-store.js";
-import { findCheckpoint } from "../../../store/checkpoint-store.js";
+import { checkpointExists } from "../../../store/agent-run-thread-store.js";
 import type { ThreadBatches } from "../../../store/thread-batches.js";
 import type { ThreadRecord } from "../../../store/thread-store.js";
 import { authorizeWorkspace } from "../../iam/principal.js";
@@ -114,11 +114,13 @@ async function startProtocolRun(
   const { run } = await conflictsAs409(() =>
     createRun(
       deps.creation,
-      workspace.id,
-      { kind: "thread", threadId: scope.threadId },
-      request,
-      scope.ctx.requestHeader,
-      principal,
+      {
+        workspaceId: workspace.id,
+        target: { kind: "thread", threadId: scope.threadId },
+        request,
+        headers: scope.ctx.requestHeader,
+      },
+      { principal },
     ),
   );
   return { runId: run.runId, threadId: run.threadId };
@@ -262,7 +264,10 @@ export function createRunCommands(deps: RunCommandDeps) {
       const checkpointId = params.requiredString("checkpoint_id");
       const { workspaceId, thread } = await findThread(scope);
       const assistantId = threadAssistant(thread, "state.fork");
-      const found = await findCheckpoint(deps.creation.sql, workspaceId, scope.threadId, "", checkpointId);
+      const found = await checkpointExists(deps.creation.sql, workspaceId, scope.threadId, {
+        checkpoint_ns: "",
+        checkpoint_id: checkpointId,
+      });
       if (!found)
         throw new ProtocolError(
           "no_such_checkpoint",

@@ -1,0 +1,93 @@
+/**
+ * The fast path of run creation: a stateless run that may start now, in a free slot of this
+ * process, is inserted with its new thread, already claimed, in one statement: no transaction, no
+ * queue, no round trip to a worker.
+ *
+ * Invariants (the tests in test/integration/run-creation.test.ts break when these do):
+ * - it is taken only by a stateless run with no `after_seconds`, when this process executes runs
+ *   and has a free slot, reserved before the statement is sent;
+ * - the run's thread is new (a UUIDv7 made here, which no one else knows), so no other run can be
+ *   queued on it: the run heads its thread's queue without locking it;
+ * - the thread and the run (running, attempt 1, under the slot's lease) are one statement, so
+ *   either both exist or neither does;
+ * - the slot runs the claimed run once the statement answers, and is given back when it fails;
+ * - a run made from a kept assistant (run-assistant-cache.ts) is inserted only while the
+ *   assistant's row is at the version read: otherwise nothing is written, the slot is given back,
+ *   and the caller retries with the assistant read afresh.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { RunSettings } from "../../config.js";
+import { uuidv7 } from "../../ids.js";
+import type { RunSlot } from "../../jobs/agent-run-job.js";
+import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
+import { type AgentRunRecord, insertRunOnNewThread, type RunCreator } from "../../store/agent-run-store.js";
+import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { Queryable } from "../../store/db.js";
+import type { RunTarget } from "./run-authorization.js";
+import { newRunOf } from "./run-new.js";
+import type { RunRequest } from "./run-requests.js";
+
+/** What the fast path needs. */
+export interface StatelessStartDeps {
+  sql: Queryable;
+  settings: Pick<RunSettings, "leaseSeconds">;
+  configurableHeaders: ConfigurableHeadersConfig | undefined;
+}
+
+/** Whether a run may take the fast path (given a free slot). */
+export function startsStatelessHere(target: RunTarget, request: RunRequest): boolean {
+  return target.kind === "stateless" && request.afterSeconds === 0 && request.checkpoint === null;
+}
+
+/**
+ * Creates the stateless run of `request` in `slot`, started; resolves with the run as created
+ * (pending, as when a worker claims it a moment later), or undefined (nothing written, the slot
+ * given back) when the assistant's row is no longer at `rowVersion`.
+ */
+export async function startStatelessHere(
+  deps: StatelessStartDeps,
+  run: {
+    workspaceId: string;
+    assistant: AssistantRecord;
+    rowVersion: string | undefined;
+    request: RunRequest;
+    headers: Headers;
+    creator: RunCreator;
+    /** Metadata its new thread gets besides its graph's ids (custom auth's). */
+    newThreadMetadata: JsonObject | undefined;
+  },
+  slot: RunSlot,
+): Promise<AgentRunRecord | undefined> {
+  const { workspaceId, assistant, request, headers, creator } = run;
+  const newRun = newRunOf(deps, {
+    workspaceId,
+    threadId: uuidv7(),
+    thread: undefined,
+    stateless: true,
+    assistant,
+    request,
+    headers,
+    creator,
+  });
+  let stored: AgentRunRecord | undefined;
+  try {
+    ({ inserted: stored } = await insertRunOnNewThread(
+      deps.sql,
+      newRun,
+      { ...run.newThreadMetadata, graph_id: assistant.graphId, assistant_id: assistant.assistantId },
+      {
+        claim: { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
+        ...(run.rowVersion === undefined ? {} : { assistantRowVersion: run.rowVersion }),
+      },
+    ));
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  if (!stored) {
+    slot.release();
+    return undefined;
+  }
+  slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
+  return { ...stored, status: "pending", attempt: 0 };
+}

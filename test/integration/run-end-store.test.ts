@@ -1,0 +1,170 @@
+/**
+ * The end of a run in one statement (server/store/run-end-store.ts), on a real database: it ends
+ * the run only under the attempt's lease, stores the attempt's last events before the end event,
+ * saves a kept thread's state or deletes a temporary thread, names the thread's next run, and, sent
+ * alone with its COMMIT, fails without writing anything when there is more to do.
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { uuidv7 } from "../../server/ids.js";
+import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agent-run-store.js";
+import { endRunWithThread, isRunEndNeedsMore, type RunEndWrite } from "../../server/store/run-end-store.js";
+import {
+  END_EVENT,
+  endEventData,
+  eventsAfter,
+  RUN_EVENTS_CHANNEL,
+} from "../../server/store/run-event-store.js";
+import { insertThreads } from "../../server/store/thread-store.js";
+import { useTestDatabase } from "../support/database.js";
+
+const db = useTestDatabase();
+let workspaceId: string;
+const assistantId = randomUUID();
+
+beforeAll(async () => {
+  const organizationId = uuidv7();
+  workspaceId = uuidv7();
+  const sql = db().sql;
+  await sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
+  await sql`
+    insert into workspaces (id, organization_id, display_name, tenant_handle)
+    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  await sql`
+    insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
+    values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
+});
+
+/** A thread with `runs` runs on it, the first claimed; answers the thread and the runs' ids and token. */
+async function threadWithRuns(runs: number, temporary = false) {
+  const threadId = uuidv7();
+  await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
+  const runIds: string[] = [];
+  for (let i = 0; i < runs; i++) {
+    const run = await insertRun(
+      db().sql,
+      {
+        workspaceId,
+        runId: uuidv7(),
+        threadId,
+        assistantId,
+        graphId: "g",
+        metadata: {},
+        kwargs: {},
+        multitaskStrategy: "enqueue",
+        temporary,
+        afterSeconds: 0,
+        creator: { apiKeyId: null, userId: null },
+      },
+      { threadMetadata: null },
+    );
+    runIds.push(run.runId);
+  }
+  const leaseToken = randomUUID();
+  await db().sql.begin(async (tx) => {
+    await lockThreadQueue(tx, workspaceId, threadId);
+    await claimRun(tx, { workspaceId, runId: runIds[0] ?? "", owner: "test", leaseToken, leaseSeconds: 30 });
+  });
+  return { threadId, runIds, leaseToken };
+}
+
+function endOf(
+  target: { threadId: string; runIds: string[]; leaseToken: string },
+  overrides: Partial<RunEndWrite> = {},
+): RunEndWrite {
+  return {
+    workspaceId,
+    runId: target.runIds[0] ?? "",
+    threadId: target.threadId,
+    leaseToken: target.leaseToken,
+    status: "success",
+    output: { reply: "ok" },
+    eventTtlSeconds: 60,
+    events: [{ ms: Date.now(), event: "values", data: '{"reply":"ok"}' }],
+    endEvent: END_EVENT,
+    endData: endEventData("success"),
+    channel: RUN_EVENTS_CHANNEL,
+    thread: { kind: "save", state: { values: { reply: "ok" }, interrupts: {} }, status: "idle", error: null },
+    cipher: undefined,
+    alone: false,
+    ...overrides,
+  };
+}
+
+/** The end in its own transaction with the queue's lock, as the worker sends it. */
+function end(write: RunEndWrite) {
+  return db().sql.begin(async (tx) => {
+    await lockThreadQueue(tx, workspaceId, write.threadId);
+    return endRunWithThread(tx, write);
+  });
+}
+
+describe("the end of a run", () => {
+  it("ends the run, stores its last events before its end event, and saves its thread's state", async () => {
+    const target = await threadWithRuns(1);
+    const written = await end(endOf(target));
+    expect(written).toMatchObject({ threadSaved: true, threadDeleted: false, next: undefined });
+    const events = await eventsAfter(db().sql, workspaceId, { runId: target.runIds[0] ?? "" }, 0, 10);
+    expect(events.map((e) => e.event)).toEqual(["values", END_EVENT]);
+    expect(written?.events.map((e) => e.seq)).toEqual(events.map((e) => e.seq));
+    const [thread] = await db().sql<{ status: string; values: unknown }[]>`
+      select status, "values" from threads where thread_id = ${target.threadId}`;
+    expect(thread).toEqual({ status: "idle", values: { reply: "ok" } });
+    const [run] = await db().sql<{ status: string; output: unknown }[]>`
+      select status, output from agent_runs where run_id = ${target.runIds[0] ?? ""}`;
+    expect(run).toEqual({ status: "success", output: { reply: "ok" } });
+  });
+
+  it("writes nothing for an attempt that no longer holds the lease", async () => {
+    const target = await threadWithRuns(1);
+    expect(await end(endOf(target, { leaseToken: randomUUID() }))).toBeUndefined();
+    expect(await eventsAfter(db().sql, workspaceId, { runId: target.runIds[0] ?? "" }, 0, 10)).toEqual([]);
+  });
+
+  it("names the thread's next run, which keeps the thread busy", async () => {
+    const target = await threadWithRuns(2);
+    const written = await end(endOf(target));
+    expect(written?.next?.runId).toBe(target.runIds[1]);
+    const [thread] = await db().sql<
+      { status: string }[]
+    >`select status from threads where thread_id = ${target.threadId}`;
+    expect(thread?.status).toBe("busy");
+  });
+
+  it("deletes a temporary thread with no other run, and keeps the run for wait and join", async () => {
+    const target = await threadWithRuns(1, true);
+    const written = await end(endOf(target, { thread: { kind: "delete" } }));
+    expect(written).toMatchObject({ threadSaved: false, threadDeleted: true });
+    const [thread] = await db().sql<{ n: number }[]>`
+      select count(*)::int as n from threads where thread_id = ${target.threadId}`;
+    expect(thread?.n).toBe(0);
+    const [run] = await db().sql<{ status: string }[]>`
+      select status from agent_runs where run_id = ${target.runIds[0] ?? ""}`;
+    expect(run?.status).toBe("success");
+  });
+
+  it("sent alone, fails with nothing written when it has a next run to dispatch", async () => {
+    const target = await threadWithRuns(2);
+    const failed = await end(endOf(target, { alone: true })).catch((error: unknown) => error);
+    expect(isRunEndNeedsMore(failed)).toBe(true);
+    const [run] = await db().sql<{ status: string }[]>`
+      select status from agent_runs where run_id = ${target.runIds[0] ?? ""}`;
+    expect(run?.status).toBe("running");
+    expect(await eventsAfter(db().sql, workspaceId, { runId: target.runIds[0] ?? "" }, 0, 10)).toEqual([]);
+    // Sent alone with nothing more to do, it ends the run as the full end would.
+    const lone = await threadWithRuns(1);
+    expect(await end(endOf(lone, { alone: true }))).toMatchObject({ threadSaved: true });
+  });
+
+  it("sent alone, fails when the run's thread is gone", async () => {
+    const target = await threadWithRuns(1);
+    // Deleting a thread leaves its running run in place (its worker is told to stop it).
+    await db().sql`delete from threads where thread_id = ${target.threadId}`;
+    const [run] = await db().sql<{ n: number }[]>`
+      select count(*)::int as n from agent_runs where run_id = ${target.runIds[0] ?? ""}`;
+    expect(run?.n).toBe(1);
+    const failed = await end(endOf(target, { alone: true })).catch((error: unknown) => error);
+    expect(isRunEndNeedsMore(failed)).toBe(true);
+    expect(await end(endOf(target))).toMatchObject({ threadSaved: false, threadDeleted: false });
+  });
+});
