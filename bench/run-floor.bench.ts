@@ -1,8 +1,9 @@
 /**
  * The floor of a run (`npm run bench:run-floor`): CPU per run of LangGraph itself on the runs
  * bench's one-node graph (bench/runs/graph.ts), in this process, with no server around it: the
- * graph's `invoke`, its `stream` (values, as a server streams it) and its `streamEvents` (the
- * callback event stream), each with the library's MemorySaver and with agentplane's
+ * graph's `invoke`, its `stream` (values, as a server streams it), its `streamEvents` (the
+ * callback event stream) and its protocol events (`streamEvents` v3, what a protocol v2 run
+ * executes), each with the library's MemorySaver and with agentplane's
  * PostgresCheckpointer (a workspace of a throwaway embedded Postgres, fsync off). A new thread per
  * run, `concurrency` runs in flight, as the runs bench's throughput cell. CPU counts this process
  * and, for Postgres, the database's backends. What a server adds to a run is the runs bench's CPU
@@ -41,9 +42,12 @@ import { runClosedLoop } from "./support/closed-loop.js";
 import { cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
 import { tableRow } from "./support/table-row.js";
 
-/** How a case drives the graph. */
-type Drive = "invoke" | "stream" | "streamEvents";
-const DRIVES: Drive[] = ["invoke", "stream", "streamEvents"];
+/**
+ * How a case drives the graph: `protocol events` is `streamEvents` version v3, the event stream a
+ * protocol v2 run executes (server/runtime/protocol/protocol-run-executor.ts).
+ */
+type Drive = "invoke" | "stream" | "streamEvents" | "protocol events";
+const DRIVES: Drive[] = ["invoke", "stream", "streamEvents", "protocol events"];
 /** Connections of the checkpointer's pool: as many as the server's default pool. */
 const POOL_MAX = 10;
 
@@ -119,6 +123,16 @@ async function runOnce(saver: BaseCheckpointSaver, drive: Drive, handler: Handle
   else if (drive === "stream") {
     for await (const chunk of await compiled.stream({}, { ...config, streamMode: ["values"] }))
       reply = (chunk as [string, { reply?: string }])[1].reply;
+  } else if (drive === "protocol events") {
+    const events = (await compiled.streamEvents({}, {
+      ...config,
+      version: "v3",
+    } as unknown as Parameters<typeof compiled.streamEvents>[1])) as AsyncIterable<{
+      method: string;
+      params: { namespace: string[]; data: { reply?: string } };
+    }>;
+    for await (const event of events)
+      if (event.method === "values" && event.params.namespace.length === 0) reply = event.params.data.reply;
   } else {
     for await (const event of compiled.streamEvents({}, { ...config, version: "v2" }))
       if (event.event === "on_chain_end" && event.name === "LangGraph")
