@@ -30,6 +30,8 @@ import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-
 import type { NormalizedFeedback, NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
+import type { SpanDraft } from "./otlp/span-draft.js";
+import { placeSpans } from "./otlp/span-placement.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -62,6 +64,16 @@ export interface IngestResult {
   newTraces: number;
 }
 
+/** What an OTLP export stored, and which of its spans it refused. */
+export interface SpanIngestResult {
+  /** Runs written (the export's spans placed in their traces, and spans that waited for them). */
+  runs: number;
+  /** Spans stored to wait for a parent not stored yet. */
+  waiting: number;
+  /** Spans refused, with why: the rest of the export is stored. */
+  rejected: { runId: string; reason: string }[];
+}
+
 /** The ingest API. */
 export interface IngestService {
   /**
@@ -70,6 +82,18 @@ export interface IngestService {
    * patch without dotted_order of a run that is not stored.
    */
   ingestRuns(actor: IngestActor, batch: IngestBatch): Promise<IngestResult>;
+  /**
+   * Stores OTLP spans (as drafts) for a workspace, atomically: each is placed under its parent (in
+   * the batch or stored) and written as a run, with the spans that waited for it; a span whose
+   * parent is not stored yet waits (otel-pending-store.ts). A span the ingest refuses (an unknown
+   * project id, a field it rejects) is left out and reported; the rest are stored.
+   * `defaultProject` is the project of spans that name none.
+   */
+  ingestSpans(
+    actor: IngestActor,
+    drafts: readonly SpanDraft[],
+    defaultProject: string,
+  ): Promise<SpanIngestResult>;
 }
 
 /** Dependencies of {@link createIngestService}. */
@@ -91,6 +115,56 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
   // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
   const plainJson = storedCipherOf(sql) === undefined;
   const remembered = new ProjectIdsByName();
+  /**
+   * Writes one batch in its transaction; `prepare` gives its items in that transaction (the OTLP
+   * path looks up parents there). Retried once with the projects looked up when a remembered id
+   * proved stale; Postgres errors a retry resolves become UNAVAILABLE.
+   */
+  const transact = async <T>(
+    actor: IngestActor,
+    texts: JsonTexts | undefined,
+    prepare: (tx: WorkspaceBound) => Promise<{ items: NormalizedBatch; extra: T }>,
+  ): Promise<{ result: IngestResult; extra: T }> => {
+    const writeOptions = plainJson ? { sourceTexts: texts ?? new JsonTexts() } : {};
+    const write = (projectIds: ProjectIdsByName | undefined) =>
+      // Planned once per connection: a batch's statements are the same every time, each by its keys.
+      inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx, commit) => {
+        const { items, extra } = await prepare(tx);
+        const written = await writeBatch({
+          tx,
+          commit,
+          actor,
+          items,
+          writeOptions,
+          usageReporting,
+          projectIds,
+        });
+        return { written, extra };
+      });
+    try {
+      let done: Awaited<ReturnType<typeof write>>;
+      try {
+        done = await write(remembered);
+      } catch (error) {
+        if (!(error instanceof StaleProjectIds)) throw error;
+        // Once, with the names looked up: the batch saw no remembered id it could trust.
+        remembered.forget(actor.workspaceId, error.names);
+        done = await write(undefined);
+      }
+      remembered.remember(actor.workspaceId, done.written.projectIds);
+      return { result: done.written.result, extra: done.extra };
+    } catch (error) {
+      const code = pgErrorCode(error) ?? "";
+      if (RETRYABLE_CODES.has(code)) {
+        // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
+        throw new ConnectError(
+          "the batch conflicted with a concurrent change (a deleted workspace or a deadlock); send it again",
+          Code.Unavailable,
+        );
+      }
+      throw explainUnstorableInput(error) ?? error;
+    }
+  };
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -100,41 +174,21 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
         feedback: (batch.feedback ?? []).map(normalizeFeedback),
         attachments: batch.attachments ?? [],
       };
-      const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
-      const write = (projectIds: ProjectIdsByName | undefined) =>
-        // Planned once per connection: a batch's statements are the same every time, each by its keys.
-        inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], (tx, commit) =>
-          writeBatch({ tx, commit, actor, items, writeOptions, usageReporting, projectIds }),
-        );
-      try {
-        let written: WrittenBatch;
-        try {
-          written = await write(remembered);
-        } catch (error) {
-          if (!(error instanceof StaleProjectIds)) throw error;
-          // Once, with the names looked up: the batch saw no remembered id it could trust.
-          remembered.forget(actor.workspaceId, error.names);
-          written = await write(undefined);
-        }
-        remembered.remember(actor.workspaceId, written.projectIds);
-        return written.result;
-      } catch (error) {
-        const code = pgErrorCode(error) ?? "";
-        if (RETRYABLE_CODES.has(code)) {
-          // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
-          throw new ConnectError(
-            "the batch conflicted with a concurrent change (a deleted workspace or a deadlock); send it again",
-            Code.Unavailable,
-          );
-        }
-        throw explainUnstorableInput(error) ?? error;
-      }
+      return (await transact(actor, batch.texts, async () => ({ items, extra: undefined }))).result;
+    },
+    async ingestSpans(actor, drafts, defaultProject) {
+      const { result, extra } = await transact(actor, undefined, async (tx) => {
+        const placed = await placeSpans(tx, actor.workspaceId, drafts, defaultProject);
+        const items = { posts: placed.posts, patches: [], feedback: [], attachments: [] };
+        return { items, extra: placed };
+      });
+      return { runs: result.runs, waiting: extra.waiting, rejected: extra.rejected };
     },
   };
 }
 
 /** A batch's items once validated. */
-interface NormalizedBatch {
+export interface NormalizedBatch {
   posts: NormalizedRun[];
   patches: NormalizedRun[];
   feedback: NormalizedFeedback[];

@@ -276,6 +276,11 @@ export function countingIngest(
       metrics.recordIngest(result);
       return result;
     },
+    async ingestSpans(actor, drafts, defaultProject) {
+      const result = await ingest.ingestSpans(actor, drafts, defaultProject);
+      metrics.recordIngest({ runs: result.runs, feedback: 0 });
+      return result;
+    },
   };
 }
 
