@@ -36,6 +36,7 @@ import { createSql, type Sql } from "../server/store/db.js";
 import type { NormalizedRun } from "../server/store/trace-rows.js";
 import { normalizeRun } from "../server/tracing/run-normalizer.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
+import { otlpBodies, sendOtlpGrpc, sendOtlpHttp } from "./ingest/otlp-load.js";
 import { createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
@@ -85,6 +86,15 @@ const QUERY_FILTER = `and(eq(run_type, "llm"), or(gt(total_tokens, 150), search(
 const FILTER_PAGE = 20;
 /** The ingest cell's name in the report. */
 const INGEST_CELL = "POST /api/v1/runs/multipart (runs/s)";
+/** The OTLP cells: the same runs as spans, 100 per export. */
+const OTLP_HTTP_CELL = "OTLP/HTTP protobuf /v1/traces (spans/s)";
+const OTLP_GRPC_CELL = "OTLP/gRPC TraceService/Export (spans/s)";
+
+/** How one ingest protocol's cell sends the round's bodies to a server. */
+interface IngestProtocol {
+  cell: string;
+  send(port: number): Promise<void>;
+}
 
 interface Settings {
   runs: number;
@@ -349,35 +359,38 @@ function inRoundOrder<T>(items: readonly T[], round: number): T[] {
 async function measureIngest(
   settings: Settings,
   targets: Target[],
-  apiKey: string,
-  bodies: { body: Buffer; boundary: string }[],
+  protocols: readonly IngestProtocol[],
   cells: Cells,
   ceiling: () => Promise<Ceiling>,
 ): Promise<Ceiling[]> {
   const ceilings: Ceiling[] = [];
   for (let round = 0; round < settings.rounds; round++) {
     for (const target of inRoundOrder(targets, round)) {
-      await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
-      await target.sql`vacuum analyze runs`;
-      const before = await target.meter.read();
-      const started = performance.now();
-      const clientBefore = process.cpuUsage();
-      await sendAll(target.child.port, apiKey, bodies, settings.concurrency);
-      const client = process.cpuUsage(clientBefore);
-      const rate = settings.runs / ((performance.now() - started) / 1000);
-      const after = await target.meter.read();
-      const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
-      const cpuMs = perRun(cpuSecondsBetween(before, after));
-      const nodeMs = perRun(cpuSecondsBetween(onlyPid(before, target.child.pid), after));
-      const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
-      if (stored?.n !== settings.runs)
-        throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
-      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs, nodeMs });
-      console.log(
-        `  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s; CPU per ${BATCH_SIZE} runs: ` +
-          `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
-          `the load generator ${(perRun((client.user + client.system) / 1e6) * BATCH_SIZE).toFixed(1)} ms`,
-      );
+      for (const protocol of inRoundOrder(protocols, round)) {
+        await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
+        // Spans that wait for a parent (none here: a trace's spans share their request).
+        await target.sql`truncate otel_pending_spans`.catch(() => undefined);
+        await target.sql`vacuum analyze runs`;
+        const before = await target.meter.read();
+        const started = performance.now();
+        const clientBefore = process.cpuUsage();
+        await protocol.send(target.child.port);
+        const client = process.cpuUsage(clientBefore);
+        const rate = settings.runs / ((performance.now() - started) / 1000);
+        const after = await target.meter.read();
+        const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
+        const cpuMs = perRun(cpuSecondsBetween(before, after));
+        const nodeMs = perRun(cpuSecondsBetween(onlyPid(before, target.child.pid), after));
+        const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
+        if (stored?.n !== settings.runs)
+          throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
+        record(cells, protocol.cell, target.checkout.label, { rate, cpuMs, nodeMs });
+        console.log(
+          `  ingest round ${round + 1} ${target.checkout.label} ${protocol.cell.replace(/ \(.*\)$/, "")}: ${rate.toFixed(0)}/s; CPU per ${BATCH_SIZE}: ` +
+            `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
+            `the load generator ${(perRun((client.user + client.system) / 1e6) * BATCH_SIZE).toFixed(1)} ms`,
+        );
+      }
     }
     const copy = await ceiling();
     ceilings.push(copy);
@@ -537,6 +550,15 @@ function printCeiling(cells: Cells, ceilings: readonly Ceiling[]): void {
     `ratio agentplane / COPY: best ÷ best ${(Math.max(...ours) / Math.max(...copies)).toFixed(2)}; ` +
       `per round median ${median(perRound).toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)})`,
   );
+  for (const cell of [OTLP_HTTP_CELL, OTLP_GRPC_CELL]) {
+    const spans = (cells.get(cell)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate);
+    const ratio = (against: readonly number[]) => {
+      const rounds = spans.map((rate, round) => rate / (against[round] ?? Number.NaN));
+      return `best ÷ best ${(Math.max(...spans) / Math.max(...against)).toFixed(2)}; per round median ${median(rounds).toFixed(2)} (${Math.min(...rounds).toFixed(2)}–${Math.max(...rounds).toFixed(2)})`;
+    };
+    console.log(`ratio ${cell.replace(/ \(.*\)$/, "")} spans/s ÷ multipart runs/s: ${ratio(ours)}`);
+    console.log(`ratio ${cell.replace(/ \(.*\)$/, "")} spans/s ÷ COPY rows/s: ${ratio(copies)}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -573,7 +595,7 @@ async function main(): Promise<void> {
     );
     const project = `bench-${randomUUID()}`;
     const runs = buildRuns(settings, project);
-    const bodies = [];
+    const bodies: { body: Buffer; boundary: string }[] = [];
     for (let i = 0; i < runs.length; i += BATCH_SIZE) {
       const boundary = `----LangSmithFormBoundary${randomBytes(6).toString("hex")}`;
       bodies.push({ body: multipartBody(runs.slice(i, i + BATCH_SIZE), boundary), boundary });
@@ -581,11 +603,27 @@ async function main(): Promise<void> {
     // Warm-up, untimed: one batch alone (the project row), then `--warmup-runs` at the bench's
     // concurrency, so that the pool's connections and their plans, the JIT and the heap are those of
     // a server that has been running. Each round empties the runs again before it starts.
-    const warmup = bodies.slice(0, Math.ceil(Math.min(settings.warmupRuns, settings.runs) / BATCH_SIZE));
+    const warmupBatches = Math.ceil(Math.min(settings.warmupRuns, settings.runs) / BATCH_SIZE);
+    const warmup = bodies.slice(0, warmupBatches);
+    const otlp = otlpBodies(runs, BATCH_SIZE);
     for (const target of targets) {
       await sendAll(target.child.port, apiKey, bodies.slice(0, 1), 1);
       await sendAll(target.child.port, apiKey, warmup, settings.concurrency);
+      const port = target.child.port;
+      await sendOtlpHttp(port, apiKey, project, otlp.slice(0, warmupBatches), settings.concurrency);
+      await sendOtlpGrpc(port, apiKey, project, otlp.slice(0, warmupBatches), settings.concurrency);
     }
+    const protocols: IngestProtocol[] = [
+      { cell: INGEST_CELL, send: (port) => sendAll(port, apiKey, bodies, settings.concurrency) },
+      {
+        cell: OTLP_HTTP_CELL,
+        send: (port) => sendOtlpHttp(port, apiKey, project, otlp, settings.concurrency),
+      },
+      {
+        cell: OTLP_GRPC_CELL,
+        send: (port) => sendOtlpGrpc(port, apiKey, project, otlp, settings.concurrency),
+      },
+    ];
 
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
@@ -606,7 +644,7 @@ async function main(): Promise<void> {
 
     const cells: Cells = new Map();
     if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);
-    const ceilings = await measureIngest(settings, targets, apiKey, bodies, cells, ceiling);
+    const ceilings = await measureIngest(settings, targets, protocols, cells, ceiling);
     for (const target of targets) {
       const peak = await residentBytes([target.child.pid], "VmHWM");
       console.log(

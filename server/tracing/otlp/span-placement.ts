@@ -47,12 +47,16 @@ export async function placeSpans(
   const batch = new Map<string, SpanDraft>();
   for (const draft of drafts) batch.set(draft.runId, withProject(draft, defaultProject));
   const traceIds = [...new Set([...batch.values()].map((d) => uuidOfHex(d.otelTraceId)))];
-  // Before the waiting spans are read: a concurrent batch of the same trace waits here until this
-  // one has stored its spans or its waiting ones.
-  await lockIds(tx, workspaceId, traceIds, LOCK_SEED.otelTrace);
+  // Sent together, the lock first: Postgres runs a connection's statements in order, so a
+  // concurrent batch of the same trace waits on the lock until this one has stored its spans or its
+  // waiting ones, before either reads the waiting spans; one round trip for both.
+  const [, waitingBefore] = await Promise.all([
+    lockIds(tx, workspaceId, traceIds, LOCK_SEED.otelTrace),
+    pendingSpansOfTraces(tx, workspaceId, traceIds),
+  ]);
   const merged = new Map<string, SpanDraft>();
   const fromPending = new Set<string>();
-  for (const pending of await pendingSpansOfTraces(tx, workspaceId, traceIds)) {
+  for (const pending of waitingBefore) {
     merged.set(pending.runId, draftOfPending(pending));
     fromPending.add(pending.runId);
   }

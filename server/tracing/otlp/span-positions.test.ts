@@ -4,7 +4,7 @@ import { positionSpans } from "./span-positions.js";
 
 function draft(id: string, parent: string | null, start: string): SpanDraft {
   return {
-    otelTraceId: "0".repeat(31) + "1",
+    otelTraceId: `${"0".repeat(31)}1`,
     runId: `00000000-0000-0000-0000-${id.padStart(12, "0")}`,
     parentRunId: parent === null ? null : `00000000-0000-0000-0000-${parent.padStart(12, "0")}`,
     run: { id, name: id, run_type: "chain", start_time: start },
