@@ -70,6 +70,8 @@ import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
 import { createMcpAdapter, MCP_ROUTES } from "./transport/mcp/mcp-adapter.js";
 import { createOtlpHttpAdapter, OTLP_HTTP_ROUTES } from "./transport/otlp/otlp-http-adapter.js";
+import { decodeBinaryExportRequest } from "./transport/otlp/otlp-request.js";
+import { otlpSpanScreen } from "./transport/otlp/otlp-span-screen.js";
 import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
 import { createUiAdapter, UI_ROUTES } from "./transport/ui-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
@@ -161,7 +163,13 @@ export function createApiServices(
     bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
-    bindService(OtlpTraceService, createOtlpTraceService({ ingest: deps.ingest }), bind),
+    bindService(
+      OtlpTraceService,
+      createOtlpTraceService({ ingest: deps.ingest, screen: otlpSpanScreen }),
+      bind,
+      // OTel exporters' gRPC calls are decoded by hand, and their spans screened one by one.
+      { export: decodeBinaryExportRequest },
+    ),
     bindService(RunStatsService, createRunStatsService({ sql }), bind),
     bindService(
       BulkExportService,

@@ -64,6 +64,13 @@ export interface IngestResult {
   newTraces: number;
 }
 
+/** One OTLP export's spans, as drafts whose runs name their project. */
+export interface SpanBatch {
+  drafts: readonly SpanDraft[];
+  /** The JSON texts the drafts' documents were parsed from (store/json-text.ts). */
+  texts: JsonTexts;
+}
+
 /** What an OTLP export stored, and which of its spans it refused. */
 export interface SpanIngestResult {
   /** Runs written (the export's spans placed in their traces, and spans that waited for them). */
@@ -87,13 +94,8 @@ export interface IngestService {
    * the batch or stored) and written as a run, with the spans that waited for it; a span whose
    * parent is not stored yet waits (otel-pending-store.ts). A span the ingest refuses (an unknown
    * project id, a field it rejects) is left out and reported; the rest are stored.
-   * `defaultProject` is the project of spans that name none.
    */
-  ingestSpans(
-    actor: IngestActor,
-    drafts: readonly SpanDraft[],
-    defaultProject: string,
-  ): Promise<SpanIngestResult>;
+  ingestSpans(actor: IngestActor, batch: SpanBatch): Promise<SpanIngestResult>;
 }
 
 /** Dependencies of {@link createIngestService}. */
@@ -176,9 +178,9 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       };
       return (await transact(actor, batch.texts, async () => ({ items, extra: undefined }))).result;
     },
-    async ingestSpans(actor, drafts, defaultProject) {
-      const { result, extra } = await transact(actor, undefined, async (tx) => {
-        const placed = await placeSpans(tx, actor.workspaceId, drafts, defaultProject);
+    async ingestSpans(actor, { drafts, texts }) {
+      const { result, extra } = await transact(actor, texts, async (tx) => {
+        const placed = await placeSpans(tx, actor.workspaceId, drafts);
         const items = { posts: placed.posts, patches: [], feedback: [], attachments: [] };
         return { items, extra: placed };
       });

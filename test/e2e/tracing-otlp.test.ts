@@ -7,8 +7,13 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Client, type Run } from "langsmith";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ExportTraceServiceRequestSchema,
+  ExportTraceServiceResponseSchema,
+} from "../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import {
   createS3Destination,
   downloadPrefix,
@@ -331,6 +336,62 @@ describe("OTLP/HTTP answers", () => {
     expect(body.partialSuccess?.rejectedSpans).toBe("1");
     expect(body.partialSuccess?.errorMessage).toContain("span_id must be 8 bytes");
     expect((await listRuns(project)).map((r) => r.name)).toEqual(["good"]);
+  });
+
+  it("refuses only the spans holding what cannot be stored: a NUL, raw or escaped in an attribute's JSON", async () => {
+    const project = `unstorable-${randomUUID()}`;
+    const traceId = Buffer.from(hex(16), "hex");
+    const text = (key: string, value: string) => ({
+      key,
+      value: { value: { case: "stringValue" as const, value } },
+    });
+    const span = (name: string, attributes: ReturnType<typeof text>[]) => ({
+      traceId,
+      spanId: Buffer.from(hex(8), "hex"),
+      name,
+      startTimeUnixNano: BigInt(Date.now()) * 1_000_000n,
+      endTimeUnixNano: BigInt(Date.now() + 1) * 1_000_000n,
+      attributes,
+    });
+    const body = toBinary(
+      ExportTraceServiceRequestSchema,
+      create(ExportTraceServiceRequestSchema, {
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  span("good", [text("input.value", '{"q":"fine"}')]),
+                  span("escaped", [text("input.value", '{"q":"a\\u0000b"}')]),
+                  span("raw", [text("note", "a\u0000b")]),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const res = await post(body, { "content-type": "application/x-protobuf", "Langsmith-Project": project });
+    expect(res.status).toBe(200);
+    const answer = fromBinary(ExportTraceServiceResponseSchema, new Uint8Array(await res.arrayBuffer()));
+    expect(answer.partialSuccess?.rejectedSpans).toBe(2n);
+    expect(answer.partialSuccess?.errorMessage).toMatch(/attribute "input.value": .*NUL/);
+    expect(answer.partialSuccess?.errorMessage).toMatch(/attribute "note" contains the NUL character/);
+    const runs = await listRuns(project);
+    expect(runs.map((r) => [r.name, r.inputs])).toEqual([["good", { q: "fine" }]]);
+
+    // The same spans through the official gRPC exporter (the hand-written decoder's other path).
+    const overGrpc = `unstorable-grpc-${randomUUID()}`;
+    const sender = otelSender({
+      baseUrl: t.baseUrl,
+      protocol: "grpc",
+      headers: { "x-api-key": t.adminKey, "Langsmith-Project": overGrpc },
+    });
+    sender.tracer.startSpan("good", { attributes: { "input.value": '{"q":"fine"}' } }).end();
+    sender.tracer.startSpan("escaped", { attributes: { "input.value": '{"q":"a\\u0000b"}' } }).end();
+    sender.tracer.startSpan("raw", { attributes: { note: "a\u0000b" } }).end();
+    await sender.close();
+    expect((await listRuns(overGrpc)).map((r) => r.name)).toEqual(["good"]);
   });
 
   it("answers 400 for a body that does not decode, 415 for another content type, and stores nothing", async () => {

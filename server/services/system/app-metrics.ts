@@ -276,8 +276,8 @@ export function countingIngest(
       metrics.recordIngest(result);
       return result;
     },
-    async ingestSpans(actor, drafts, defaultProject) {
-      const result = await ingest.ingestSpans(actor, drafts, defaultProject);
+    async ingestSpans(actor, batch) {
+      const result = await ingest.ingestSpans(actor, batch);
       metrics.recordIngest({ runs: result.runs, feedback: 0 });
       return result;
     },

@@ -14,25 +14,29 @@ import {
   ExportTraceServiceResponseSchema,
   type TraceService,
 } from "../../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
+import { JsonTexts } from "../../store/json-text.js";
 import { agentProject } from "../../tracing/agent-address.js";
 import type { IngestActor, IngestService } from "../../tracing/ingest-service.js";
-import { draftOfSpan, type SpanDraft } from "../../tracing/otlp/span-draft.js";
+import { draftOfSpan, type SpanDraft, spanOrigin } from "../../tracing/otlp/span-draft.js";
+import type { SpanReading, SpanScreen } from "../../tracing/otlp/span-screen.js";
 import { DEFAULT_PROJECT_NAME, MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
 import { authorizedWorkspace, type Principal, principalOf } from "../iam/principal.js";
 
 /** Dependencies of {@link createOtlpTraceService}. */
 export interface OtlpTraceServiceDeps {
   ingest: IngestService;
+  /** The decoding layer's screens, which judge each span's values (tracing/otlp/span-screen.ts). */
+  screen: SpanScreen;
 }
 
 /** Most refusals an answer's error_message names, so that it stays one readable line. */
 const MAX_NAMED_REFUSALS = 3;
 
 /** The TraceService implementation: the caller needs `runs:create` in its workspace. */
-export function createOtlpTraceService({ ingest }: OtlpTraceServiceDeps): ServiceImpl<typeof TraceService> {
+export function createOtlpTraceService(deps: OtlpTraceServiceDeps): ServiceImpl<typeof TraceService> {
   return {
     async export(request, ctx) {
-      return exportTraces(ingest, principalOf(ctx), ctx.requestHeader, request);
+      return exportTraces(deps, principalOf(ctx), ctx.requestHeader, request);
     },
   };
 }
@@ -40,10 +44,11 @@ export function createOtlpTraceService({ ingest }: OtlpTraceServiceDeps): Servic
 /**
  * Stores an export's spans for `principal` (who must hold `runs:create`): every span that maps to
  * a run is stored, in one transaction; the answer's `partial_success` counts and names the spans
- * refused (ids that are not valid, times out of range, a project id the workspace has not, ...).
+ * refused (ids that are not valid, times out of range, a value that cannot be stored, a project id
+ * the workspace has not, ...).
  */
 export async function exportTraces(
-  ingest: IngestService,
+  { ingest, screen }: OtlpTraceServiceDeps,
   principal: Principal,
   headers: Headers,
   request: ExportTraceServiceRequest,
@@ -55,12 +60,14 @@ export async function exportTraces(
     apiKeyId: principal.apiKey?.id ?? null,
   };
   const project = projectOfHeaders(headers);
+  const reading: SpanReading = { screen, texts: new JsonTexts(), defaultProject: project };
   const drafts: SpanDraft[] = [];
   const refused: string[] = [];
   for (const resourceSpans of request.resourceSpans) {
     for (const scopeSpans of resourceSpans.scopeSpans) {
+      const origin = spanOrigin(resourceSpans.resource, scopeSpans.scope, reading);
       for (const span of scopeSpans.spans) {
-        const draft = draftOfSpan(span, { resource: resourceSpans.resource, scope: scopeSpans.scope });
+        const draft = draftOfSpan(span, origin, reading);
         if ("rejected" in draft)
           refused.push(`span ${Buffer.from(span.spanId).toString("hex") || "(no id)"}: ${draft.rejected}`);
         else drafts.push(draft);
@@ -68,7 +75,7 @@ export async function exportTraces(
     }
   }
   if (drafts.length > 0) {
-    const { rejected } = await ingest.ingestSpans(actor, drafts, project);
+    const { rejected } = await ingest.ingestSpans(actor, { drafts, texts: reading.texts });
     for (const { runId, reason } of rejected)
       refused.push(`span ${runId.replaceAll("-", "").slice(16)}: ${reason}`);
   }

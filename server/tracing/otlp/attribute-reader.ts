@@ -1,4 +1,5 @@
 import type { AttributeValue } from "./otel-attributes.js";
+import { type SpanReading, UnstorableSpanValue } from "./span-screen.js";
 
 /** A JSON object. */
 export type JsonRecord = { [key: string]: AttributeValue };
@@ -8,16 +9,48 @@ export type JsonRecord = { [key: string]: AttributeValue };
  * convention read is what is left for `extra`.
  */
 export class AttributeReader {
-  constructor(private readonly attributes: Map<string, AttributeValue>) {}
+  constructor(
+    private readonly attributes: Map<string, AttributeValue>,
+    private readonly reading: SpanReading,
+  ) {}
 
   /** The value of the first of `keys` present, taking only that one. */
   take(...keys: string[]): AttributeValue | undefined {
-    for (const key of keys) {
-      if (!this.attributes.has(key)) continue;
-      const value = this.attributes.get(key) as AttributeValue;
-      this.attributes.delete(key);
+    const key = this.firstPresent(keys);
+    if (key === undefined) return undefined;
+    const value = this.attributes.get(key) as AttributeValue;
+    this.attributes.delete(key);
+    return value;
+  }
+
+  /**
+   * {@link take}, with a text that holds a JSON object or array (as the LangSmith SDK, OpenInference
+   * and Traceloop write inputs and outputs) parsed; any other text, or anything else, as it is.
+   * The parsed value is screened (a span holding what cannot be stored is refused: it throws
+   * {@link UnstorableSpanValue}), and an object keeps the text it came from, so that a run's
+   * document is written as that text rather than serialized again.
+   */
+  json(...keys: string[]): AttributeValue | undefined {
+    const key = this.firstPresent(keys);
+    if (key === undefined) return undefined;
+    const value = this.take(key);
+    if (typeof value !== "string") return value;
+    const first = value.trimStart()[0];
+    if (first !== "{" && first !== "[") return value;
+    let parsed: AttributeValue;
+    try {
+      parsed = JSON.parse(value) as AttributeValue;
+    } catch {
       return value;
     }
+    const problem = this.reading.screen.json(parsed, value);
+    if (problem !== undefined) throw new UnstorableSpanValue(`attribute ${JSON.stringify(key)}:`, problem);
+    if (typeof parsed === "object" && parsed !== null) this.reading.texts.remember(parsed, value);
+    return parsed;
+  }
+
+  private firstPresent(keys: readonly string[]): string | undefined {
+    for (const key of keys) if (this.attributes.has(key)) return key;
     return undefined;
   }
 
@@ -112,21 +145,6 @@ function compact(value: AttributeValue): AttributeValue {
   const out: JsonRecord = {};
   for (const key of keys) out[key] = compact(value[key] as AttributeValue);
   return out;
-}
-
-/**
- * A text attribute that holds JSON (as the LangSmith SDK, OpenInference and Traceloop write inputs
- * and outputs) parsed; any other text, or anything else, as it is.
- */
-export function parsedJson(value: AttributeValue | undefined): AttributeValue | undefined {
-  if (typeof value !== "string") return value;
-  const first = value.trimStart()[0];
-  if (first !== "{" && first !== "[") return value;
-  try {
-    return JSON.parse(value) as AttributeValue;
-  } catch {
-    return value;
-  }
 }
 
 /** A value as a run's inputs or outputs object: an object as it is, anything else under `key`. */

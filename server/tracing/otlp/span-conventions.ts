@@ -8,7 +8,7 @@
  * from the reader: the rest stays in `extra`.
  */
 import { RUN_TYPES } from "../run-normalizer.js";
-import { type AttributeReader, asObject, type JsonRecord, parsedJson } from "./attribute-reader.js";
+import { type AttributeReader, asObject, type JsonRecord } from "./attribute-reader.js";
 import type { AttributeValue } from "./otel-attributes.js";
 
 /** What the conventions found on one span. */
@@ -142,7 +142,7 @@ function restore(attrs: AttributeReader, values: Record<string, string | undefin
 
 function readMetadata(attrs: AttributeReader, metadata: JsonRecord): void {
   Object.assign(metadata, attrs.takePrefixed("traceloop.association.properties") ?? {});
-  const openInference = parsedJson(attrs.take("metadata"));
+  const openInference = attrs.json("metadata");
   if (typeof openInference === "object" && openInference !== null && !Array.isArray(openInference))
     Object.assign(metadata, openInference);
   else if (openInference !== undefined) metadata.metadata = openInference;
@@ -174,13 +174,13 @@ function readModel(attrs: AttributeReader, metadata: JsonRecord): void {
   if (typeof temperature === "number") metadata.ls_temperature = temperature;
   const maxTokens = attrs.count("gen_ai.request.max_tokens", "llm.request.max_tokens");
   if (maxTokens !== undefined) metadata.ls_max_tokens = maxTokens;
-  const params = parsedJson(attrs.take("llm.invocation_parameters"));
+  const params = attrs.json("llm.invocation_parameters");
   if (params !== undefined) metadata.invocation_params = params;
 }
 
 /** Token usage as LangChain's `usage_metadata`, which the ingest reads the run's token counts from. */
 function readUsage(attrs: AttributeReader): JsonRecord | undefined {
-  const langsmith = parsedJson(attrs.take("langsmith.usage_metadata"));
+  const langsmith = attrs.json("langsmith.usage_metadata");
   const usage: JsonRecord =
     typeof langsmith === "object" && langsmith !== null && !Array.isArray(langsmith) ? { ...langsmith } : {};
   const input = attrs.count(
@@ -209,23 +209,21 @@ function readUsage(attrs: AttributeReader): JsonRecord | undefined {
 }
 
 function readInputs(attrs: AttributeReader, events: readonly EventInput[], consumed: Set<EventInput>) {
-  const langsmith = parsedJson(attrs.take("gen_ai.prompt"));
+  const langsmith = attrs.json("gen_ai.prompt");
   if (langsmith !== undefined) return asObject(langsmith, "input");
-  const openInference = parsedJson(attrs.take("input.value"));
+  const openInference = attrs.json("input.value");
   attrs.take("input.mime_type");
   if (openInference !== undefined) return asObject(openInference, "input");
-  const traceloop = parsedJson(attrs.take("traceloop.entity.input"));
+  const traceloop = attrs.json("traceloop.entity.input");
   if (traceloop !== undefined) return asObject(traceloop, "input");
-  const messages = parsedJson(attrs.take("gen_ai.input.messages"));
-  const system = parsedJson(attrs.take("gen_ai.system_instructions"));
+  const messages = attrs.json("gen_ai.input.messages");
+  const system = attrs.json("gen_ai.system_instructions");
   if (messages !== undefined)
     return { messages, ...(system === undefined ? {} : { system_instructions: system }) };
   const indexed =
     attrs.takeIndexed("gen_ai.prompt") ?? unwrapMessages(attrs.takeIndexed("llm.input_messages"));
   if (indexed) return { messages: indexed };
-  const toolArgs = parsedJson(
-    attrs.take("gen_ai.tool.call.arguments", "ai.toolCall.args", "ai.toolCall.input"),
-  );
+  const toolArgs = attrs.json("gen_ai.tool.call.arguments", "ai.toolCall.args", "ai.toolCall.input");
   if (toolArgs !== undefined) return asObject(toolArgs, "input");
   const fromEvents = events.filter((event) => MESSAGE_EVENTS[event.name] !== undefined);
   if (fromEvents.length > 0) {
@@ -237,34 +235,35 @@ function readInputs(attrs: AttributeReader, events: readonly EventInput[], consu
       })),
     };
   }
-  const vercel = parsedJson(attrs.take("ai.prompt.messages", "ai.prompt"));
+  const vercel = attrs.json("ai.prompt.messages", "ai.prompt");
   return vercel === undefined ? null : asObject(vercel, "input");
 }
 
 function readOutputs(attrs: AttributeReader, events: readonly EventInput[], consumed: Set<EventInput>) {
-  const langsmith = parsedJson(attrs.take("gen_ai.completion"));
+  const langsmith = attrs.json("gen_ai.completion");
   if (langsmith !== undefined) return asObject(langsmith, "output");
-  const openInference = parsedJson(attrs.take("output.value"));
+  const openInference = attrs.json("output.value");
   attrs.take("output.mime_type");
   if (openInference !== undefined) return asObject(openInference, "output");
-  const traceloop = parsedJson(attrs.take("traceloop.entity.output"));
+  const traceloop = attrs.json("traceloop.entity.output");
   if (traceloop !== undefined) return asObject(traceloop, "output");
-  const messages = parsedJson(attrs.take("gen_ai.output.messages"));
+  const messages = attrs.json("gen_ai.output.messages");
   if (messages !== undefined) return { messages };
   const indexed =
     attrs.takeIndexed("gen_ai.completion") ?? unwrapMessages(attrs.takeIndexed("llm.output_messages"));
   if (indexed) return { messages: indexed };
-  const toolResult = parsedJson(
-    attrs.take("gen_ai.tool.call.result", "ai.toolCall.result", "ai.toolCall.output"),
-  );
+  const toolResult = attrs.json("gen_ai.tool.call.result", "ai.toolCall.result", "ai.toolCall.output");
   if (toolResult !== undefined) return asObject(toolResult, "output");
   const choices = events.filter((event) => event.name === "gen_ai.choice");
   if (choices.length > 0) {
     for (const event of choices) consumed.add(event);
     return { choices: choices.map((event) => Object.fromEntries(event.attributes)) };
   }
-  const vercel = parsedJson(
-    attrs.take("ai.response.object", "ai.response.text", "ai.response.toolCalls", "ai.response.choices"),
+  const vercel = attrs.json(
+    "ai.response.object",
+    "ai.response.text",
+    "ai.response.toolCalls",
+    "ai.response.choices",
   );
   return vercel === undefined ? null : asObject(vercel, "output");
 }

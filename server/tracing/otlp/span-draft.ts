@@ -15,6 +15,7 @@ import type { RunInput } from "../run-normalizer.js";
 import { AttributeReader, type JsonRecord } from "./attribute-reader.js";
 import { type AttributeValue, attributeMap, attributeObject } from "./otel-attributes.js";
 import { type EventInput, readConventions } from "./span-conventions.js";
+import { type SpanReading, type SpanScreen, screenedText, UnstorableSpanValue } from "./span-screen.js";
 
 /** A span as a run whose position (trace, parent, dotted_order) is still to be settled. */
 export interface SpanDraft {
@@ -27,10 +28,45 @@ export interface SpanDraft {
   readonly run: RunInput & { id: string; start_time: string };
 }
 
-/** Where a span came from: its resource and instrumentation scope. */
-export interface SpanOrigin {
-  readonly resource: Resource | undefined;
-  readonly scope: InstrumentationScope | undefined;
+/**
+ * Where a span came from, mapped once per resource and scope for all their spans: the resource's
+ * attributes and the scope, as `extra.otel` keeps them, or why none of their spans can be stored.
+ */
+export type SpanOrigin =
+  | {
+      readonly resource: JsonRecord;
+      readonly scope: JsonRecord | undefined;
+      /** The resource's `openinference.project.name`, the project of spans that name none. */
+      readonly projectName: string | undefined;
+    }
+  | { readonly rejected: string };
+
+/** The origin of the spans of `resource` and `scope` (see {@link SpanOrigin}). */
+export function spanOrigin(
+  resource: Resource | undefined,
+  scope: InstrumentationScope | undefined,
+  { screen }: SpanReading,
+): SpanOrigin {
+  try {
+    const attributes = attributeObject(resource?.attributes ?? [], screen, "resource attribute");
+    let scopeRecord: JsonRecord | undefined;
+    if (scope && (scope.name || scope.version)) {
+      scopeRecord = {
+        name: screenedText(screen, scope.name, "the instrumentation scope's name"),
+        version: screenedText(screen, scope.version, "the instrumentation scope's version"),
+      };
+      if (scope.attributes.length > 0)
+        scopeRecord.attributes = attributeObject(scope.attributes, screen, "instrumentation scope attribute");
+    }
+    return {
+      resource: attributes,
+      scope: scopeRecord,
+      projectName: stringOf(attributes["openinference.project.name"]),
+    };
+  } catch (error) {
+    if (error instanceof UnstorableSpanValue) return { rejected: error.message };
+    throw error;
+  }
 }
 
 /** Bytes of an OTel trace id and span id. */
@@ -43,12 +79,30 @@ const NANOS_PER_MICRO = 1000n;
 
 /** The run id of an 8-byte span id, as LangSmith derives it. */
 export function runIdOfSpan(spanId: Uint8Array): string {
-  const hex = Buffer.from(spanId).toString("hex");
+  return runIdOfHex(hexOf(spanId));
+}
+
+function runIdOfHex(hex: string): string {
   return `00000000-0000-0000-${hex.slice(0, 4)}-${hex.slice(4)}`;
 }
 
-/** The draft of one span, or why it is refused (a partial success of the export). */
-export function draftOfSpan(span: Span, origin: SpanOrigin): SpanDraft | { rejected: string } {
+/** Bytes as hex, without copying them first. */
+function hexOf(bytes: Uint8Array): string {
+  return (
+    Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  ).toString("hex");
+}
+
+/**
+ * The draft of one span, or why it is refused (a partial success of the export): ids or times out
+ * of range, or a value that cannot be stored (span-screen.ts).
+ */
+export function draftOfSpan(
+  span: Span,
+  origin: SpanOrigin,
+  reading: SpanReading,
+): SpanDraft | { rejected: string } {
+  if ("rejected" in origin) return origin;
   if (!isValidId(span.traceId, TRACE_ID_BYTES))
     return { rejected: "trace_id must be 16 bytes, not all zero" };
   if (!isValidId(span.spanId, SPAN_ID_BYTES)) return { rejected: "span_id must be 8 bytes, not all zero" };
@@ -60,34 +114,53 @@ export function draftOfSpan(span: Span, origin: SpanOrigin): SpanDraft | { rejec
     return { rejected: "start_time_unix_nano must be a time from 1970 to 9999" };
   const end = span.endTimeUnixNano === 0n ? null : isoOfNanos(span.endTimeUnixNano);
   if (end === undefined) return { rejected: "end_time_unix_nano must be a time from 1970 to 9999" };
+  try {
+    return mapSpan(span, origin, reading, start, end);
+  } catch (error) {
+    if (error instanceof UnstorableSpanValue) return { rejected: error.message };
+    throw error;
+  }
+}
 
-  const runId = runIdOfSpan(span.spanId);
-  const attrs = new AttributeReader(attributeMap(span.attributes));
+/** The draft of a span whose ids and times are valid; throws {@link UnstorableSpanValue}. */
+function mapSpan(
+  span: Span,
+  origin: Exclude<SpanOrigin, { rejected: string }>,
+  reading: SpanReading,
+  start: string,
+  end: string | null,
+): SpanDraft {
+  const { screen } = reading;
+  const spanHex = hexOf(span.spanId);
+  const traceHex = hexOf(span.traceId);
+  const parentHex = span.parentSpanId.length > 0 ? hexOf(span.parentSpanId) : undefined;
+  const runId = runIdOfHex(spanHex);
+  const attrs = new AttributeReader(attributeMap(span.attributes, screen, "attribute"), reading);
   const events: EventInput[] = span.events.map((event) => ({
-    name: event.name,
-    attributes: attributeMap(event.attributes),
+    name: screenedText(screen, event.name, "an event's name"),
+    attributes: attributeMap(event.attributes, screen, `event ${JSON.stringify(event.name)} attribute`),
   }));
-  const resource = attributeObject(origin.resource?.attributes ?? []);
   const found = readConventions(attrs, events);
-  const runEvents = span.events.flatMap((event, i) =>
-    found.consumed.has(events[i] as EventInput)
-      ? []
-      : [
-          {
-            name: event.name,
-            time: isoOfNanos(event.timeUnixNano) ?? start,
-            kwargs: attributeObject(event.attributes),
-          },
-        ],
-  );
-  const sessionName = found.sessionName ?? stringOf(resource["openinference.project.name"]);
+  const runEvents: JsonRecord[] = [];
+  for (const [i, event] of span.events.entries()) {
+    const input = events[i] as EventInput;
+    if (found.consumed.has(input)) continue;
+    runEvents.push({
+      name: input.name,
+      time: isoOfNanos(event.timeUnixNano) ?? start,
+      kwargs: Object.fromEntries(input.attributes),
+    });
+  }
+  const sessionName = found.sessionName ?? origin.projectName;
+  const name = found.name || screenedText(screen, span.name, "the span's name") || "unnamed span";
+  const otel = otelExtra(span, origin, attrs.rest(), { spanHex, traceHex, parentHex }, screen);
   return {
-    otelTraceId: Buffer.from(span.traceId).toString("hex"),
+    otelTraceId: traceHex,
     runId,
-    parentRunId: hasParent ? runIdOfSpan(span.parentSpanId) : null,
+    parentRunId: parentHex === undefined ? null : runIdOfHex(parentHex),
     run: {
       id: runId,
-      name: found.name || span.name || "unnamed span",
+      name,
       run_type: found.runType,
       start_time: start,
       end_time: end,
@@ -96,10 +169,11 @@ export function draftOfSpan(span: Span, origin: SpanOrigin): SpanDraft | { rejec
       error: errorOf(span, events),
       events: runEvents.length > 0 ? runEvents : null,
       tags: found.tags,
-      extra: { metadata: found.metadata, otel: otelExtra(span, origin, resource, attrs.rest()) },
+      extra: { metadata: found.metadata, otel },
       ...(found.referenceExampleId ? { reference_example_id: found.referenceExampleId } : {}),
       ...(found.sessionId ? { session_id: found.sessionId } : {}),
-      ...(sessionName ? { session_name: sessionName } : {}),
+      // A span that names no project goes to the request's.
+      session_name: sessionName || (found.sessionId ? null : reading.defaultProject),
     },
   };
 }
@@ -146,32 +220,45 @@ function errorOf(span: Span, events: readonly EventInput[]): string | null {
   return recorded || message || "error";
 }
 
+/** The span's ids as hex, computed once. */
+interface SpanHex {
+  spanHex: string;
+  traceHex: string;
+  parentHex: string | undefined;
+}
+
 /** What the span says beyond the run's fields, kept under `extra.otel`. */
-function otelExtra(span: Span, origin: SpanOrigin, resource: JsonRecord, attributes: JsonRecord): JsonRecord {
+function otelExtra(
+  span: Span,
+  origin: Exclude<SpanOrigin, { rejected: string }>,
+  attributes: JsonRecord,
+  { spanHex, traceHex, parentHex }: SpanHex,
+  screen: SpanScreen,
+): JsonRecord {
   const otel: JsonRecord = {
-    trace_id: Buffer.from(span.traceId).toString("hex"),
-    span_id: Buffer.from(span.spanId).toString("hex"),
+    trace_id: traceHex,
+    span_id: spanHex,
     kind: Span_SpanKind[span.kind] ?? String(span.kind),
     attributes,
-    resource,
+    resource: origin.resource,
   };
-  if (span.parentSpanId.length > 0) otel.parent_span_id = Buffer.from(span.parentSpanId).toString("hex");
-  if (span.traceState) otel.trace_state = span.traceState;
-  if (origin.scope && (origin.scope.name || origin.scope.version)) {
-    otel.scope = { name: origin.scope.name, version: origin.scope.version };
-    if (origin.scope.attributes.length > 0)
-      (otel.scope as JsonRecord).attributes = attributeObject(origin.scope.attributes);
-  }
+  if (parentHex !== undefined) otel.parent_span_id = parentHex;
+  if (span.traceState) otel.trace_state = screenedText(screen, span.traceState, "the span's trace_state");
+  if (origin.scope) otel.scope = origin.scope;
   if (span.status && (span.status.code !== Status_StatusCode.UNSET || span.status.message))
     otel.status = {
       code: Status_StatusCode[span.status.code] ?? String(span.status.code),
-      message: span.status.message,
+      // Screened here, before errorOf reads it: every span with a status message passes this way.
+      message: screenedText(screen, span.status.message, "the span's status message"),
     };
   if (span.links.length > 0) {
     otel.links = span.links.map((link) => ({
-      trace_id: Buffer.from(link.traceId).toString("hex"),
-      span_id: Buffer.from(link.spanId).toString("hex"),
-      attributes: attributeObject(link.attributes),
+      trace_id: hexOf(link.traceId),
+      span_id: hexOf(link.spanId),
+      ...(link.traceState
+        ? { trace_state: screenedText(screen, link.traceState, "a link's trace_state") }
+        : {}),
+      attributes: attributeObject(link.attributes, screen, "link attribute"),
     }));
   }
   for (const [key, count] of [

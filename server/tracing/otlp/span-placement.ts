@@ -34,18 +34,14 @@ function uuidOfHex(hex: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/**
- * Places `drafts` (see the module comment). Spans that name no project go to `defaultProject`, the
- * project of the request that sent them, even when they wait for a later request.
- */
+/** Places `drafts` (see the module comment). */
 export async function placeSpans(
   tx: WorkspaceBound,
   workspaceId: string,
   drafts: readonly SpanDraft[],
-  defaultProject: string,
 ): Promise<PlacedSpans> {
   const batch = new Map<string, SpanDraft>();
-  for (const draft of drafts) batch.set(draft.runId, withProject(draft, defaultProject));
+  for (const draft of drafts) batch.set(draft.runId, draft);
   const traceIds = [...new Set([...batch.values()].map((d) => uuidOfHex(d.otelTraceId)))];
   // Sent together, the lock first: Postgres runs a connection's statements in order, so a
   // concurrent batch of the same trace waits on the lock until this one has stored its spans or its
@@ -103,13 +99,6 @@ export async function placeSpans(
     savePendingSpans(tx, workspaceId, newlyWaiting.map(toPending)),
   ]);
   return { posts, waiting: newlyWaiting.length, rejected };
-}
-
-/** The draft with its project named: the request's when the span names none. */
-function withProject(draft: SpanDraft, defaultProject: string): SpanDraft {
-  const { run } = draft;
-  if (run.session_id || run.session_name || run.address) return draft;
-  return { ...draft, run: { ...run, session_name: defaultProject } };
 }
 
 function toPending(draft: SpanDraft): PendingSpan {

@@ -19,6 +19,7 @@ import { requestBytes } from "../body/request-body.js";
 import { type AdapterRoute, type AdapterServe, bindAdapter, type HttpAdapter } from "../http-adapter.js";
 import { requestHeaders, requestTarget } from "../request-headers.js";
 import { decodeExportRequest, encodingOf } from "./otlp-request.js";
+import { otlpSpanScreen } from "./otlp-span-screen.js";
 
 /** Dependencies of {@link createOtlpHttpAdapter}. */
 export interface OtlpHttpAdapterDeps {
@@ -42,7 +43,7 @@ export function createOtlpHttpAdapter({ ingest, auth }: OtlpHttpAdapterDeps): Ht
     const headers = requestHeaders(req);
     const principal = await auth.authenticate(headers, requestTarget(req));
     const request = decodeExportRequest(await requestBytes(req), encoding);
-    const response = await exportTraces(ingest, principal, headers, request);
+    const response = await exportTraces({ ingest, screen: otlpSpanScreen }, principal, headers, request);
     const body =
       encoding === "json"
         ? Buffer.from(toJsonString(ExportTraceServiceResponseSchema, response))

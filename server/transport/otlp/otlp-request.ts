@@ -2,14 +2,13 @@
  * OTLP/HTTP request bodies: `application/x-protobuf` (the protobuf encoding) or `application/json`
  * (the OTLP JSON encoding: proto3 JSON, except that trace and span ids are hex, not base64).
  */
-import { fromBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import {
   type ExportTraceServiceRequest,
   ExportTraceServiceRequestSchema,
 } from "../../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
-import { describeProblem } from "../input/input-problem.js";
-import { findMessageProblem } from "../input/message-screen.js";
 import { malformedRequestError, unsupportedEncodingError } from "../rest/http-status.js";
+import { decodeExportTraceRequest } from "./otlp-trace-wire.js";
 
 /** The encodings of OTLP/HTTP. */
 export type OtlpEncoding = "protobuf" | "json";
@@ -34,30 +33,34 @@ export function encodingOf(contentType: string | undefined): OtlpEncoding {
 }
 
 /**
- * The export request in `body`; 400 for a body that does not decode, or that holds a value the
- * server cannot store (NUL or a lone surrogate in a string, a double that is not finite).
+ * The export request in `body`; 400 for a body that does not decode. What its spans hold is judged
+ * span by span as they are mapped (otlp-span-screen.ts): a span that cannot be stored is refused
+ * alone, in the answer's partial success.
  */
 export function decodeExportRequest(body: Uint8Array, encoding: OtlpEncoding): ExportTraceServiceRequest {
-  let request: ExportTraceServiceRequest;
   try {
-    request =
-      encoding === "protobuf"
-        ? fromBinary(ExportTraceServiceRequestSchema, body)
-        : fromJson(
-            ExportTraceServiceRequestSchema,
-            hexIdsAsBase64(JSON.parse(Buffer.from(body).toString("utf8"))),
-            {
-              ignoreUnknownFields: true,
-            },
-          );
+    return encoding === "protobuf"
+      ? decodeExportTraceRequest(body)
+      : fromJson(
+          ExportTraceServiceRequestSchema,
+          hexIdsAsBase64(
+            JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8")),
+          ),
+          { ignoreUnknownFields: true },
+        );
   } catch (error) {
     throw malformedRequestError(
       `the body is not an OTLP ExportTraceServiceRequest in ${encoding === "json" ? "JSON" : "protobuf"}: ${(error as Error).message}`,
     );
   }
-  const problem = findMessageProblem(ExportTraceServiceRequestSchema, request);
-  if (problem) throw malformedRequestError(describeProblem(problem));
-  return request;
+}
+
+/**
+ * The binary request of a gRPC call, for the gRPC unary path (bound-service.ts, `decoders`): its
+ * decoding failures are INVALID_ARGUMENT naming what is wrong.
+ */
+export function decodeBinaryExportRequest(bytes: Uint8Array): ExportTraceServiceRequest {
+  return decodeExportRequest(bytes, "protobuf");
 }
 
 /** Id fields of spans and links, in both JSON spellings. */
