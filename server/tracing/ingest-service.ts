@@ -125,18 +125,19 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
   const transact = async <T>(
     actor: IngestActor,
     texts: JsonTexts | undefined,
-    prepare: (tx: WorkspaceBound) => Promise<{ items: NormalizedBatch; extra: T }>,
+    prepare: (tx: WorkspaceBound) => { items: NormalizedBatch; extra: T; later?: () => Promise<LaterItems> },
   ): Promise<{ result: IngestResult; extra: T }> => {
     const writeOptions = plainJson ? { sourceTexts: texts ?? new JsonTexts() } : {};
     const write = (projectIds: ProjectIdsByName | undefined) =>
       // Planned once per connection: a batch's statements are the same every time, each by its keys.
       inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx, commit) => {
-        const { items, extra } = await prepare(tx);
+        const { items, extra, later } = prepare(tx);
         const written = await writeBatch({
           tx,
           commit,
           actor,
           items,
+          later,
           writeOptions,
           usageReporting,
           projectIds,
@@ -176,15 +177,16 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
         feedback: (batch.feedback ?? []).map(normalizeFeedback),
         attachments: batch.attachments ?? [],
       };
-      return (await transact(actor, batch.texts, async () => ({ items, extra: undefined }))).result;
+      return (await transact(actor, batch.texts, () => ({ items, extra: undefined }))).result;
     },
     async ingestSpans(actor, { drafts, texts }) {
-      const { result, extra } = await transact(actor, texts, async (tx) => {
-        const placed = await placeSpans(tx, actor.workspaceId, drafts);
-        const items = { posts: placed.posts, patches: [], feedback: [], attachments: [] };
-        return { items, extra: placed };
+      const { result, extra } = await transact(actor, texts, (tx) => {
+        // Placed as far as the batch alone places them; the rest once the first statements answer.
+        const placement = placeSpans(tx, actor.workspaceId, drafts);
+        const items = { posts: placement.posts, patches: [], feedback: [], attachments: [] };
+        return { items, extra: placement, later: placement.rest };
       });
-      return { runs: result.runs, waiting: extra.waiting, rejected: extra.rejected };
+      return { runs: result.runs, waiting: extra.waiting(), rejected: extra.rejected };
     },
   };
 }
@@ -197,6 +199,16 @@ export interface NormalizedBatch {
   attachments: readonly RunAttachment[];
 }
 
+/**
+ * Runs of a batch known only once its first statements are answered (OTLP spans under a stored or
+ * waiting parent, span-placement.ts), and the writes that go with them.
+ */
+export interface LaterItems {
+  posts: NormalizedRun[];
+  /** Starts the writes that go with the runs, in the pipeline of the batch's last statements. */
+  writes(): Promise<unknown>[];
+}
+
 /** What one transaction of {@link writeBatch} needs. */
 interface BatchWrite {
   tx: WorkspaceBound;
@@ -204,6 +216,8 @@ interface BatchWrite {
   commit: () => Promise<void>;
   actor: IngestActor;
   items: NormalizedBatch;
+  /** Called once the first statements are answered: more runs, written with the last ones. */
+  later: (() => Promise<LaterItems>) | undefined;
   writeOptions: RunWriteOptions;
   usageReporting: boolean;
   /** Project ids to use without a lookup, confirmed in the same pipeline; undefined: look them up. */
@@ -229,13 +243,15 @@ class StaleProjectIds extends Error {
 /**
  * Writes one batch in its transaction, in two round trips when its runs are positioned (the SDKs
  * send dotted_order with every patch) and its projects known: the locks, the projects' lock and the
- * runs' writes go out together; then the rollups, the feedback, the usage counts and COMMIT.
+ * runs' writes go out together; then the later runs (`later`), the rollups, the feedback, the usage
+ * counts and COMMIT.
  */
 async function writeBatch({
   tx,
   commit,
   actor,
   items,
+  later,
   writeOptions,
   usageReporting,
   projectIds,
@@ -289,15 +305,43 @@ async function writeBatch({
     );
   }
   const written: WrittenRun[] = [...posted, ...patched];
-  const inserted = written.filter((w) => w.inserted);
-  const newTraces = inserted.filter((w) => w.isRoot);
   // The statements below need none of each other's results: they are sent together, in this
   // order, with COMMIT behind them, and postgres.js pipelines them on the transaction's connection,
   // so they cost one round trip instead of one each. Postgres runs them in order; when one fails, the
   // rest fail as the transaction is aborted, COMMIT answers ROLLBACK, and the first failure is the
   // one that rejects.
+  const pipelined: Promise<unknown>[] = [];
+  /** Runs written in the pipeline below, whose answers (inserted or not) are not awaited. */
+  const unansweredIds: string[] = [];
   const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
-  const pipelined: Promise<unknown>[] = [
+  const more = later === undefined ? undefined : await later();
+  const laterPosts = more?.posts ?? [];
+  if (more) {
+    const idOf = await projectsOfLater(tx, workspaceId, laterPosts, projects);
+    const laterRows = laterPosts.map((run) => toRow(run, idOf));
+    for (const run of laterPosts) touched.add(run.traceId);
+    // Their traces locked first (those of stored parents are not yet), in the same pipeline.
+    const lockedLater = lockTraces(
+      tx,
+      workspaceId,
+      [...touched].filter((id) => !locked.has(id)),
+    );
+    for (const id of touched) locked.add(id);
+    const upserted = upsertPostedRuns(tx, workspaceId, sender, laterRows, writeOptions);
+    if (laterPosts.some((run) => run.isRoot)) {
+      // A new root counts as a trace in usage: its write is awaited to know whether it is new.
+      written.push(...(await Promise.all([lockedLater, upserted]))[1]);
+    } else {
+      // Not awaited: which of them are new matters only for their feedback stats, refreshed below
+      // for all of them (a statement that writes nothing where none has feedback).
+      unansweredIds.push(...laterPosts.map((run) => run.id));
+      pipelined.push(lockedLater, upserted);
+    }
+    pipelined.push(...more.writes());
+  }
+  const inserted = written.filter((w) => w.inserted);
+  const newTraces = inserted.filter((w) => w.isRoot);
+  pipelined.push(
     // A run stored by a concurrent batch after the lookup above names its trace only now: locked
     // here, before the rollups read it (rarely anything, as the SDKs send dotted_order with every
     // patch).
@@ -307,14 +351,14 @@ async function writeBatch({
       [...touched].filter((id) => !locked.has(id)),
     ),
     rollUpTraces(tx, workspaceId, [...touched]),
-  ];
+  );
   // Their runs were locked with the batch's: the refresh sees every committed item. Feedback sent
   // before its run is counted once the run arrives: the stats of inserted runs are refreshed too
   // (a statement that writes no row when none of them has feedback).
   if (feedback.length > 0) pipelined.push(insertFeedback(tx, workspaceId, feedback));
   pipelined.push(
     refreshFeedbackStats(tx, workspaceId, [
-      ...new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]),
+      ...new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id), ...unansweredIds]),
     ]),
   );
   if (usageReporting) {
@@ -336,9 +380,34 @@ async function writeBatch({
   await Promise.all(pipelined);
   await upsertAttachments(tx, workspaceId, attachments);
   return {
-    result: { runs: posts.length + patches.length, feedback: feedback.length, newTraces: newTraces.length },
+    result: {
+      runs: posts.length + patches.length + laterPosts.length,
+      feedback: feedback.length,
+      newTraces: newTraces.length,
+    },
     projectIds: projects.byName,
   };
+}
+
+/**
+ * The project id of each later run: those of the batch's projects as resolved, projects named by
+ * id as they are (the placement checked them), and the other names ensured (one more round trip,
+ * for a waiting span sent to a project the batch's own runs do not name).
+ */
+async function projectsOfLater(
+  tx: WorkspaceBound,
+  workspaceId: string,
+  runs: readonly NormalizedRun[],
+  projects: ResolvedProjects,
+): Promise<(run: NormalizedRun) => string> {
+  const missing = new Set<string>();
+  for (const run of runs) {
+    if ("name" in run.project && !projects.byName.has(run.project.name)) missing.add(run.project.name);
+  }
+  if (missing.size === 0) return projects.idOf;
+  const more = await ensureProjectsByName(tx, workspaceId, [...missing].sort());
+  return (run) =>
+    "name" in run.project ? (more.get(run.project.name) ?? projects.idOf(run)) : run.project.id;
 }
 
 /**

@@ -338,6 +338,52 @@ describe("OTLP/HTTP answers", () => {
     expect((await listRuns(project)).map((r) => r.name)).toEqual(["good"]);
   });
 
+  it("places a span under a parent an earlier request stored, in the project of its own request", async () => {
+    const [traceId, root, child] = [hex(16), hex(8), hex(8)];
+    const [first, second] = [`stored-parent-${randomUUID()}`, `stored-child-${randomUUID()}`];
+    const now = Date.now();
+    const json = { "content-type": "application/json" };
+    expect(
+      (
+        await post(jsonExport([jsonSpan(traceId, root, undefined, "root", now)]), {
+          ...json,
+          "Langsmith-Project": first,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await post(jsonExport([jsonSpan(traceId, child, root, "child", now + 1)]), {
+          ...json,
+          "Langsmith-Project": second,
+        })
+      ).status,
+    ).toBe(200);
+    const [r] = await listRuns(first);
+    const [c] = await listRuns(second);
+    expect(c).toMatchObject({ name: "child", parent_run_id: r?.id, trace_id: r?.id });
+    expect(c?.dotted_order?.startsWith(`${r?.dotted_order}.`)).toBe(true);
+  });
+
+  it("links waiting spans sent to another project than their parent's, each in its own", async () => {
+    const [traceId, root, child] = [hex(16), hex(8), hex(8)];
+    const [rootProject, childProject] = [`linked-root-${randomUUID()}`, `linked-child-${randomUUID()}`];
+    const now = Date.now();
+    const json = { "content-type": "application/json" };
+    await post(jsonExport([jsonSpan(traceId, child, root, "child", now + 1)]), {
+      ...json,
+      "Langsmith-Project": childProject,
+    });
+    await post(jsonExport([jsonSpan(traceId, root, undefined, "root", now)]), {
+      ...json,
+      "Langsmith-Project": rootProject,
+    });
+    const [r] = await listRuns(rootProject);
+    expect((await listRuns(childProject)).map((run) => [run.name, run.parent_run_id])).toEqual([
+      ["child", r?.id],
+    ]);
+  });
+
   it("refuses only the spans holding what cannot be stored: a NUL, raw or escaped in an attribute's JSON", async () => {
     const project = `unstorable-${randomUUID()}`;
     const traceId = Buffer.from(hex(16), "hex");
