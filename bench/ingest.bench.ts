@@ -4,7 +4,10 @@
  * parts `post.<id>`, `.inputs`, `.outputs`, `.extra`; gzip, as with `gzip_body_enabled`), sent
  * `--concurrency` at a time (the SDK's `traceBatchConcurrency` is 5), beside the ceiling: a plain
  * Postgres `COPY` of the same rows into a scratch copy of the `runs` table, once after every round
- * (the ratio is given per round as well as best against best). Then the read side on the ingested
+ * (the ratio is given per round as well as best against best). The OTLP cells store the same runs
+ * as rows of their own (run ids from span ids, as LangSmith derives them, and the span's OTel
+ * fields in `extra.otel`): they are measured against a COPY of those rows as well, read back from
+ * the first OTLP cell's table, beside the COPY of multipart's. Then the read side on the ingested
  * runs: `POST /api/v1/runs/query` (a page of root runs; a filter with `or` and `search`) and
  * `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
  *
@@ -308,6 +311,20 @@ async function copyOnce(sql: Sql, text: string, rows: number): Promise<number> {
   return rows / seconds;
 }
 
+/** The rows of `runs` as COPY text of {@link COPY_COLUMNS}, as the ingest stored them. */
+async function storedRowsText(sql: Sql): Promise<string> {
+  const chunks: Buffer[] = [];
+  const stream =
+    await sql`copy (select ${sql.unsafe(COPY_COLUMNS.join(", "))} from runs) to stdout`.readable();
+  // Read by its events: postgres.js's COPY stream never ends an async iteration (3.4.9).
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 /** A checkout under test: its server, a pool on its database, and the meter of their CPU. */
 interface Target {
   checkout: Checkout;
@@ -333,6 +350,8 @@ interface Sample {
 interface Ceiling {
   rate: number;
   cpuMs: number;
+  /** The same of a COPY of the rows the OTLP cells stored (their ids and `extra`). */
+  otlp: { rate: number; cpuMs: number };
 }
 
 /** A meter reading cut down to one process, so that CPU between readings counts that process alone. */
@@ -362,6 +381,8 @@ async function measureIngest(
   protocols: readonly IngestProtocol[],
   cells: Cells,
   ceiling: () => Promise<Ceiling>,
+  /** Called once a cell's runs are stored and counted, before the next cell empties them. */
+  afterCell: (target: Target, cell: string) => Promise<void>,
 ): Promise<Ceiling[]> {
   const ceilings: Ceiling[] = [];
   for (let round = 0; round < settings.rounds; round++) {
@@ -385,6 +406,7 @@ async function measureIngest(
         if (stored?.n !== settings.runs)
           throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
         record(cells, protocol.cell, target.checkout.label, { rate, cpuMs, nodeMs });
+        await afterCell(target, protocol.cell);
         console.log(
           `  ingest round ${round + 1} ${target.checkout.label} ${protocol.cell.replace(/ \(.*\)$/, "")}: ${rate.toFixed(0)}/s; CPU per ${BATCH_SIZE}: ` +
             `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
@@ -395,7 +417,8 @@ async function measureIngest(
     const copy = await ceiling();
     ceilings.push(copy);
     console.log(
-      `  ingest round ${round + 1} COPY: ${copy.rate.toFixed(0)} rows/s; Postgres CPU per ${BATCH_SIZE} rows ${copy.cpuMs.toFixed(1)} ms`,
+      `  ingest round ${round + 1} COPY: ${copy.rate.toFixed(0)} rows/s; Postgres CPU per ${BATCH_SIZE} rows ${copy.cpuMs.toFixed(1)} ms; ` +
+        `of the OTLP cells' rows: ${copy.otlp.rate.toFixed(0)} rows/s, ${copy.otlp.cpuMs.toFixed(1)} ms`,
     );
   }
   return ceilings;
@@ -540,11 +563,14 @@ function printReport(settings: Settings, cells: Cells): void {
 function printCeiling(cells: Cells, ceilings: readonly Ceiling[]): void {
   const ours = (cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate);
   const copies = ceilings.map((c) => c.rate);
+  const otlpCopies = ceilings.map((c) => c.otlp.rate);
   const perRound = ours.map((rate, round) => rate / (copies[round] ?? Number.NaN));
   console.log(
     `\nceiling: one COPY of the same rows per round: best ${Math.max(...copies).toFixed(0)} rows/s ` +
       `(${Math.min(...copies).toFixed(0)}–${Math.max(...copies).toFixed(0)}), Postgres CPU ` +
-      `${median(ceilings.map((c) => c.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median)`,
+      `${median(ceilings.map((c) => c.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median); ` +
+      `of the OTLP cells' rows: best ${Math.max(...otlpCopies).toFixed(0)} rows/s, Postgres CPU ` +
+      `${median(ceilings.map((c) => c.otlp.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median)`,
   );
   console.log(
     `ratio agentplane / COPY: best ÷ best ${(Math.max(...ours) / Math.max(...copies)).toFixed(2)}; ` +
@@ -556,8 +582,10 @@ function printCeiling(cells: Cells, ceilings: readonly Ceiling[]): void {
       const rounds = spans.map((rate, round) => rate / (against[round] ?? Number.NaN));
       return `best ÷ best ${(Math.max(...spans) / Math.max(...against)).toFixed(2)}; per round median ${median(rounds).toFixed(2)} (${Math.min(...rounds).toFixed(2)}–${Math.max(...rounds).toFixed(2)})`;
     };
-    console.log(`ratio ${cell.replace(/ \(.*\)$/, "")} spans/s ÷ multipart runs/s: ${ratio(ours)}`);
-    console.log(`ratio ${cell.replace(/ \(.*\)$/, "")} spans/s ÷ COPY rows/s: ${ratio(copies)}`);
+    const name = cell.replace(/ \(.*\)$/, "");
+    console.log(`ratio ${name} spans/s ÷ multipart runs/s: ${ratio(ours)}`);
+    console.log(`ratio ${name} spans/s ÷ COPY rows/s: ${ratio(copies)}`);
+    console.log(`ratio ${name} spans/s ÷ COPY of its own rows (rows/s): ${ratio(otlpCopies)}`);
   }
 }
 
@@ -632,19 +660,29 @@ async function main(): Promise<void> {
       ids!.workspace_id,
       ids!.id,
     );
-    const ceiling = async (): Promise<Ceiling> => {
+    // The rows the OTLP cells store, as COPY text: read back once, after the first of them.
+    let otlpCopyText: string | undefined;
+    const captureOtlpRows = async (target: Target, cell: string) => {
+      if (target === first && cell !== INGEST_CELL && otlpCopyText === undefined)
+        otlpCopyText = await storedRowsText(first.sql);
+    };
+    const copyOf = async (text: string) => {
       const before = await first.meter.read();
-      const rate = await copyOnce(first.sql, copyText, runs.length);
+      const rate = await copyOnce(first.sql, text, runs.length);
       const after = await first.meter.read();
       // The COPY runs on the bench's own connection, so the server process is left out.
       const seconds =
         cpuSecondsBetween(before, after) - cpuSecondsBetween(onlyPid(before, first.child.pid), after);
       return { rate, cpuMs: (seconds * 1000 * BATCH_SIZE) / runs.length };
     };
+    const ceiling = async (): Promise<Ceiling> => ({
+      ...(await copyOf(copyText)),
+      otlp: await copyOf(otlpCopyText ?? ""),
+    });
 
     const cells: Cells = new Map();
     if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);
-    const ceilings = await measureIngest(settings, targets, protocols, cells, ceiling);
+    const ceilings = await measureIngest(settings, targets, protocols, cells, ceiling, captureOtlpRows);
     for (const target of targets) {
       const peak = await residentBytes([target.child.pid], "VmHWM");
       console.log(
