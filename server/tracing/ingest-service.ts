@@ -31,7 +31,7 @@ import type { NormalizedFeedback, NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
 import type { SpanDraft } from "./otlp/span-draft.js";
-import { placeSpans } from "./otlp/span-placement.js";
+import { placeOrphans, placeSpans, type SpanPlacement } from "./otlp/span-placement.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -96,6 +96,12 @@ export interface IngestService {
    * project id, a field it rejects) is left out and reported; the rest are stored.
    */
   ingestSpans(actor: IngestActor, batch: SpanBatch): Promise<SpanIngestResult>;
+  /**
+   * Stores the spans waiting in the given OTel traces (ids as UUIDs) of the actor's workspace,
+   * whose parents never came, as runs (span-placement.ts, placeOrphans), atomically; `rejected`
+   * lists those that could not be (a field the ingest refuses), which are dropped.
+   */
+  storeOrphanedSpans(actor: IngestActor, otelTraceIds: readonly string[]): Promise<SpanIngestResult>;
 }
 
 /** Dependencies of {@link createIngestService}. */
@@ -168,6 +174,19 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       throw explainUnstorableInput(error) ?? error;
     }
   };
+  /** Writes the runs of a span placement in one transaction (see `transact`). */
+  const placed = async (
+    actor: IngestActor,
+    texts: JsonTexts | undefined,
+    place: (tx: WorkspaceBound) => SpanPlacement,
+  ): Promise<SpanIngestResult> => {
+    const { result, extra } = await transact(actor, texts, (tx) => {
+      const placement = place(tx);
+      const items = { posts: placement.posts, patches: [], feedback: [], attachments: [] };
+      return { items, extra: placement, later: placement.rest };
+    });
+    return { runs: result.runs, waiting: extra.waiting(), rejected: extra.rejected };
+  };
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -179,14 +198,12 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
       };
       return (await transact(actor, batch.texts, () => ({ items, extra: undefined }))).result;
     },
-    async ingestSpans(actor, { drafts, texts }) {
-      const { result, extra } = await transact(actor, texts, (tx) => {
-        // Placed as far as the batch alone places them; the rest once the first statements answer.
-        const placement = placeSpans(tx, actor.workspaceId, drafts);
-        const items = { posts: placement.posts, patches: [], feedback: [], attachments: [] };
-        return { items, extra: placement, later: placement.rest };
-      });
-      return { runs: result.runs, waiting: extra.waiting(), rejected: extra.rejected };
+    ingestSpans(actor, { drafts, texts }) {
+      // Placed as far as the batch alone places them; the rest once the first statements answer.
+      return placed(actor, texts, (tx) => placeSpans(tx, actor.workspaceId, drafts, actor));
+    },
+    storeOrphanedSpans(actor, otelTraceIds) {
+      return placed(actor, undefined, (tx) => placeOrphans(tx, actor.workspaceId, otelTraceIds));
     },
   };
 }

@@ -15,6 +15,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { LOCK_SEED, lockIds } from "../../store/advisory-locks.js";
 import {
   deletePendingSpans,
+  type PendingSender,
   type PendingSpan,
   pendingSpansOfTraces,
   type StoredPosition,
@@ -57,13 +58,14 @@ function uuidOfHex(hex: string): string {
 }
 
 /**
- * Places `drafts` (see the module comment). Sends its statements on `tx` when called, without
- * waiting for them: the batch's writes follow them.
+ * Places `drafts` (see the module comment), sent by `sender` (recorded with the spans that wait).
+ * Sends its statements on `tx` when called, without waiting for them: the batch's writes follow.
  */
 export function placeSpans(
   tx: WorkspaceBound,
   workspaceId: string,
   drafts: readonly SpanDraft[],
+  sender: PendingSender,
 ): SpanPlacement {
   const batch = new Map<string, SpanDraft>();
   for (const draft of drafts) batch.set(draft.runId, draft);
@@ -97,17 +99,7 @@ export function placeSpans(
   reads.catch(() => undefined);
 
   const rejected: { runId: string; reason: string }[] = [];
-  const now = new Date();
-  /** The run of a placed span, or undefined when it is refused (and recorded so). */
-  const validated = (run: RunInput, runId: string): NormalizedRun | undefined => {
-    try {
-      return normalizeRun(run, "post", now);
-    } catch (error) {
-      if (!(error instanceof ConnectError)) throw error;
-      if (batch.has(runId)) rejected.push({ runId, reason: error.rawMessage });
-      return undefined;
-    }
-  };
+  const validation = validator(rejected, (runId) => batch.has(runId));
 
   // What the batch places by itself; spans that name a project by id wait for its check.
   const first = positionSpans([...batch.values()], new Map());
@@ -125,7 +117,7 @@ export function placeSpans(
       byProjectId.push(placed);
       continue;
     }
-    const post = validated(run, draft.runId);
+    const post = validation.validate(run, draft.runId);
     if (post) posts.push(post);
   }
   let waitingCount = 0;
@@ -142,19 +134,9 @@ export function placeSpans(
       if (!batch.has(waiting.runId)) candidates.push(draftOfPending(waiting));
     }
     const second = positionSpans(candidates, parents);
-    const later: NormalizedRun[] = [];
-    for (const { draft, run } of [...byProjectId, ...second.placed]) {
-      if (typeof run.session_id === "string" && !knownProjects.has(run.session_id.toLowerCase())) {
-        if (batch.has(draft.runId))
-          rejected.push({
-            runId: draft.runId,
-            reason: `tracing project ${run.session_id} (langsmith.trace.session_id) not found in this workspace`,
-          });
-        continue;
-      }
-      const post = validated(run, draft.runId);
-      if (post) later.push(post);
-    }
+    // Waiting spans may name projects the batch's own spans do not: those are checked now.
+    const known = await withProjectsChecked(tx, workspaceId, second.placed, knownProjects, projectIds);
+    const later = validatedInProjects([...byProjectId, ...second.placed], known, validation);
     // A waiting span that is not placed now keeps waiting, where it is: only settled ones go.
     const stillWaiting = new Set(second.waiting.map((d) => d.runId));
     const gone = settled.filter((id) => !stillWaiting.has(id) || batch.has(id));
@@ -164,11 +146,164 @@ export function placeSpans(
       posts: later,
       writes: () => [
         deletePendingSpans(tx, workspaceId, gone),
-        savePendingSpans(tx, workspaceId, newlyWaiting.map(toPending)),
+        savePendingSpans(tx, workspaceId, sender, newlyWaiting.map(toPending)),
       ],
     };
   };
   return { posts, rest, waiting: () => waitingCount, rejected };
+}
+
+/**
+ * The waiting spans of `otelTraceIds` whose parent never came (jobs/otel-orphan-sweep-job.ts), as
+ * runs: under their parent where it is stored after all (sent another way), else each at the top of
+ * a trace of its own, with its missing parent's run id kept in `extra.otel.missing_parent_run_id`
+ * (its span id stays in `extra.otel.parent_span_id`); the spans under them follow. Sends the trace
+ * lock and the read of the waiting spans when called; places them in rest().
+ */
+export function placeOrphans(
+  tx: WorkspaceBound,
+  workspaceId: string,
+  otelTraceIds: readonly string[],
+): SpanPlacement {
+  const locked = lockIds(tx, workspaceId, otelTraceIds, LOCK_SEED.otelTrace);
+  const pending = pendingSpansOfTraces(tx, workspaceId, otelTraceIds);
+  const reads = Promise.all([locked, pending]);
+  reads.catch(() => undefined);
+  const rejected: { runId: string; reason: string }[] = [];
+  const validation = validator(rejected, () => true);
+  const rest = async (): Promise<PlacedRest> => {
+    const [, waiting] = await reads;
+    const drafts = waiting.map(draftOfPending);
+    const ids = new Set(drafts.map((d) => d.runId));
+    const outside = [
+      ...new Set(
+        drafts.flatMap((d) => (d.parentRunId !== null && !ids.has(d.parentRunId) ? [d.parentRunId] : [])),
+      ),
+    ];
+    const positions = new Map(
+      (await storedPositions(tx, workspaceId, outside)).map((p) => [p.id, p] as const),
+    );
+    let todo = drafts.map((d) =>
+      d.parentRunId !== null && !ids.has(d.parentRunId) && !positions.has(d.parentRunId) ? orphanRoot(d) : d,
+    );
+    const placed: { draft: SpanDraft; run: RunInput }[] = [];
+    for (;;) {
+      const round = positionSpans(todo, positions);
+      for (const p of round.placed) {
+        placed.push(p);
+        positions.set(p.draft.runId, {
+          id: p.draft.runId,
+          traceId: p.run.trace_id as string,
+          dottedOrder: p.run.dotted_order as string,
+        });
+      }
+      const [first, ...others] = round.waiting;
+      if (first === undefined) break;
+      // Only spans whose parents wait on one another in a cycle are left: one starts a trace.
+      todo = [orphanRoot(first), ...others];
+    }
+    const known = await withProjectsChecked(tx, workspaceId, placed, new Set(), []);
+    return {
+      posts: validatedInProjects(placed, known, validation),
+      writes: () => [
+        deletePendingSpans(
+          tx,
+          workspaceId,
+          waiting.map((w) => w.runId),
+        ),
+      ],
+    };
+  };
+  return { posts: [], rest, waiting: () => 0, rejected };
+}
+
+/** A waiting span as the top of a trace of its own: its missing parent's run id kept in extra. */
+function orphanRoot(draft: SpanDraft): SpanDraft {
+  const extra = (draft.run.extra ?? {}) as JsonObject;
+  const otel = (typeof extra.otel === "object" && extra.otel !== null ? extra.otel : {}) as JsonObject;
+  return {
+    ...draft,
+    parentRunId: null,
+    run: { ...draft.run, extra: { ...extra, otel: { ...otel, missing_parent_run_id: draft.parentRunId } } },
+  };
+}
+
+/** How placed runs are validated as posts, and refused with why. */
+interface Validation {
+  /** The run as a post, or undefined when it is refused (recorded so). */
+  validate(run: RunInput, runId: string): NormalizedRun | undefined;
+  refuse(runId: string, reason: string): void;
+}
+
+/** Validation recording refusals in `rejected` for the runs that are `reported`. */
+function validator(
+  rejected: { runId: string; reason: string }[],
+  reported: (runId: string) => boolean,
+): Validation {
+  const now = new Date();
+  const refuse = (runId: string, reason: string) => {
+    if (reported(runId)) rejected.push({ runId, reason });
+  };
+  return {
+    refuse,
+    validate(run, runId) {
+      try {
+        return normalizeRun(run, "post", now);
+      } catch (error) {
+        if (!(error instanceof ConnectError)) throw error;
+        refuse(runId, error.rawMessage);
+        return undefined;
+      }
+    },
+  };
+}
+
+/**
+ * `known` (the project ids found among `checked`) with the project ids that the runs of `placed`
+ * name and that were not checked yet: those are looked up now (one more round trip, when any).
+ */
+async function withProjectsChecked(
+  tx: WorkspaceBound,
+  workspaceId: string,
+  placed: readonly { run: RunInput }[],
+  known: ReadonlySet<string>,
+  checked: readonly string[],
+): Promise<ReadonlySet<string>> {
+  const done = new Set(checked);
+  const unchecked = [
+    ...new Set(
+      placed.flatMap(({ run }) => {
+        const id = typeof run.session_id === "string" ? run.session_id.toLowerCase() : undefined;
+        return id === undefined || done.has(id) ? [] : [id];
+      }),
+    ),
+  ];
+  if (unchecked.length === 0) return known;
+  return new Set([...known, ...(await existingProjectIds(tx, workspaceId, unchecked))]);
+}
+
+/**
+ * The placed runs that validate and whose project (when named by id) is one of `known`; the others
+ * are refused.
+ */
+function validatedInProjects(
+  placed: readonly { draft: SpanDraft; run: RunInput }[],
+  known: ReadonlySet<string>,
+  validation: Validation,
+): NormalizedRun[] {
+  const posts: NormalizedRun[] = [];
+  for (const { draft, run } of placed) {
+    if (typeof run.session_id === "string" && !known.has(run.session_id.toLowerCase())) {
+      validation.refuse(
+        draft.runId,
+        `tracing project ${run.session_id} (langsmith.trace.session_id) not found in this workspace`,
+      );
+      continue;
+    }
+    const post = validation.validate(run, draft.runId);
+    if (post) posts.push(post);
+  }
+  return posts;
 }
 
 function toPending(draft: SpanDraft): PendingSpan {
