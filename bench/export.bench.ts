@@ -2,7 +2,9 @@
  * Export bench (`npm run bench:export`): one partition of 1M SDK-shaped runs (chat inputs,
  * generations, metadata, events, tags, tokens) exported by the partition exporter, the code the
  * export run job runs, from Postgres into s3rver (SigV4-checked, in this process), beside the
- * ceiling in the same run: the Parquet writer alone writing the same rows to /dev/null. Each
+ * ceiling in the same run: the Parquet writer alone writing the same rows to /dev/null; and the
+ * export with every read refused (no file read back), whose rate beside the export's is what the
+ * file check after each upload costs. Each
  * measured run is a process of its own, so its peak RSS is its own.
  *
  *   npm run bench:export -- [--runs 1000000] [--file-rows 100000]
@@ -125,7 +127,21 @@ try {
   /** This process's CPU during each run: s3rver's work on the uploads, besides a little polling. */
   const benchCpu = new Map<ChildResult, number>();
 
-  const run = async (mode: ChildSettings["mode"]): Promise<ChildResult> => {
+  /**
+   * `unchecked`: the export with every object read refused, as credentials without s3:GetObject
+   * are: no file is read back, so beside the checked export it shows what the file check costs.
+   */
+  type Mode = ChildSettings["mode"] | "unchecked";
+  const run = async (mode: Mode): Promise<ChildResult> => {
+    const allowReads =
+      mode === "unchecked" ? s3.deny((method, key) => method === "GET" && key !== "") : undefined;
+    try {
+      return await runChild(mode === "unchecked" ? "export" : mode);
+    } finally {
+      allowReads?.();
+    }
+  };
+  const runChild = async (mode: ChildSettings["mode"]): Promise<ChildResult> => {
     const pgCpuBefore = await postgresCpuSeconds();
     const benchCpuBefore = process.cpuUsage();
     const settings: ChildSettings = {
@@ -156,9 +172,23 @@ try {
     return result;
   };
   // Warm the Postgres cache for both (the first read of a freshly loaded table also sets hint bits).
-  process.stderr.write("measuring (writer, export, read) × 2...\n");
-  const measured = { writer: [] as ChildResult[], export: [] as ChildResult[], read: [] as ChildResult[] };
-  for (const mode of ["writer", "export", "read", "writer", "export", "read"] as const)
+  process.stderr.write("measuring (writer, export, export unchecked, read) × 2...\n");
+  const measured = {
+    writer: [] as ChildResult[],
+    export: [] as ChildResult[],
+    unchecked: [] as ChildResult[],
+    read: [] as ChildResult[],
+  };
+  for (const mode of [
+    "writer",
+    "export",
+    "unchecked",
+    "read",
+    "writer",
+    "export",
+    "unchecked",
+    "read",
+  ] as const)
     measured[mode].push(await run(mode));
   await watch.end();
   const best = (results: ChildResult[]) =>
@@ -174,6 +204,7 @@ try {
   };
 
   const read = best(measured.read);
+  const unchecked = best(measured.unchecked);
   /** CPU microseconds per exported row. */
   const perRow = (seconds: number, r: ChildResult) => (seconds / r.rows) * 1e6;
   const fmt = (n: number) => Math.round(n).toLocaleString("en");
@@ -200,6 +231,7 @@ try {
   );
   for (const [name, r] of [
     ["export (Postgres → Parquet → S3)", exported],
+    ["export, reads refused (no file check)", unchecked],
     ["writer alone (→ /dev/null)", writer],
     ["query alone (pages, rows discarded)", read],
   ] as const) {
@@ -248,6 +280,9 @@ try {
   );
   console.log(
     `reachable here with perfect overlap: ${AIM_ROWS_PER_SECOND.toLocaleString("en")} rows/s ${ceiling >= AIM_ROWS_PER_SECOND ? "yes" : "no"}, ratio ${AIM_RATIO} ${ceiling / writerIdle >= AIM_RATIO ? "yes" : "no"}; cores busy on average during the export: ${((postgresMicros + nodeMicros + s3Micros) * rate(exported) * 1e-6).toFixed(2)}`,
+  );
+  console.log(
+    `file check (every file read back and hashed): export with it / without it = ${(rate(exported) / rate(unchecked)).toFixed(2)} in rows/s, ${(perRow(exported.cpuSeconds, exported) / perRow(unchecked.cpuSeconds, unchecked)).toFixed(2)} in Node CPU per row`,
   );
   const ratio = rate(exported) / rate(writer);
   const f = flatness(exported);

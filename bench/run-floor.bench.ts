@@ -98,7 +98,15 @@ async function runOnce(saver: BaseCheckpointSaver, drive: Drive, handler: Handle
       ? undefined
       : handler === "no-op handler"
         ? [new NoOpHandler()]
-        : [tracing.start({ workspaceId: "floor", runId, graphId: "agent", kwargs: {} })];
+        : [
+            tracing.start({
+              workspaceId: "floor",
+              runId,
+              graphId: "agent",
+              kwargs: {},
+              creator: { apiKeyId: null, userId: null },
+            }),
+          ];
   // The ids as the server passes them, with or without callbacks: checkpoints record the metadata.
   const config = {
     configurable: { thread_id: threadId },

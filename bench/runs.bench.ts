@@ -10,7 +10,11 @@
  * - `POST /threads/{id}/runs/stream`: time to the first `values` event, p50 (aim ≤ 10 ms);
  * - CPU ms per completed run in the throughput cell: agentplane's processes with their Postgres
  *   backends, the JS server's process group (it keeps everything in memory). On a shared machine
- *   runs per second swing with other load; CPU per run much less.
+ *   runs per second swing with other load; CPU per run much less;
+ * - the thread-centric streaming protocol ("protocol v2", bench/runs/protocol-v2-calls.ts, as SDK
+ *   1.15's ThreadStream speaks it over SSE): `run.start` → first `values` event p50 on an open event
+ *   stream (aim: ≤ 1.2 × agentplane's own POST …/runs/stream), and completed protocol runs per
+ *   second with 50 in flight (aim: ≥ 3 × the JS server's protocol v2).
  *
  * and the same for agentplane split in two processes, an `api` and a `worker` on one database, so
  * every run crosses processes (queue wake-up and stream fan-out through Postgres).
@@ -52,6 +56,7 @@ import {
   startLangGraphJs,
 } from "./agent-crud/langgraph-js-peer.js";
 import { processesMeter, processGroupMeter } from "./runs/cpu-meters.js";
+import { createProtocolClient } from "./runs/protocol-v2-calls.js";
 import { createStreamClient } from "./runs/stream-call.js";
 import { benchEncryption, createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
@@ -71,6 +76,10 @@ const GRAPHS_FILE = fileURLToPath(new URL("./runs/langgraph.json", import.meta.u
 const AIM_WAIT_P50_MS = 20;
 const AIM_THROUGHPUT_RATIO = 7;
 const AIM_FIRST_VALUES_P50_MS = 10;
+/** Protocol v2's first values against agentplane's own run stream's (issue 25). */
+const AIM_V2_FIRST_VALUES_RATIO = 1.2;
+/** Protocol v2 runs per second against the JS server's protocol v2 (issue 25). */
+const AIM_V2_THROUGHPUT_RATIO = 3;
 /** Calls before each latency series that are not counted: connections open, code paths warm. */
 const WARMUP_CALLS = 5;
 
@@ -148,6 +157,11 @@ interface Cells {
   firstValuesP99: number;
   /** CPU ms the server (and its Postgres backends) spent per completed run in the throughput cell. */
   cpuMsPerRun: number;
+  /** Protocol v2: run.start → first values, p50 and p99 ms. */
+  v2FirstValuesP50: number;
+  v2FirstValuesP99: number;
+  /** Protocol v2 runs completed per second in flight. */
+  v2RunsPerSecond: number;
   errors: number;
   firstError: string | undefined;
 }
@@ -186,6 +200,8 @@ async function measure(
   const one = createJsonClient(port, headers, 1);
   const many = createJsonClient(port, headers, settings.concurrency);
   const streams = createStreamClient(port, headers, 1);
+  const v2one = createProtocolClient(port, headers, 1);
+  const v2many = createProtocolClient(port, headers, settings.concurrency);
   try {
     await series(WARMUP_CALLS, () => waitRun(one).then(() => undefined));
     const wait = quantiles(await series(settings.samples, () => waitRun(one).then(() => undefined)));
@@ -218,6 +234,17 @@ async function measure(
     };
     await series(WARMUP_CALLS, streamRun);
     const first = quantiles(await series(settings.samples, streamRun));
+
+    const v2Run = () => v2one.run("agent", {}).then((timing) => timing.firstValuesMs);
+    await series(WARMUP_CALLS, v2Run);
+    const v2First = quantiles(await series(settings.samples, v2Run));
+    const v2Loop = await runClosedLoop(
+      async () => {
+        await v2many.run("agent", {});
+      },
+      settings.concurrency,
+      settings,
+    );
     return {
       waitP50: wait.p50,
       waitP99: wait.p99,
@@ -225,13 +252,18 @@ async function measure(
       firstValuesP50: first.p50,
       firstValuesP99: first.p99,
       cpuMsPerRun,
-      errors: loop.errors,
-      firstError: loop.firstError,
+      v2FirstValuesP50: v2First.p50,
+      v2FirstValuesP99: v2First.p99,
+      v2RunsPerSecond: v2Loop.rps,
+      errors: loop.errors + v2Loop.errors,
+      firstError: loop.firstError ?? v2Loop.firstError,
     };
   } finally {
     one.close();
     many.close();
     streams.close();
+    v2one.close();
+    v2many.close();
   }
 }
 
@@ -246,6 +278,9 @@ function best(rounds: Cells[]): Cells | undefined {
     firstValuesP50: min((c) => c.firstValuesP50),
     firstValuesP99: min((c) => c.firstValuesP99),
     cpuMsPerRun: min((c) => c.cpuMsPerRun),
+    v2FirstValuesP50: min((c) => c.v2FirstValuesP50),
+    v2FirstValuesP99: min((c) => c.v2FirstValuesP99),
+    v2RunsPerSecond: Math.max(...rounds.map((c) => c.v2RunsPerSecond)),
     errors: rounds.reduce((sum, c) => sum + c.errors, 0),
     firstError: rounds.find((c) => c.firstError)?.firstError,
   };
@@ -307,6 +342,16 @@ function printReport(settings: Settings, results: Map<string, Cells[]>): boolean
   });
   row("POST …/runs/stream → first values: p99 ms", (c) => c.firstValuesP99, "faster");
   row(`CPU ms per run, ${settings.concurrency} in flight (+ Postgres)`, (c) => c.cpuMsPerRun, "faster");
+  const legacyFirst = ours?.firstValuesP50 ?? Number.NaN;
+  row("protocol v2 run.start → first values: p50 ms", (c) => c.v2FirstValuesP50, "faster", {
+    text: `≤ ${AIM_V2_FIRST_VALUES_RATIO}× runs/stream's`,
+    met: (v) => (Number.isNaN(legacyFirst) ? undefined : v <= AIM_V2_FIRST_VALUES_RATIO * legacyFirst),
+  });
+  row("protocol v2 run.start → first values: p99 ms", (c) => c.v2FirstValuesP99, "faster");
+  row(`protocol v2 completed runs/s, ${settings.concurrency} in flight`, (c) => c.v2RunsPerSecond, "more", {
+    text: `≥ ${AIM_V2_THROUGHPUT_RATIO}× JS`,
+    met: (_v, r) => (Number.isNaN(r) ? undefined : r >= AIM_V2_THROUGHPUT_RATIO),
+  });
   for (const label of labels) {
     const c = cells.get(label);
     if (c && c.errors > 0) {
@@ -471,7 +516,8 @@ async function main(settings: Settings): Promise<void> {
         results.set(target, [...(results.get(target) ?? []), cells]);
         console.log(
           `  round ${round + 1} ${target}: wait p50 ${cells.waitP50.toFixed(1)} ms, ` +
-            `${cells.runsPerSecond.toFixed(0)} runs/s, first values p50 ${cells.firstValuesP50.toFixed(1)} ms`,
+            `${cells.runsPerSecond.toFixed(0)} runs/s, first values p50 ${cells.firstValuesP50.toFixed(1)} ms; ` +
+            `protocol v2: first values p50 ${cells.v2FirstValuesP50.toFixed(1)} ms, ${cells.v2RunsPerSecond.toFixed(0)} runs/s`,
         );
       }
     }

@@ -3,6 +3,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { ConnectError } from "@connectrpc/connect";
+import { ThreadStreamService } from "../gen/agentplane/agents/v1/thread_stream_service_pb.js";
 import { SystemService } from "../gen/agentplane/system/v1/system_service_pb.js";
 import { type Clock, systemClock } from "./clock.js";
 import {
@@ -30,7 +31,7 @@ import type { AuthConfig } from "./runtime/graph-config-auth.js";
 import { mergeWebhookSettings } from "./runtime/graph-config-webhooks.js";
 import { loadGraphRegistry } from "./runtime/graph-registry.js";
 import { loadHttpApp } from "./runtime/http-app-loader.js";
-import { createLoopback, loopbackUrl } from "./runtime/loopback-client.js";
+import { createLoopback, createRequestLoopback, loopbackUrl } from "./runtime/loopback-client.js";
 import { createRunEventBus } from "./runtime/run-event-bus.js";
 import { buildUiBundles } from "./runtime/ui-bundler.js";
 import { createApiServices, createRestAdapters, REST_ADAPTERS } from "./service-registry.js";
@@ -41,7 +42,7 @@ import { bootstrapIam } from "./services/iam/bootstrap.js";
 import { createCustomAuthentication } from "./services/iam/custom-authenticator.js";
 import { createEncryptionContextHook } from "./services/iam/encryption-context.js";
 import { createIdentityCache } from "./services/iam/identity-cache.js";
-import { countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
+import { type AppMetrics, countingIngest, createAppMetrics } from "./services/system/app-metrics.js";
 import { createDatabaseGate } from "./services/system/database-gate.js";
 import { createDependencyMonitor } from "./services/system/dependency-monitor.js";
 import { createHeapDumper } from "./services/system/heap-dump.js";
@@ -50,7 +51,7 @@ import { createSystemService } from "./services/system/system-service.js";
 import { createCustomDataCipher } from "./store/custom-data-cipher.js";
 import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
 import { startEmbeddedPostgres } from "./store/embedded-postgres.js";
-import { scopedHandler } from "./store/encryption-scope.js";
+import { scopedHandler, withEncryptionScope } from "./store/encryption-scope.js";
 import { listenForIdentityChanges } from "./store/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { installQueryContextTags } from "./store/query-context-tags.js";
@@ -63,12 +64,14 @@ import { type BoundService, bindService } from "./transport/bound-service.js";
 import { createCustomAppMount } from "./transport/custom-app/custom-app-handler.js";
 import { createCustomRouteAuth } from "./transport/custom-app/custom-route-auth.js";
 import { createDocsAdapter } from "./transport/docs/docs-adapter.js";
+import type { IgnoredFieldsSink } from "./transport/field-leniency.js";
 import { gateAdapter } from "./transport/gated-adapter.js";
 import { corsPolicyFor, servedAdapters, servedServices } from "./transport/graphs-file-http.js";
 import { createHealthRegistry, ServingStatus } from "./transport/health.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createOnePortServer } from "./transport/one-port-server.js";
 import { checkPortAvailable } from "./transport/port-check.js";
+import { corsAllows } from "./transport/rest/cors.js";
 import {
   createHeapDumpAdapter,
   createLogLevelAdapter,
@@ -77,6 +80,7 @@ import {
   LOG_LEVEL_ROUTES,
   METRICS_ROUTES,
 } from "./transport/system-adapter.js";
+import { createThreadStreamSockets } from "./transport/ws/thread-stream-socket.js";
 
 /** A running agentplane process. */
 export interface App {
@@ -216,12 +220,15 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       streamSubscribers: () => runBus.watching(),
       workerLoops: () => queue.workers(),
     });
+    const ignoredFields = reportingIgnoredFields(metrics, log);
     const ingest = countingIngest(
       createIngestService({ sql, usageReporting: config.usageReporting }),
       metrics,
     );
     // Where graphs' loopback clients go: set, or this process's own address once it listens.
     let apiUrl = config.loopbackUrl;
+    // This process's own address once it listens: where a custom route's loopback clients go.
+    let ownUrl: string | undefined;
     const runTracing =
       config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
     const configuredWebhooks = mergeWebhookSettings(
@@ -364,6 +371,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ...(config.role === "api" ? {} : { localRuns: agentRuns }),
       clock: hooks.clock ?? systemClock,
       uiBundles,
+      ignoredFields,
     };
     const services: BoundService[] = [
       bindService(
@@ -391,6 +399,16 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     onStop("dependency monitor", async () => monitor.stop());
 
     const shutdown = new AbortController();
+    const threadStream = services.find((bound) => bound.service.typeName === ThreadStreamService.typeName);
+    const sockets = threadStream
+      ? createThreadStreamSockets({
+          service: threadStream,
+          originAllowed: corsAllows(cors),
+          inRequestScope: customEncryption !== undefined ? withEncryptionScope : (fn) => fn(),
+          log,
+          ...(http.mountPrefix ? { mountPrefix: http.mountPrefix } : {}),
+        })
+      : undefined;
     const server = createOnePortServer(
       withEncryptionScopes(
         customEncryption !== undefined,
@@ -429,6 +447,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
           ),
           log,
           onRequest: (sample) => metrics.recordHttpRequest(sample),
+          onIgnoredFields: ignoredFields,
           cors,
           // A logger with a changeable level is asked per request; a fixed one is the configured level.
           accessLog: log.level !== undefined || writesAt(config.logLevel, "info"),
@@ -441,6 +460,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
                   enableCustomRouteAuth: http.enableCustomRouteAuth ?? false,
                   authenticate: createCustomRouteAuth(auth),
                   log,
+                  aroundRequest: createRequestLoopback(() => ownUrl).around,
                 }),
               }
             : {}),
@@ -448,10 +468,12 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       ),
       {
         shutdown,
+        ...(sockets ? { onUpgrade: sockets.handleUpgrade, onClose: sockets.close } : {}),
       },
     );
     const address = await server.listen(config.port, config.host);
-    if (config.role === "all") apiUrl ??= loopbackUrl(address) + (http.mountPrefix ?? "");
+    ownUrl = loopbackUrl(address) + (http.mountPrefix ?? "");
+    if (config.role === "all") apiUrl ??= ownUrl;
     onStop("server", () => server.close(config.shutdownGraceMs));
     log.info("agentplane is listening", { host: address.address, port: address.port, role: config.role });
 
@@ -468,6 +490,20 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * Where the lenient APIs' ignored request members go (design.md, decision 14): a debug line per
+ * request, so an operator can see which client sends what, and a counter per API and name.
+ */
+function reportingIgnoredFields(
+  metrics: Pick<AppMetrics, "recordIgnoredFields">,
+  log: Logger,
+): IgnoredFieldsSink {
+  return (area, names) => {
+    metrics.recordIgnoredFields(area, names);
+    log.debug("ignored request fields this API does not know", { area, fields: [...names] });
+  };
 }
 
 /** The request handler, each request in its own encryption scope when custom encryption is on. */

@@ -3,12 +3,14 @@ import { CronService } from "../gen/agentplane/agents/v1/cron_service_pb.js";
 import { RunService as AgentRunService } from "../gen/agentplane/agents/v1/run_service_pb.js";
 import { StoreService } from "../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../gen/agentplane/agents/v1/thread_service_pb.js";
+import { ThreadStreamService } from "../gen/agentplane/agents/v1/thread_stream_service_pb.js";
 import { BulkExportService } from "../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { ApiKeyService } from "../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { IdentityService } from "../gen/agentplane/iam/v1/identity_service_pb.js";
 import { MemberService } from "../gen/agentplane/iam/v1/member_service_pb.js";
 import { WorkspaceService } from "../gen/agentplane/iam/v1/workspace_service_pb.js";
 import { FeedbackService } from "../gen/agentplane/tracing/v1/feedback_service_pb.js";
+import { FeedbackTokenService } from "../gen/agentplane/tracing/v1/feedback_token_service_pb.js";
 import { ProjectService } from "../gen/agentplane/tracing/v1/project_service_pb.js";
 import { RunService } from "../gen/agentplane/tracing/v1/run_service_pb.js";
 import { RunStatsService } from "../gen/agentplane/tracing/v1/run_stats_service_pb.js";
@@ -38,11 +40,16 @@ import { createAssistantTools } from "./services/agents/assistant-tools.js";
 import { createCronService } from "./services/agents/cron-service.js";
 import { createGenerativeUi } from "./services/agents/generative-ui.js";
 import { createRunLauncher } from "./services/agents/run-launcher.js";
-import { createRunService as createAgentRunService } from "./services/agents/run-service.js";
+import {
+  createRunService as createAgentRunService,
+  type RunServiceDeps,
+  runCreationDepsOf,
+} from "./services/agents/run-service.js";
 import { createStoreService, type StoreServiceDeps } from "./services/agents/store-service.js";
 import { createSystemAssistants } from "./services/agents/system-assistants.js";
 import { createThreadGraphs } from "./services/agents/thread-graph.js";
 import { createThreadService, type ThreadServiceDeps } from "./services/agents/thread-service.js";
+import { createThreadStreamService } from "./services/agents/thread-stream/thread-stream-service.js";
 import { createBulkExportService } from "./services/export/bulk-export-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
 import type { Authenticator, Identity } from "./services/iam/authenticator.js";
@@ -52,6 +59,7 @@ import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js
 import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createFeedbackService } from "./services/tracing/feedback-service.js";
+import { createFeedbackTokenService } from "./services/tracing/feedback-token-service.js";
 import { createOtlpTraceService } from "./services/tracing/otlp-trace-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
@@ -62,9 +70,11 @@ import { createV2ThreadService } from "./services/tracing/v2-thread-service.js";
 import { createV2TraceService } from "./services/tracing/v2-trace-service.js";
 import type { Sql } from "./store/db.js";
 import type { SecretBox } from "./store/secret-box.js";
+import { createThreadBatches } from "./store/thread-batches.js";
 import type { IngestService } from "./tracing/ingest-service.js";
 import { A2A_ROUTES, createA2aAdapter } from "./transport/a2a/a2a-adapter.js";
 import { type BindOptions, type BoundService, bindService } from "./transport/bound-service.js";
+import type { IgnoredFieldsSink } from "./transport/field-leniency.js";
 import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
@@ -104,6 +114,8 @@ export interface ServiceDeps {
   readonly clock: Clock;
   /** The graphs file's generative-UI bundles, built at start. */
   readonly uiBundles: UiBundles;
+  /** Where the A2A and MCP adapters report the request members they ignored (field-leniency.ts). */
+  readonly ignoredFields?: IgnoredFieldsSink;
 }
 
 /**
@@ -116,6 +128,23 @@ export function createApiServices(
 ): BoundService[] {
   const { sql, queue, jobs, graphs, identities } = deps;
   const systemAssistants = systemAssistantsOf(deps);
+  const runServiceDeps: RunServiceDeps = {
+    sql,
+    graphs,
+    systemAssistants,
+    queue: () => queue,
+    runJob: () => jobs.agentRun,
+    bus: deps.runBus,
+    settings: deps.runSettings,
+    webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+    webhookJob: () => jobs.webhookDelivery,
+    ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+  };
+  const threadService = createThreadService({
+    sql,
+    threadGraphs: createThreadGraphs({ sql, graphs }),
+    ...defaultThreadTtlOption(graphs),
+  });
   return [
     bindService(IdentityService, createIdentityService(), bind),
     bindService(
@@ -129,19 +158,16 @@ export function createApiServices(
     bindService(ApiKeyService, clearingIdentitiesAfterWrites(createApiKeyService({ sql }), identities), bind),
     bindService(MemberService, clearingIdentitiesAfterWrites(createMemberService({ sql }), identities), bind),
     bindService(AssistantService, createAssistantService({ sql, graphs, systemAssistants }), bind),
+    bindService(AgentRunService, createAgentRunService(runServiceDeps), bind),
     bindService(
-      AgentRunService,
-      createAgentRunService({
+      ThreadStreamService,
+      createThreadStreamService({
         sql,
-        graphs,
-        systemAssistants,
-        queue: () => queue,
-        runJob: () => jobs.agentRun,
-        bus: deps.runBus,
-        settings: deps.runSettings,
-        webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
-        webhookJob: () => jobs.webhookDelivery,
-        ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
+        log: deps.log,
+        creation: runCreationDepsOf(runServiceDeps),
+        threads: createThreadBatches(sql),
+        threadService,
+        readers: { sql, bus: deps.runBus, ...(deps.localRuns ? { localRuns: deps.localRuns } : {}) },
       }),
       bind,
     ),
@@ -163,6 +189,8 @@ export function createApiServices(
     bindService(V2ThreadService, createV2ThreadService({ sql }), bind),
     bindService(ProjectService, createProjectService({ sql }), bind),
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
+    // The presigned token is the credential: no API-key guard (the database gate still applies).
+    bindService(FeedbackTokenService, createFeedbackTokenService({ sql }), { ...bind, guard: undefined }),
     bindService(
       OtlpTraceService,
       createOtlpTraceService({ ingest: deps.ingest, screen: otlpSpanScreen }),
@@ -183,15 +211,7 @@ export function createApiServices(
       bind,
     ),
     bindService(StoreService, createStoreService({ sql, ...storeTtlOption(graphs) }), bind),
-    bindService(
-      ThreadService,
-      createThreadService({
-        sql,
-        threadGraphs: createThreadGraphs({ sql, graphs }),
-        ...defaultThreadTtlOption(graphs),
-      }),
-      bind,
-    ),
+    bindService(ThreadService, threadService, bind),
   ];
 }
 
@@ -231,6 +251,7 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
         a2a: createA2aService({ sql: deps.sql, graphs: deps.graphs, ...agents }),
         launcher: agents.launcher,
         log: deps.log,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
       });
     },
   },
@@ -249,7 +270,11 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
       const graphIds = () => graphs.ids();
       const systemAssistants = systemAssistantsOf(deps);
       const ui = createGenerativeUi({ sql, systemAssistants, graphIds, bundles: deps.uiBundles });
-      return createUiAdapter({ ui, auth });
+      return createUiAdapter({
+        ui,
+        auth,
+        ...(deps.ignoredFields ? { ignoredFields: deps.ignoredFields } : {}),
+      });
     },
   },
 ];

@@ -65,20 +65,23 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Resolves once GET /ok answers 200; rejects when the process exits or the time is up. */
+/**
+ * Resolves once GET /info answers 200 (it needs no credentials, where /ok does under custom auth);
+ * rejects when the process exits or the time is up.
+ */
 async function waitReady(port: number, child: ChildProcess, output: () => string): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`langgraphjs dev exited with ${child.exitCode ?? child.signalCode}:\n${output()}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/ok`).then(
+    const ok = await fetch(`http://127.0.0.1:${port}/info`).then(
       (res) => res.status === 200,
       () => false,
     );
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
   }
-  throw new Error(`langgraphjs dev did not answer /ok within ${START_TIMEOUT_MS} ms:\n${output()}`);
+  throw new Error(`langgraphjs dev did not answer /info within ${START_TIMEOUT_MS} ms:\n${output()}`);
 }
 
 /** Whether any process of group `pgid` is still alive. */
@@ -105,7 +108,7 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 /**
  * Starts `langgraphjs dev` (the JS reference Agent Server, in-memory, the way its users run it) on
  * a free loopback port with the peer's one-node graph (or the graphs file `configFile` names), and
- * waits for /ok. Logging is at `warn` (agentplane runs at `error`), so neither server spends time
+ * waits for /info. Logging is at `warn` (agentplane runs at `error`), so neither server spends time
  * logging each request; no browser, no analytics, no tracing. Its state folder is removed first, so
  * it starts empty.
  */

@@ -10,7 +10,8 @@ export type DestinationProblem =
   | "Key ID you provided does not exist"
   | "Invalid endpoint"
   | "Destination was deleted"
-  | "Credentials cannot be decrypted";
+  | "Credentials cannot be decrypted"
+  | "File check failed";
 
 /** How far down an error's `cause` chain a refusal is looked for (the SDK wraps at most twice). */
 const MAX_CAUSE_DEPTH = 4;
@@ -57,14 +58,22 @@ const UNREACHABLE = new Set([
   "ETIMEDOUT",
 ]);
 
+/**
+ * The `<Code>` of an S3 error document the store answered with; undefined when the answer was not
+ * one (a web page, JSON, an empty body: the SDK still names such errors by their status, as
+ * `NotFound` or `Unknown`, so the name alone does not tell S3 from something else).
+ */
+export function s3ErrorCode(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const code = (error as { Code?: unknown }).Code;
+  return typeof code === "string" && code !== "" ? code : undefined;
+}
+
 interface SdkErrorShape {
   name?: unknown;
   code?: unknown;
   message?: unknown;
   $metadata?: { httpStatusCode?: unknown };
-  /** Set on errors the store answered in S3's error format ("client" or "server"). */
-  $fault?: unknown;
-  $response?: unknown;
 }
 
 /**
@@ -87,9 +96,9 @@ export function destinationProblemOf(error: unknown, validating = false): Destin
     return new DestinationError("Key ID you provided does not exist", message);
   if (ACCESS_DENIED.has(name)) return new DestinationError("Access denied", message);
   if (BAD_BUCKET.has(name)) return new DestinationError("Bucket is not valid", message);
-  // Only an answer that parsed as an S3 error says something about the bucket by its status; an
-  // answer that did not parse (HTML, JSON) comes from something that is not S3.
-  const s3Answer = typeof e.$fault === "string";
+  // Only an answer that parsed as an S3 error document says something about the bucket by its
+  // status; one that did not (HTML, JSON, an empty body) comes from something that is not S3.
+  const s3Answer = s3ErrorCode(error) !== undefined;
   if (s3Answer) {
     if (status === 403) return new DestinationError("Access denied", message);
     if (status === 404 || status === 301) return new DestinationError("Bucket is not valid", message);
@@ -97,8 +106,9 @@ export function destinationProblemOf(error: unknown, validating = false): Destin
   if (!validating) return undefined;
   if (UNREACHABLE.has(code) || name === "TimeoutError" || name === "RequestTimeout")
     return new DestinationError("Invalid endpoint", `cannot reach the endpoint (${code || name})`);
-  // Anything else while validating: the endpoint answered something that is not S3.
-  if (status === undefined || status < 500 || !s3Answer)
+  // Anything else while validating, short of a server error (a gateway's 502 is worth a retry
+  // whatever its body): the endpoint answered something that is not S3.
+  if (status === undefined || status < 500)
     return new DestinationError(
       "Invalid endpoint",
       "the endpoint does not answer like an S3-compatible store",

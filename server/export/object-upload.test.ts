@@ -105,6 +105,33 @@ describe("startObjectUpload", () => {
   });
 });
 
+describe("aborting a multipart upload", () => {
+  it("aborts the upload while its parts are in flight, leaving nothing in the bucket", async () => {
+    const hold = s3.hold((method, key) => method === "PUT" && key === "aborted-multipart.bin");
+    const upload = await startObjectUpload(
+      client,
+      BUCKET,
+      "aborted-multipart.bin",
+      "application/octet-stream",
+    );
+    const writing = writeAll(upload.body, randomBytes(2 * PART_BYTES)).catch(() => {});
+    await hold.held(2);
+    const open = async () =>
+      (await client.send(new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "aborted-multipart" })))
+        .Uploads ?? [];
+    expect(await open()).toHaveLength(1);
+    // The store still holds both parts: the abort does not wait for them.
+    await upload.abort(new Error("stop"));
+    expect(await open()).toEqual([]);
+    hold.release();
+    await writing;
+    await expect(upload.done).rejects.toThrow("stop");
+    await expect(
+      client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: "aborted-multipart.bin" })),
+    ).rejects.toMatchObject({ name: "NotFound" });
+  });
+});
+
 describe("abortUnfinishedUploads", () => {
   /** Starts a multipart upload of `key` with one part sent, as an attempt that died mid-file leaves it. */
   async function dangling(key: string): Promise<void> {

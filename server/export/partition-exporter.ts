@@ -9,6 +9,7 @@ import {
 } from "../store/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
 import { dataFileKey, dataFilePrefix, manifestKey, partitionFolder } from "./export-layout.js";
+import { checkWrittenObject, type ExpectedObject, expectedOf } from "./object-check.js";
 import { abortUnfinishedUploads, type ObjectUpload, startObjectUpload } from "./object-upload.js";
 import { createParquetFileWriter, type ParquetFileWriter } from "./parquet-file-writer.js";
 import { describeColumns } from "./parquet-schema.js";
@@ -64,8 +65,9 @@ const PARQUET_TYPE = "application/vnd.apache.parquet";
 
 /**
  * Exports one partition: reads its runs in keyset order from the last checkpoint on, writes them
- * as Parquet files of bounded size with deterministic names (`runs-<run>-<seq>.parquet`), and
- * checkpoints after each file is in the bucket; then writes the manifest. A retry with the last
+ * as Parquet files of bounded size with deterministic names (`runs-<run>-<seq>.parquet`), reads
+ * each back to check it (where allowed) and checkpoints after each file is in the bucket; then
+ * writes the manifest. A retry with the last
  * checkpoint rewrites at most the one file that was in flight, under the same name, so every
  * source row ends in the bucket exactly once. Returns the manifest's key.
  */
@@ -87,6 +89,13 @@ export async function exportPartition(
   const files = [...work.files];
   const layout = exportRowLayout(work.fields);
   const client = await createS3Client(work.target);
+  // The seed's file size check: every file read back and compared with what was written (size and
+  // SHA-256, as the manifest lists them), unless the credentials may not read (s3:GetObject is
+  // optional): the first refused read ends the checks of this attempt.
+  let readable = true;
+  const check = async (expected: ExpectedObject) => {
+    if (readable) readable = await checkWrittenObject(client, location.bucketName, expected, signal);
+  };
   const read = (after: RunCursor | null, limit: number, onRow: (row: ExportRow) => void) =>
     readExportRows(
       sql,
@@ -149,6 +158,7 @@ export async function exportPartition(
         try {
           const file: ExportedFile = { key, ...(await writer.finish()) };
           await upload.done;
+          await check(file);
           await hooks.checkpoint(file, after);
           files.push(file);
         } catch (error) {
@@ -167,13 +177,9 @@ export async function exportPartition(
     await previous;
     signal.throwIfAborted();
     const key = manifestKey(folder, work.runId);
-    await putObject(
-      client,
-      location.bucketName,
-      key,
-      JSON.stringify(manifest(work, files), null, 2),
-      "application/json",
-    );
+    const text = JSON.stringify(manifest(work, files), null, 2);
+    await putObject(client, location.bucketName, key, text, "application/json");
+    await check(expectedOf(key, text));
     return key;
   } finally {
     client.destroy();

@@ -7,13 +7,16 @@ import { type Loopback, withLoopback } from "../runtime/loopback-client.js";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../runtime/postgres-store.js";
+import { executeProtocolRun } from "../runtime/protocol/protocol-run-executor.js";
+import { protocolEndEvent, rootLifecycleEvent } from "../runtime/protocol/protocol-session.js";
 import type { RunEventBus, StoredBatch } from "../runtime/run-event-bus.js";
-import { createRunEventWriter, type RunEventWriter } from "../runtime/run-event-writer.js";
+import { createRunEventWriter, type RunEventWriter, storedEvent } from "../runtime/run-event-writer.js";
 import { executeRun } from "../runtime/run-executor.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import { errorData } from "../runtime/run-stream-modes.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
+import { type ResumeRefusal, ResumeRefusedError, strictResumeRefusal } from "../runtime/strict-resume.js";
 import {
   type AgentRunRecord,
   type CancelAction,
@@ -34,9 +37,15 @@ import {
   saveThreadAfterRun,
 } from "../store/agent-run-thread-store.js";
 import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import type { Sql } from "../store/db.js";
+import { type Sql, storedCipherOf } from "../store/db.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
-import { appendRunEvents, END_EVENT, expireRunEvents, RUN_EVENTS_CHANNEL } from "../store/run-event-store.js";
+import {
+  appendRunEvents,
+  END_EVENT,
+  endEventData,
+  expireRunEvents,
+  RUN_EVENTS_CHANNEL,
+} from "../store/run-event-store.js";
 import type { JsonValue } from "../store/thread-store.js";
 import {
   type AgentRunPayload,
@@ -134,6 +143,11 @@ type StopReason =
   | { kind: "lease-lost" }
   | { kind: "shutdown" };
 
+/** Whether a run's stream shows its checkpoints (which then need a checkpointer to exist). */
+function streamsCheckpoints(kwargs: RunKwargs): boolean {
+  return kwargs.stream_mode.includes("checkpoints") || kwargs.stream_mode.includes("debug");
+}
+
 /** pg-boss retries a job whose handler failed on a database error; the run row bounds attempts. */
 const QUEUE_RETRY_LIMIT = 3;
 /** Seconds before pg-boss retries such a job. */
@@ -160,22 +174,23 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
 
   /**
    * The run's graph with its checkpointer and store. A stateless run that deletes its thread keeps
-   * no checkpoints, as on the LangGraph servers: nothing would read them (a takeover then restarts
-   * it from its input). Otherwise the thread's newest checkpoint, which the graph reads first, is
-   * read at once: the round trip travels while the graph loads and its stream is set up.
+   * no checkpoints unless its stream shows them (`checkpoints`, `debug`): nothing would read them
+   * (a takeover then restarts it from its input), and they go with its thread. Otherwise the
+   * thread's newest checkpoint, which the graph reads first, is read at once: the round trip
+   * travels while the graph loads and its stream is set up.
    */
   async function loadGraph(run: AgentRunRecord, kwargs: RunKwargs): Promise<CompiledGraph> {
     const registered = graphs.get(run.graphId);
     if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
     let checkpointer: PostgresCheckpointer | undefined;
-    if (!kwargs.temporary) {
+    if (!kwargs.temporary || streamsCheckpoints(kwargs)) {
       // Unless the run's durability waits for each step's checkpoint, its writes let the run's
       // events of the same turn go first.
       checkpointer = new PostgresCheckpointer(sql, run.workspaceId, {
         deferWrites: kwargs.durability !== "sync",
       });
-      // A run from a given checkpoint reads that one instead.
-      if (!kwargs.checkpoint) checkpointer.prefetchLatest(run.threadId);
+      // A run from a given checkpoint reads that one instead; a stateless run's thread has none.
+      if (!kwargs.checkpoint && !kwargs.temporary) checkpointer.prefetchLatest(run.threadId);
     }
     return registered.load({
       ...(checkpointer ? { checkpointer } : {}),
@@ -275,7 +290,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
   ): Promise<void> {
     const kwargs = run.kwargs as unknown as RunKwargs;
     // Streams of the run in this process get its events as they are stored, without a read.
-    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId));
+    const writer = createRunEventWriter(sql, run, log, () => deps.bus().writing(run.runId, run.threadId));
     const tracer = deps.tracing?.start(run);
     const unsubscribe = deps
       .bus()
@@ -302,6 +317,8 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let status: RunStatus = "success";
     let output: JsonValue = null;
     let failure: { error: string; message: string } | undefined;
+    // A refused strict resume: the run fails, its thread stays as it was.
+    let refusal: ResumeRefusal | undefined;
     try {
       stop.signal.throwIfAborted();
       if (run.attempt > settings.maxAttempts) {
@@ -313,7 +330,12 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         );
       }
       graph = await loadGraph(run, kwargs);
-      const result = await executeRun({
+      if (kwargs.strict_resume) {
+        const refusal = strictResumeRefusal(kwargs, await threadStateAfterRun(graph, run.threadId));
+        if (refusal) throw new ResumeRefusedError(refusal);
+      }
+      const execute = kwargs.protocol ? executeProtocolRun : executeRun;
+      const result = await execute({
         graph,
         runId: run.runId,
         threadId: run.threadId,
@@ -351,8 +373,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           reason?.kind === "timeout"
             ? { error: "TimeoutError", message: `the run exceeded its ${settings.timeoutSeconds} s timeout` }
             : errorData(error);
+        if (error instanceof ResumeRefusedError) refusal = error.refusal;
         output = { __error__: failure };
-        writer.push({ event: "error", data: failure });
+        writer.push({ event: "error", data: { ...failure, ...refusal } });
         if (!reason)
           log.info("run failed", { runId: run.runId, error: failure.error, message: failure.message });
       }
@@ -365,7 +388,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     // once they are (its end event comes after them).
     const flushed = writer.flush();
     flushed.catch(() => {});
-    await end(run, leaseToken, graph, { status, output, failure }, flushed, writer);
+    await end(run, leaseToken, graph, { status, output, failure, refusal }, flushed, writer);
   }
 
   /**
@@ -381,6 +404,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       status: RunStatus;
       output: JsonValue;
       failure: { error: string; message: string } | undefined;
+      refusal?: ResumeRefusal | undefined;
     },
     flushed: Promise<void>,
     writer: RunEventWriter,
@@ -391,6 +415,29 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     let output = outcome.output;
     // No values chunk (the run stopped before one, or was cancelled): answer the thread's values.
     if (output === null) output = state?.values ?? {};
+    // A protocol run's stream ends with the root's lifecycle, written with the end (encrypted as
+    // the run's other events are, though the transaction carries no cipher) and handed over with
+    // it as plain JSON, as the writer's batches are.
+    const final = kwargs.protocol
+      ? storedEvent(
+          protocolEndEvent(
+            {
+              status: outcome.status,
+              ...(outcome.failure ? { error: outcome.failure.message } : {}),
+              ...(outcome.refusal ? { refusal: outcome.refusal } : {}),
+              waitingForInput: Object.keys(state?.interrupts ?? {}).length > 0,
+            },
+            run.graphId,
+          ),
+        )
+      : undefined;
+    const cipher = storedCipherOf(sql);
+    const finalStored = final && cipher ? { ...final, data: cipher.encryptJsonText(final.data) } : final;
+    const endData = endEventData(
+      outcome.status === "success" || outcome.status === "error" || outcome.status === "timeout"
+        ? outcome.status
+        : "interrupted",
+    );
     let ended: RunEnd | undefined;
     let kept = false;
     // Awaited before the transaction opens: a transaction holding a connection while the events
@@ -398,7 +445,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     await flushed;
     // The end event's NOTIFY may arrive before the commit's answer: the run's streams here wait
     // for its hand-off rather than read Postgres for it.
-    const handOver = deps.bus().writing(run.runId);
+    const handOver = deps.bus().writing(run.runId, run.threadId);
     const committed = sql.begin(async (tx) => {
       // The lock and the end in one round trip: Postgres takes the lock before it runs the update.
       // A temporary thread's deletion goes with them: it only happens when no run is pending or
@@ -411,7 +458,9 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
           output,
           eventTtlSeconds: settings.streamTtlSeconds,
           endEvent: END_EVENT,
+          endData,
           channel: RUN_EVENTS_CHANNEL,
+          ...(finalStored ? { finalEvent: finalStored } : {}),
         }),
         kwargs.temporary ? deleteTemporaryThread(tx, run.workspaceId, run.threadId) : false,
       ]);
@@ -427,7 +476,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
         });
       if (deleted) return;
       const threadStatus =
-        outcome.status === "error"
+        outcome.status === "error" && !outcome.refusal
           ? "error"
           : outcome.status === "interrupted" || !state?.stopped
             ? "idle"
@@ -435,7 +484,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       const saved = await saveThreadAfterRun(tx, run.workspaceId, run.threadId, {
         ...(state ? { state: { values: state.values, interrupts: state.interrupts } } : {}),
         status: threadStatus,
-        error: outcome.failure ?? null,
+        error: outcome.refusal ? null : (outcome.failure ?? null),
       });
       if (!saved) {
         // The thread was deleted while the run ran: what the run wrote after that goes too.
@@ -450,11 +499,16 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     try {
       await committed;
       const end = ended?.endEvent;
-      if (end)
+      if (end) {
+        const finalSeq = ended?.finalSeq;
         stored = {
           previousSeq: writer.lastSeq(),
-          rows: [{ seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: "null" }],
+          rows: [
+            ...(final && finalSeq !== undefined ? [{ seq: finalSeq, runId: run.runId, ...final }] : []),
+            { seq: end.seq, runId: run.runId, ms: end.ms, event: END_EVENT, data: endData },
+          ],
         };
+      }
     } finally {
       // Nothing to hand over when the end did not commit: the streams read Postgres if need be.
       handOver(stored);
@@ -491,7 +545,11 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       if (!ended) return;
       await deleteRunCheckpoints(tx, run.workspaceId, run.threadId, run.runId);
       await deleteRun(tx, run.workspaceId, run.runId);
-      await appendRunEvents(tx, run, [{ ms: Date.now(), event: END_EVENT, data: "null" }]);
+      const kwargs = run.kwargs as unknown as RunKwargs;
+      await appendRunEvents(tx, run, [
+        ...(kwargs.protocol ? [storedEvent(rootLifecycleEvent("interrupted", run.graphId))] : []),
+        { ms: Date.now(), event: END_EVENT, data: endEventData("rollback") },
+      ]);
       await expireRunEvents(tx, run.runId, settings.streamTtlSeconds);
     });
     if (ended) reportEnded(run.runId, "interrupted");

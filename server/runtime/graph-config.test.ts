@@ -137,6 +137,28 @@ describe("parseGraphConfig", () => {
     ]);
   });
 
+  it("refuses checkpointer.serde, whose settings belong to the Python serializer, saying why", () => {
+    const problems = problemsOf({
+      graphs: { a: "./a.ts" },
+      checkpointer: {
+        serde: { allowed_json_modules: [["my_agent", "models", "Ticket"]], pickle_fallback: true },
+        ttl: { default_ttl: 5 },
+      },
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^checkpointer\.serde\.allowed_json_modules: is an allowlist of Python classes for the Python serializer; agentplane stores checkpoints with LangGraph\.js's serializer, which revives only LangChain's own classes and JavaScript built-ins and never imports a module named in stored data; remove the key$/,
+      ),
+      expect.stringMatching(/^checkpointer\.serde\.pickle_fallback: pickle is Python's; agentplane stores/),
+    ]);
+    expect(problemsOf({ graphs: { a: "./a.ts" }, checkpointer: { serde: [] } })).toEqual([
+      "checkpointer.serde: must be an object, got an array",
+    ]);
+    expect(
+      parseGraphConfig({ graphs: { a: "./a.ts" }, checkpointer: { serde: {} } }, file).checkpointer,
+    ).toEqual({});
+  });
+
   it("reads LANGGRAPH_CONFIG from env as the system assistants' defaults, or names its problem", () => {
     const config = parseGraphConfig(
       { graphs: { a: "./a.ts" }, env: { LANGGRAPH_CONFIG: '{"a": {"context": {"model": "m"}}}' } },

@@ -183,6 +183,34 @@ export async function loadGraphConfigFile(file: string): Promise<GraphConfig> {
 }
 
 /**
+ * `checkpointer.serde` of LangGraph's graphs file configures the Python checkpoint serializer:
+ * `allowed_json_modules` lists the Python classes (module path and class name) a JSON payload may
+ * revive, `pickle_fallback` lets it fall back to pickle. agentplane serialises checkpoints with
+ * LangGraph.js's serializer, which revives LangChain's own classes (`@langchain/core`'s `load`) and
+ * a fixed set of JavaScript built-ins, and never imports a module a payload names: there is nothing
+ * an allowlist could allow, and no pickle. Accepting the keys would pretend a policy that does not
+ * apply, so each one is refused, saying why.
+ */
+function refuseSerdeSettings(serde: unknown, problems: string[]): void {
+  if (serde === undefined || serde === null) return;
+  if (!isRecord(serde)) {
+    problems.push(`checkpointer.serde: must be an object, got ${kind(serde)}`);
+    return;
+  }
+  const why =
+    "agentplane stores checkpoints with LangGraph.js's serializer, which revives only LangChain's own classes and JavaScript built-ins and never imports a module named in stored data; remove the key";
+  for (const key of Object.keys(serde)) {
+    if (key === "allowed_json_modules")
+      problems.push(
+        `checkpointer.serde.allowed_json_modules: is an allowlist of Python classes for the Python serializer; ${why}`,
+      );
+    else if (key === "pickle_fallback")
+      problems.push(`checkpointer.serde.pickle_fallback: pickle is Python's; ${why}`);
+    else problems.push(`checkpointer.serde.${key}: unknown serializer setting; ${why}`);
+  }
+}
+
+/**
  * Validates parsed JSON as a graph config from `file` (graph paths resolve against its folder).
  * A string `env` (a dotenv path) yields an empty `env` here; {@link loadGraphConfigFile} reads it.
  * Throws a {@link GraphConfigError} listing every problem.
@@ -245,7 +273,9 @@ export function parseGraphConfig(raw: unknown, file: string): GraphConfig {
   }
 
   const checkpointer: { ttl?: CheckpointerTtlConfig } = {};
-  const checkpointerTtl = fields.object(section("checkpointer"), "checkpointer", "ttl");
+  const checkpointerSection = section("checkpointer");
+  refuseSerdeSettings(checkpointerSection?.serde, problems);
+  const checkpointerTtl = fields.object(checkpointerSection, "checkpointer", "ttl");
   if (checkpointerTtl) {
     const strategy = checkpointerTtl.strategy ?? "delete";
     if (strategy !== "delete" && strategy !== "keep_latest")

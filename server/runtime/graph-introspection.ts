@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CompiledGraph, RegisteredGraph } from "./graph-registry.js";
-import { runtimeGraphSchemas } from "./graph-runtime-schemas.js";
+import { channelGraphSchemas, runtimeGraphSchemas } from "./graph-runtime-schemas.js";
 import { plainSchema, type SchemaSet } from "./graph-schema-set.js";
 import type { StaticGraphSchemas } from "./graph-static-schemas.js";
 
@@ -34,7 +34,16 @@ export async function graphSchemas(registered: RegisteredGraph, graph: CompiledG
   const fromRuntime = await runtimeGraphSchemas(graph, registered.file);
   if (describesState(fromRuntime)) return toGraphSchemas(fromRuntime);
   const fromTypes = (await registered.staticSchemas())?.[registered.exportName];
-  return toGraphSchemas({ ...fromTypes, ...fromRuntime });
+  return toGraphSchemas(withChannels(graph, { ...fromTypes, ...fromRuntime }));
+}
+
+/**
+ * `set`, or, when it does not describe the state (a plain JavaScript module has no types to read),
+ * the schemas of the state's channels with what `set` has (a zod config schema).
+ */
+function withChannels(graph: CompiledGraph, set: SchemaSet): SchemaSet {
+  if (describesState(set)) return set;
+  return { ...channelGraphSchemas(graph), ...set };
 }
 
 /**
@@ -57,7 +66,8 @@ export async function subgraphSchemas(
       continue;
     }
     fromTypes ??= registered.staticSchemas();
-    result[ns] = toGraphSchemas({ ...(await fromTypes)?.[`${registered.exportName}|${ns}`], ...fromRuntime });
+    const typed = (await fromTypes)?.[`${registered.exportName}|${ns}`];
+    result[ns] = toGraphSchemas(withChannels(subgraph as CompiledGraph, { ...typed, ...fromRuntime }));
   }
   return result;
 }

@@ -45,6 +45,8 @@ export interface RegisteredGraph {
   readonly description?: string;
   /** The config and context of the graph's system assistant (from `LANGGRAPH_CONFIG`). */
   readonly assistantDefaults: AssistantSettings;
+  /** True when the export is a factory of the run's config: each config may build another graph. */
+  readonly factory: boolean;
   /**
    * A compiled graph with exactly `options.checkpointer` and `options.store` attached: a fresh
    * copy every call, so concurrent runs never share (or mutate) the user's module-level instance.
@@ -180,7 +182,7 @@ export async function loadGraphRegistry(
 }
 
 /** What {@link registerGraph} makes of a spec; the registry adds the rest. */
-type LoadedGraph = Pick<RegisteredGraph, "graphId" | "description" | "load">;
+type LoadedGraph = Pick<RegisteredGraph, "graphId" | "description" | "load" | "factory">;
 
 async function registerGraph(spec: GraphSpec): Promise<LoadedGraph> {
   let module: Record<string, unknown>;
@@ -205,6 +207,7 @@ async function registerGraph(spec: GraphSpec): Promise<LoadedGraph> {
     return {
       graphId: spec.graphId,
       ...(description === undefined ? {} : { description }),
+      factory: true,
       async load(options = {}) {
         const made = await withGraphLogContext(spec.graphId, async () => factory(options.config ?? {}));
         const compiled = toCompiled(made);
@@ -231,6 +234,7 @@ async function registerGraph(spec: GraphSpec): Promise<LoadedGraph> {
   return {
     graphId: spec.graphId,
     ...(ownDescription === undefined ? {} : { description: ownDescription }),
+    factory: false,
     load: async (options = {}) => attach(graph, options),
   };
 }

@@ -13,6 +13,10 @@ interface BuilderDefinitions {
   _inputRuntimeDefinition?: unknown;
   _outputRuntimeDefinition?: unknown;
   _configRuntimeSchema?: unknown;
+  /** Channel name → channel, of the state, the input and the output (an `Annotation`'s spec). */
+  _schemaDefinition?: unknown;
+  _inputDefinition?: unknown;
+  _outputDefinition?: unknown;
 }
 
 /** A `StateSchema` (or anything shaped like one): it describes itself as JSON Schema. */
@@ -134,4 +138,63 @@ function isStateSchemaLike(value: unknown): value is StateSchemaLike {
     typeof (value as Partial<StateSchemaLike>).getJsonSchema === "function" &&
     typeof (value as Partial<StateSchemaLike>).getInputJsonSchema === "function"
   );
+}
+
+/** The JSON Schema dialect the LangGraph JS server's schemas from types declare. */
+const DRAFT_07 = "http://json-schema.org/draft-07/schema#";
+
+/**
+ * Schemas from the channels a graph's state is made of, for a graph that has neither runtime
+ * schemas nor TypeScript types to read (an `Annotation` state in a plain JavaScript module): each
+ * channel is a property; a channel whose reducer starts from a default (`Annotation({reducer,
+ * default})`) gets that value's JSON type and the default. Undefined when the graph has no
+ * channel definitions (the functional API).
+ */
+export function channelGraphSchemas(graph: CompiledGraph): SchemaSet | undefined {
+  const builder = (graph as { builder?: BuilderDefinitions }).builder;
+  if (typeof builder !== "object" || builder === null) return undefined;
+  const state = channelsSchema(builder._schemaDefinition);
+  if (!state) return undefined;
+  return compactSchemaSet({
+    state,
+    input: channelsSchema(builder._inputDefinition) ?? state,
+    output: channelsSchema(builder._outputDefinition) ?? state,
+  });
+}
+
+function channelsSchema(definition: unknown): SchemaSet["state"] {
+  if (typeof definition !== "object" || definition === null) return undefined;
+  const properties: Record<string, Record<string, unknown>> = {};
+  for (const [name, channel] of Object.entries(definition)) properties[name] = channelSchema(channel);
+  if (Object.keys(properties).length === 0) return undefined;
+  return { type: "object", properties, $schema: DRAFT_07 } as SchemaSet["state"];
+}
+
+function channelSchema(channel: unknown): Record<string, unknown> {
+  const factory = (channel as { initialValueFactory?: unknown } | null)?.initialValueFactory;
+  if (typeof factory !== "function") return {};
+  let value: unknown;
+  try {
+    value = (factory as () => unknown)();
+  } catch {
+    return {};
+  }
+  const type = jsonType(value);
+  return type ? { type, default: value } : {};
+}
+
+function jsonType(value: unknown): string | undefined {
+  if (Array.isArray(value)) return "array";
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return typeof value;
+    case "number":
+      return Number.isFinite(value) ? "number" : undefined;
+    case "object":
+      return Object.getPrototypeOf(value) === Object.prototype ? "object" : undefined;
+    default:
+      return undefined;
+  }
 }

@@ -12,6 +12,9 @@
  * The token is minted per attempt, on its first loopback request: random, stored only as its SHA-256, valid in the run's workspace
  * while the run is active and at most the run's timeout, deleted when the attempt ends. It lives in
  * this process's memory only, so a worker in any process mints its own.
+ *
+ * A custom HTTP app's route (`http.app`) gets a scope too: its loopback requests go to this
+ * process's own address with the credentials of the request it serves, never more.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
@@ -29,12 +32,11 @@ const TOKEN_MARGIN_SECONDS = 60;
 const FETCH_SYMBOL = Symbol.for("langgraph_api:fetch");
 const URL_SYMBOL = Symbol.for("langgraph_api:url");
 
-/** The credentials and target of the run attempt a node runs in. */
+/** Where loopback requests go and the credentials they carry (a run attempt's, or a request's). */
 interface LoopbackScope {
   readonly url: string;
-  /** The attempt's token (minted on first use). */
-  readonly token: () => Promise<string>;
-  readonly workspaceId: string;
+  /** Puts the scope's credentials on a loopback request's headers. */
+  readonly authorize: (headers: Headers) => Promise<void>;
 }
 
 const scopes = new AsyncLocalStorage<LoopbackScope>();
@@ -78,8 +80,15 @@ export function createLoopback(deps: LoopbackDeps): Loopback {
         });
         return minted.then((m) => m.token);
       };
+      // The run's token and workspace replace any credentials the client set (an API key the SDK
+      // read from the environment is meant for another server).
+      const authorize = async (headers: Headers) => {
+        headers.delete("authorization");
+        headers.set("x-api-key", await token());
+        headers.set("x-tenant-id", run.workspaceId);
+      };
       try {
-        return await scopes.run({ url, token, workspaceId: run.workspaceId }, fn);
+        return await scopes.run({ url, authorize }, fn);
       } finally {
         // A token left behind stops working when its run ends and is deleted once it expires.
         if (minted)
@@ -157,16 +166,49 @@ function registerLoopbackGlobals(): void {
   });
 }
 
-/**
- * A fetch that sends the run's token and workspace in place of any credentials the client set (an
- * API key the SDK read from the environment is meant for another server).
- */
+/** A fetch that sends the scope's credentials. */
 function scopedFetch(scope: LoopbackScope): typeof fetch {
   return async (input, init) => {
     const headers = new Headers(init?.headers);
-    headers.delete("authorization");
-    headers.set("x-api-key", await scope.token());
-    headers.set("x-tenant-id", scope.workspaceId);
+    await scope.authorize(headers);
     return fetch(input, { ...init, headers });
+  };
+}
+
+/** The headers that say who a request's caller is, forwarded to a custom route's loopback requests. */
+const CALLER_HEADERS = ["authorization", "x-api-key", "x-tenant-id", "x-auth-scheme"] as const;
+
+/** Runs the custom HTTP app's handling of requests with loopback credentials. */
+export interface RequestLoopback {
+  /**
+   * Runs `fn` (the user's app serving `request`) so that `new Client()` without a URL inside it
+   * reaches this server as the request's caller: its credentials (`Authorization`, `x-api-key`,
+   * `x-tenant-id`, `x-auth-scheme`) replace the client's own; a request without any keeps what the
+   * client sends (a key it was given).
+   */
+  around<T>(request: Request, fn: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * Creates the {@link RequestLoopback} of a process serving a custom HTTP app, reaching it at `url`
+ * (its own address, known once it listens; before that nothing is in scope).
+ */
+export function createRequestLoopback(url: () => string | undefined): RequestLoopback {
+  registerLoopbackGlobals();
+  return {
+    around(request, fn) {
+      const target = url();
+      if (target === undefined) return fn();
+      const caller = CALLER_HEADERS.flatMap((name) => {
+        const value = request.headers.get(name);
+        return value === null ? [] : [[name, value] as const];
+      });
+      const authorize = async (headers: Headers) => {
+        if (caller.length === 0) return;
+        for (const name of CALLER_HEADERS) headers.delete(name);
+        for (const [name, value] of caller) headers.set(name, value);
+      };
+      return scopes.run({ url: target, authorize }, fn);
+    },
   };
 }

@@ -9,6 +9,7 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
+import type { AuthFilter } from "../store/auth-filter-sql.js";
 import type { Queryable, Sql } from "../store/db.js";
 import type { StoreItemUpsert } from "../store/store-item-batches.js";
 import {
@@ -53,9 +54,18 @@ export interface StoreGetOperation extends GetOperation {
   refreshTtl?: boolean | undefined;
 }
 
-/** A search that may override the store's `refreshOnRead` for the items it returns. */
+/**
+ * A search that may override the store's `refreshOnRead` for the items it returns, and return only
+ * the items custom auth's filter passes (the API's store routes; graphs search without one).
+ */
 export interface StoreSearchOperation extends SearchOperation {
   refreshTtl?: boolean | undefined;
+  auth?: AuthFilter | undefined;
+}
+
+/** A namespace listing that lists only the namespaces custom auth's filter passes. */
+export interface StoreListNamespacesOperation extends ListNamespacesOperation {
+  auth?: AuthFilter | undefined;
 }
 
 /**
@@ -73,7 +83,7 @@ type Classified =
   | { kind: "get"; op: StoreGetOperation }
   | { kind: "search"; op: StoreSearchOperation; filter: StoreFilterCondition[] }
   | { kind: "put"; op: StorePutOperation }
-  | { kind: "list"; op: ListNamespacesOperation };
+  | { kind: "list"; op: StoreListNamespacesOperation };
 
 /**
  * LangGraph's `BaseStore` on Postgres, bound to one workspace: every query filters on it, so a graph
@@ -135,6 +145,7 @@ export class PostgresStore extends BaseStore {
           limit: c.op.limit ?? DEFAULT_SEARCH_LIMIT,
           offset: c.op.offset ?? 0,
           refreshTtl: c.op.refreshTtl ?? this.#refreshOnRead,
+          auth: c.op.auth,
         });
         results[i] = records.map((r): SearchItem => toItem(r));
       } else if (c.kind === "list") {
@@ -145,6 +156,7 @@ export class PostgresStore extends BaseStore {
           maxDepth: c.op.maxDepth,
           limit: c.op.limit ?? DEFAULT_NAMESPACE_LIMIT,
           offset: c.op.offset ?? 0,
+          auth: c.op.auth,
         });
       }
     }
@@ -205,7 +217,7 @@ export class PostgresStore extends BaseStore {
       if (put.ttl !== undefined && put.ttl !== null) validateTtl(put.ttl, "ttl");
       return { kind: "put", op: put };
     }
-    const list = op as ListNamespacesOperation;
+    const list = op as StoreListNamespacesOperation;
     const seen = new Set<string>();
     for (const m of list.matchConditions ?? []) {
       if (m.matchType !== "prefix" && m.matchType !== "suffix")

@@ -52,9 +52,13 @@ export interface RunEventBus {
    * first batch: 0 when these are the run's first events, else undefined): a watcher takes it only
    * when it has read up to there, so nothing is skipped. Until then the run's notifications wake
    * nobody: a write's own NOTIFY often arrives before its answer, and a stream woken by it would
-   * read Postgres for events about to be handed over.
+   * read Postgres for events about to be handed over. With `threadId`, the batch also goes to the
+   * thread's watchers (thread streams and the streaming protocol's event streams): one run writes
+   * a thread's events at a time, so the batch follows the thread's previous one when it follows
+   * the writer's own; an event another writer stored in between is announced by its NOTIFY, which
+   * sends the thread's watchers to Postgres.
    */
-  writing(runId: string): (stored?: StoredBatch) => void;
+  writing(runId: string, threadId?: string): (stored?: StoredBatch) => void;
   /** Watches open now in this process: streams, joins and waiters following runs or threads. */
   watching(): number;
   /** Stops listening. */
@@ -97,11 +101,11 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
     for (const wake of state.waiters) wake();
     state.waiters.clear();
   };
-  const deliver = (runId: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
-    const state = keys.get(runId);
+  const deliver = (key: string, previousSeq: number | undefined, rows: readonly RunEventRecord[]): void => {
+    const state = keys.get(key);
     if (!state || rows.length === 0) return;
     feedEvents(state.feed, previousSeq, rows);
-    bump(runId);
+    bump(key);
   };
   /** After a reconnect notifications may have been missed: wake every waiter to re-read. */
   const bumpAll = (): void => {
@@ -114,11 +118,14 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       const [runId, threadId, end, seqText] = payload.split(" ");
       const seq = Number(seqText);
       const run = runId ? keys.get(runId) : undefined;
+      const thread = threadId ? keys.get(threadId) : undefined;
       if (run && Number.isFinite(seq)) run.notifiedThrough = Math.max(run.notifiedThrough, seq);
+      if (thread && Number.isFinite(seq)) thread.notifiedThrough = Math.max(thread.notifiedThrough, seq);
       // Events this process already handed to its watchers wake nobody a second time, and those
       // of a write still in flight here wake them when it hands them over.
-      if (runId && !(run && seq <= run.feed.through) && !writes.has(runId)) bump(runId);
-      if (threadId) bump(threadId);
+      const inFlight = runId !== undefined && writes.has(runId);
+      if (runId && !(run && seq <= run.feed.through) && !inFlight) bump(runId);
+      if (threadId && !(thread && seq <= thread.feed.through) && !inFlight) bump(threadId);
       if (runId && end === "end") bump(endKey(runId));
     },
     bumpAll,
@@ -194,7 +201,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       };
     },
 
-    writing(runId) {
+    writing(runId, threadId) {
       writes.set(runId, (writes.get(runId) ?? 0) + 1);
       let over = false;
       return (stored) => {
@@ -203,11 +210,16 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
         const left = (writes.get(runId) ?? 1) - 1;
         if (left > 0) writes.set(runId, left);
         else writes.delete(runId);
-        if (stored && stored.rows.length > 0) deliver(runId, stored.previousSeq, stored.rows);
-        else {
-          // A failed write: wake the watchers if a notification was held back meanwhile.
-          const state = keys.get(runId);
-          if (state && state.notifiedThrough > state.feed.through) bump(runId);
+        for (const key of threadId === undefined ? [runId] : [runId, threadId]) {
+          // A run's first batch may say nothing of the run came before it (0); of the thread,
+          // earlier runs' events did: the thread's watchers read Postgres before taking it.
+          const previous = key === threadId && stored?.previousSeq === 0 ? undefined : stored?.previousSeq;
+          if (stored && stored.rows.length > 0) deliver(key, previous, stored.rows);
+          else {
+            // A failed write: wake the watchers if a notification was held back meanwhile.
+            const state = keys.get(key);
+            if (state && state.notifiedThrough > state.feed.through) bump(key);
+          }
         }
       };
     },

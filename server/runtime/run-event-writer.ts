@@ -6,6 +6,7 @@ import {
   type NewRunEvent,
   type RunEventRecord,
 } from "../store/run-event-store.js";
+import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";
@@ -15,6 +16,15 @@ import type { RunStreamEvent } from "./run-stream-modes.js";
  * warning rather than sent (a client could not hold it, and Postgres text tops out at 1 GB).
  */
 export const MAX_EVENT_BYTES = 128 * 1024 * 1024;
+
+/**
+ * An event as it is stored: produced now, its data as JSON text (encrypted with `cipher`, for a
+ * write through a transaction, which encrypts nothing itself).
+ */
+export function storedEvent({ event, data }: RunStreamEvent, cipher?: StoredDataCipher): NewRunEvent {
+  const json = JSON.stringify(toPlainJson(data)) ?? "null";
+  return { ms: Date.now(), event, data: cipher ? cipher.encryptJsonText(json) : json };
+}
 
 /** Writes a run's events to Postgres as they happen; see {@link createRunEventWriter}. */
 export interface RunEventWriter {
@@ -98,17 +108,17 @@ export function createRunEventWriter(
   };
 
   return {
-    push({ event, data }) {
-      const json = JSON.stringify(toPlainJson(data)) ?? "null";
-      if (json.length > MAX_EVENT_BYTES) {
+    push(event) {
+      const stored = storedEvent(event);
+      if (stored.data.length > MAX_EVENT_BYTES) {
         log.warn("run event skipped: larger than the 128 MB ceiling", {
           runId: run.runId,
-          event,
-          bytes: json.length,
+          event: event.event,
+          bytes: stored.data.length,
         });
         return;
       }
-      pending.push({ ms: Date.now(), event, data: json });
+      pending.push(stored);
       start();
     },
     lastSeq: () => last,

@@ -9,6 +9,7 @@ import {
   libraryModes,
   needsCallbackEvents,
   type RunStreamEvent,
+  streamsSubgraphs,
 } from "./run-stream-modes.js";
 
 // Runs with callbacks (tracing, the callback event stream) copy a callback manager per runnable.
@@ -59,20 +60,19 @@ export function toCommand(command: RunCommand): Command {
   });
 }
 
+/** The graph's input: the run's command as the library's, or its input. */
+export function graphInput(kwargs: RunKwargs): unknown {
+  return kwargs.command ? toCommand(kwargs.command) : (kwargs.input ?? null);
+}
+
 /**
- * Runs the graph once, streaming its chunks as API events through `emit`: `metadata` first, then
- * whatever the stream modes ask for. Throws what the graph throws (an abort included); the caller
- * decides the run's status. When an earlier attempt of the same run left checkpoints, the library
- * resumes from the last one: the run id in the config metadata matches the checkpoint's.
+ * The options every execution passes the graph: the run's config (its `configurable` with the
+ * run's ids and checkpoint), metadata, context, interrupts, durability, signal, callbacks and run id.
  */
-export async function executeRun(x: RunExecution): Promise<RunResult> {
+export function graphOptions(x: RunExecution) {
   const { kwargs, runId } = x;
-  x.emit({ event: "metadata", data: { run_id: runId, attempt: x.attempt } });
-  const modes = kwargs.stream_mode;
-  const mapper = createStreamMapper(modes, kwargs.subgraphs);
-  const input = kwargs.command ? toCommand(kwargs.command) : (kwargs.input ?? null);
   const { tags, recursion_limit: recursionLimit, configurable, ...rest } = kwargs.config;
-  const options = {
+  return {
     ...rest,
     ...(tags ? { tags } : {}),
     ...(recursionLimit !== undefined ? { recursionLimit } : {}),
@@ -101,8 +101,26 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
     signal: x.signal,
     ...(x.callbacks ? { callbacks: x.callbacks } : {}),
     runId,
+  };
+}
+
+/**
+ * Runs the graph once, streaming its chunks as API events through `emit`: `metadata` first, then
+ * whatever the stream modes ask for. Throws what the graph throws (an abort included); the caller
+ * decides the run's status. When an earlier attempt of the same run left checkpoints, the library
+ * resumes from the last one: the run id in the config metadata matches the checkpoint's.
+ */
+export async function executeRun(x: RunExecution): Promise<RunResult> {
+  const { kwargs, runId } = x;
+  x.emit({ event: "metadata", data: { run_id: runId, attempt: x.attempt } });
+  const modes = kwargs.stream_mode;
+  const mapper = createStreamMapper(modes, kwargs.subgraphs);
+  const input = graphInput(kwargs);
+  const subgraphs = streamsSubgraphs(modes, kwargs.subgraphs);
+  const options = {
+    ...graphOptions(x),
     streamMode: libraryModes(modes),
-    subgraphs: kwargs.subgraphs,
+    subgraphs,
   };
   const emitAll = (events: Iterable<RunStreamEvent>): void => {
     for (const event of events) x.emit(event);
@@ -110,15 +128,42 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
   const emitChunk = (chunk: [string[], string, unknown] | [string, unknown]): void => {
     // With subgraphs the library names each chunk's namespace (a root node's messages carry the
     // node's own); without, chunks are [mode, data] of the root graph.
-    const [ns, mode, data] = kwargs.subgraphs
+    const [ns, mode, data] = subgraphs
       ? (chunk as [string[], string, unknown])
       : [[], ...(chunk as [string, unknown])];
     emitAll(mapper.chunk(ns as string[], mode as string, data));
   };
+  try {
+    await streamChunks(x, input, options, subgraphs, emitChunk, emitAll, mapper);
+  } catch (error) {
+    if (!x.signal.aborted) emitAll(mapper.finish(true));
+    throw error;
+  }
+  x.signal.throwIfAborted();
+  emitAll(mapper.finish(false));
+  return { output: mapper.output() };
+}
+
+/** Streams the graph's chunks (and callback events, when the modes need them) into the mapper. */
+async function streamChunks(
+  x: RunExecution,
+  input: unknown,
+  options: ReturnType<typeof graphOptions> & { streamMode: string[]; subgraphs: boolean },
+  subgraphs: boolean,
+  emitChunk: (chunk: [string[], string, unknown] | [string, unknown]) => void,
+  emitAll: (events: Iterable<RunStreamEvent>) => void,
+  mapper: ReturnType<typeof createStreamMapper>,
+): Promise<void> {
+  const { runId } = x;
+  const modes = x.kwargs.stream_mode;
   if (!needsCallbackEvents(modes)) {
     // Every mode asked for is one of the library's: its own stream carries them, without the
     // callback event stream's handler on every runnable (most of a small run's CPU).
-    const chunks = await x.graph.stream(input, options as Parameters<CompiledGraph["stream"]>[1]);
+    // With subgraphs, the library pairs `values` chunks with checkpoint pointers only for a
+    // callback event stream, which it recognises by the `version` option (as the JS server's
+    // streamEvents call passes it); the same option asks for them here.
+    const streamOptions = subgraphs ? { ...options, version: "v2" } : options;
+    const chunks = await x.graph.stream(input, streamOptions as Parameters<CompiledGraph["stream"]>[1]);
     for await (const chunk of chunks as AsyncIterable<[string[], string, unknown] | [string, unknown]>)
       emitChunk(chunk);
   } else {
@@ -135,6 +180,4 @@ export async function executeRun(x: RunExecution): Promise<RunResult> {
       else emitAll(mapper.callbackEvent(event));
     }
   }
-  x.signal.throwIfAborted();
-  return { output: mapper.output() };
 }

@@ -40,4 +40,16 @@ export interface RunKwargs {
   /** A stateless run whose thread is deleted when it ends. */
   temporary: boolean;
   on_disconnect: "cancel" | "continue";
+  /**
+   * A run of the thread-centric streaming protocol: it streams protocol events (every channel, of
+   * every namespace) instead of the stream modes' events.
+   */
+  protocol?: true;
+  /** A protocol run that answers interrupts: their ids, announced as its first event. */
+  protocol_answers?: string[];
+  /**
+   * Refuse the resume when an interrupt it answers by id is not waiting: the run then fails before
+   * the graph runs (`UnknownInterruptError`), and the thread stays as it was.
+   */
+  strict_resume?: true;
 }

@@ -1,5 +1,8 @@
 import { isBaseMessage } from "@langchain/core/messages";
+import { isCheckpointEnvelope } from "@langchain/langgraph";
+import { debugChunkPayload } from "./debug-payloads.js";
 import { toPlainJson } from "./plain-json.js";
+import { createSubgraphLifecycle } from "./subgraph-lifecycle.js";
 
 /** The stream modes a run accepts, as the LangGraph API names them. */
 export const STREAM_MODES = [
@@ -12,6 +15,8 @@ export const STREAM_MODES = [
   "tasks",
   "checkpoints",
   "custom",
+  "tools",
+  "lifecycle",
 ] as const;
 
 /** One of {@link STREAM_MODES}. */
@@ -33,9 +38,16 @@ export function libraryModes(modes: readonly StreamMode[]): string[] {
   const lib = new Set<string>(["values"]);
   for (const mode of modes) {
     if (mode === "messages-tuple") lib.add("messages");
+    // Subgraphs' ends are read from their tasks' results (subgraph-lifecycle.ts).
+    else if (mode === "lifecycle") lib.add("tasks");
     else if (mode !== "events" && mode !== "messages") lib.add(mode);
   }
   return [...lib];
+}
+
+/** Whether the library must stream subgraphs: asked for, or needed to see their lifecycle. */
+export function streamsSubgraphs(modes: readonly StreamMode[], subgraphs: boolean): boolean {
+  return subgraphs || modes.includes("lifecycle");
 }
 
 /**
@@ -56,8 +68,13 @@ export function needsCallbackEvents(modes: readonly StreamMode[]): boolean {
  */
 export function createStreamMapper(modes: readonly StreamMode[], subgraphs: boolean) {
   const wanted = new Set<string>(modes);
+  // The JS server's streams carry checkpoint pointers when its library streams `values` (asked
+  // for, or needed for `messages`) and the full checkpoints are not asked for.
+  const pointers =
+    subgraphs && (wanted.has("values") || wanted.has("messages")) && !wanted.has("checkpoints");
   const partial = new Map<string, { concat?: (other: unknown) => unknown }>();
   const completed = new Set<string>();
+  const lifecycle = wanted.has("lifecycle") ? createSubgraphLifecycle() : undefined;
   let output: unknown;
   let hasOutput = false;
 
@@ -83,13 +100,21 @@ export function createStreamMapper(modes: readonly StreamMode[], subgraphs: bool
         output = data;
         hasOutput = true;
       }
+      if (lifecycle) yield* lifecycle.observe(ns, mode, data);
       if (!root && !subgraphs) return;
-      if (mode === "values" && wanted.has("messages")) yield* completeMessages(data);
       if (mode === "messages") {
         if (wanted.has("messages-tuple")) yield { event: named("messages", ns), data };
         return;
       }
-      if (wanted.has(mode)) yield { event: named(mode, ns), data: modeData(mode, data) };
+      if (mode === "checkpoints" && isCheckpointEnvelope(data)) {
+        // With stream_subgraphs, the library pairs each `values` chunk with a pointer to its
+        // checkpoint (`{id, parent_id, step, source}`), streamed as a `checkpoints` event.
+        if (pointers) yield { event: named(mode, ns), data };
+        return;
+      }
+      if (wanted.has(mode)) yield { event: named(mode, ns), data: debugChunkPayload(mode, data) };
+      // The state's new messages follow the state they came with, as on the LangGraph servers.
+      if (mode === "values" && wanted.has("messages")) yield* completeMessages(data);
     },
 
     *callbackEvent(event: {
@@ -114,34 +139,16 @@ export function createStreamMapper(modes: readonly StreamMode[], subgraphs: bool
       yield { event: "messages/partial", data: [partial.get(message.id)] };
     },
 
+    /** The events that close the stream: the ends of subgraphs left open (lifecycle mode). */
+    *finish(failed: boolean): Generator<RunStreamEvent> {
+      if (lifecycle) yield* lifecycle.finish(failed);
+    },
+
     /** The last root `values` chunk, or undefined when the graph produced none. */
     output(): { value: unknown } | undefined {
       return hasOutput ? { value: output } : undefined;
     },
   };
-}
-
-/**
- * The data of a chunk as the API shows it: debug and task payloads without the library's internal
- * config keys (`__pregel_*`, callbacks), camelCase parent config as `parent_config`.
- */
-function modeData(mode: string, data: unknown): unknown {
-  if ((mode === "debug" || mode === "checkpoints" || mode === "tasks") && typeof data === "object" && data) {
-    return stripInternal(data);
-  }
-  return data;
-}
-
-function stripInternal(value: unknown, depth = 0): unknown {
-  // Debug payloads nest config → configurable; deeper values are state and are left as they are.
-  if (depth > 4 || typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  if (isBaseMessage(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, member] of Object.entries(value)) {
-    if (key.startsWith("__") || key === "callbacks" || key === "signal") continue;
-    out[key === "parentConfig" ? "parent_config" : key] = stripInternal(member, depth + 1);
-  }
-  return out;
 }
 
 /** An error as the `error` event and a failed run's output show it: `{error, message}`. */

@@ -10,7 +10,8 @@ function capture() {
   return { log, lines };
 }
 
-const RUN = { workspaceId: "ws", runId: "r1", graphId: "agent", kwargs: {} };
+const NOBODY = { apiKeyId: null, userId: null };
+const RUN = { workspaceId: "ws", runId: "r1", graphId: "agent", kwargs: {}, creator: NOBODY };
 /** Longer than any test: records are written when the test settles, not on a timer. */
 const NO_TIMER_MS = 60_000;
 
@@ -34,7 +35,7 @@ describe("createRunTracing", () => {
     const tracing = createRunTracing({
       log: capture().log,
       flushDelayMs: NO_TIMER_MS,
-      sink: async (workspaceId, batch) => {
+      sink: async (workspaceId, _creator, batch) => {
         batches.push({ workspaceId, ...batch });
       },
     });
@@ -55,7 +56,7 @@ describe("createRunTracing", () => {
     const tracing = createRunTracing({
       log: capture().log,
       flushDelayMs: NO_TIMER_MS,
-      sink: async (workspaceId, batch) => {
+      sink: async (workspaceId, _creator, batch) => {
         batches.push({ workspaceId, ...batch });
       },
     });
@@ -86,13 +87,33 @@ describe("createRunTracing", () => {
     expect(batches[1]?.patch[0]).toMatchObject({ outputs: { output: 1 } });
   });
 
+  it("writes the runs of each creator apart, each batch with its creator", async () => {
+    const batches: { creator: unknown; names: string[] }[] = [];
+    const tracing = createRunTracing({
+      log: capture().log,
+      flushDelayMs: NO_TIMER_MS,
+      sink: async (_ws, creator, batch) => {
+        batches.push({ creator, names: batch.post.map((r) => String(r.name)) });
+      },
+    });
+    const keyed = { apiKeyId: "k1", userId: "u1" };
+    await runNested(tracing.start(RUN), 0, "nobody's");
+    await runNested(tracing.start({ ...RUN, runId: "r2", creator: keyed }), 0, "keyed");
+    await runNested(tracing.start({ ...RUN, runId: "r3", creator: { ...keyed } }), 0, "keyed again");
+    await tracing.settle();
+    expect(batches).toEqual([
+      { creator: NOBODY, names: ["nobody's"] },
+      { creator: keyed, names: ["keyed", "keyed again"] },
+    ]);
+  });
+
   it("retries a refused batch trace by trace, logging the trace that is refused", async () => {
     const { log, lines } = capture();
     const stored: string[] = [];
     const tracing = createRunTracing({
       log,
       flushDelayMs: NO_TIMER_MS,
-      sink: async (_ws, batch) => {
+      sink: async (_ws, _creator, batch) => {
         if (batch.post.some((r) => r.name === "bad")) throw new Error("refused");
         stored.push(...batch.post.map((r) => String(r.name)));
       },
@@ -113,7 +134,7 @@ describe("createRunTracing", () => {
       log,
       maxPending: 2,
       flushDelayMs: NO_TIMER_MS,
-      sink: async (_ws, batch) => {
+      sink: async (_ws, _creator, batch) => {
         stored.push(...batch.post);
       },
     });
@@ -133,7 +154,7 @@ describe("trace records", () => {
     const tracing = createRunTracing({
       log: capture().log,
       flushDelayMs: NO_TIMER_MS,
-      sink: async (_ws, batch) => {
+      sink: async (_ws, _creator, batch) => {
         posts.push(...batch.post);
       },
     });

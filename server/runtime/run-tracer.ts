@@ -10,15 +10,20 @@
  */
 import { BaseTracer, type Run } from "@langchain/core/tracers/base";
 import type { Logger } from "../logger.js";
+import type { RunCreator } from "../store/agent-run-store.js";
 import { isStrippedMetadataKey } from "./checkpoint-metadata.js";
 import { toPlainJson } from "./plain-json.js";
 
 /** A run as the ingest service takes it (LangSmith `runs.Run`, snake_case). */
 export type TraceRecord = { id: string; [field: string]: unknown };
 
-/** Where trace records go: one call per batch, for one workspace. */
+/**
+ * Where trace records go: one call per batch, for one workspace and the runs of one creator (the
+ * key and user the batch's new traces count under in usage).
+ */
 export type TraceSink = (
   workspaceId: string,
+  creator: RunCreator,
   batch: { post: TraceRecord[]; patch: TraceRecord[] },
 ) => Promise<unknown>;
 
@@ -29,6 +34,8 @@ export interface TracedRun {
   graphId: string;
   /** The run's create payload; `langsmith_tracer.project_name` names the tracing project. */
   kwargs: { langsmith_tracer?: unknown };
+  /** Who created the run: its trace counts under them. */
+  creator: RunCreator;
 }
 
 /** Starts run traces and waits for their writes at shutdown. */
@@ -81,14 +88,22 @@ interface PendingRun {
   patch: TraceRecord | undefined;
 }
 
+/** The runs of one workspace and creator, whose records are written together. */
+interface PendingGroup {
+  workspaceId: string;
+  creator: RunCreator;
+  runs: Map<string, PendingRun>;
+}
+
 /**
- * Creates the {@link RunTracing} of a process: one buffer for every run, by workspace, written
- * every {@link DEFAULT_FLUSH_DELAY_MS} in one ingest call per workspace, one write at a time.
+ * Creates the {@link RunTracing} of a process: one buffer for every run, by workspace and creator,
+ * written every {@link DEFAULT_FLUSH_DELAY_MS} in one ingest call per workspace and creator, one
+ * write at a time.
  */
 export function createRunTracing(deps: RunTracingDeps): RunTracing {
   const maxPending = deps.maxPending ?? DEFAULT_MAX_PENDING;
   const delayMs = deps.flushDelayMs ?? DEFAULT_FLUSH_DELAY_MS;
-  const pending = new Map<string, Map<string, PendingRun>>();
+  const pending = new Map<string, PendingGroup>();
   let size = 0;
   let dropped = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -97,15 +112,20 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
   const writes = new Set<Promise<void>>();
 
   /** Writes a workspace's batch; a refused batch of several traces is retried trace by trace. */
-  async function write(workspaceId: string, post: TraceRecord[], patch: TraceRecord[]): Promise<void> {
+  async function write(
+    workspaceId: string,
+    creator: RunCreator,
+    post: TraceRecord[],
+    patch: TraceRecord[],
+  ): Promise<void> {
     try {
-      await deps.sink(workspaceId, { post, patch });
+      await deps.sink(workspaceId, creator, { post, patch });
     } catch (error) {
       const traces = new Set([...post, ...patch].map((r) => r.trace_id));
       if (traces.size > 1) {
         for (const trace of traces) {
           const mine = (r: TraceRecord) => r.trace_id === trace;
-          await write(workspaceId, post.filter(mine), patch.filter(mine));
+          await write(workspaceId, creator, post.filter(mine), patch.filter(mine));
         }
         return;
       }
@@ -125,10 +145,11 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
       dropped = 0;
     }
     if (size === 0) return;
-    const batches = [...pending].map(([workspaceId, runs]) => {
+    const batches = [...pending.values()].map(({ workspaceId, creator, runs }) => {
       const entries = [...runs.values()];
       return {
         workspaceId,
+        creator,
         post: entries.flatMap((e) => (e.post ? [e.post] : [])),
         patch: entries.flatMap((e) => (e.patch ? [e.patch] : [])),
       };
@@ -136,19 +157,23 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
     pending.clear();
     size = 0;
     const written = chain.then(async () => {
-      for (const batch of batches) await write(batch.workspaceId, batch.post, batch.patch);
+      for (const batch of batches) await write(batch.workspaceId, batch.creator, batch.post, batch.patch);
     });
     chain = written;
     writes.add(written);
     void written.finally(() => writes.delete(written));
   }
 
-  function add(workspaceId: string, kind: "post" | "patch", record: TraceRecord): void {
-    let runs = pending.get(workspaceId);
-    if (!runs) {
-      runs = new Map();
-      pending.set(workspaceId, runs);
+  function add(run: TracedRun, kind: "post" | "patch", record: TraceRecord): void {
+    const { workspaceId, creator } = run;
+    // Lower-case uuids (or empty): the key cannot be the same for two different groups.
+    const groupKey = `${workspaceId}/${creator.apiKeyId ?? ""}/${creator.userId ?? ""}`;
+    let group = pending.get(groupKey);
+    if (!group) {
+      group = { workspaceId, creator, runs: new Map() };
+      pending.set(groupKey, group);
     }
+    const { runs } = group;
     const entry = runs.get(record.id);
     if (!entry) {
       if (size >= maxPending) {
@@ -173,7 +198,7 @@ export function createRunTracing(deps: RunTracingDeps): RunTracing {
 
   return {
     start(run) {
-      return new RunTraceHandler(traceProjectName(run), (kind, record) => add(run.workspaceId, kind, record));
+      return new RunTraceHandler(traceProjectName(run), (kind, record) => add(run, kind, record));
     },
     async settle() {
       flush();

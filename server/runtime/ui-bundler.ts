@@ -57,6 +57,16 @@ export class UiBundleError extends Error {
 const ALWAYS_SHARED = ["react", "react-dom", "@langchain/langgraph-sdk"] as const;
 
 /**
+ * What a shared module's stand-in calls while esbuild bundles; replaced in the output by
+ * {@link HOST_REQUIRE}. Written as the expression itself, esbuild would put a pure-call comment
+ * inside it (before `Symbol.for`), and the bundle would no longer hold the expression the JS
+ * server's bundles hold (clients and tests look for it as it is).
+ */
+const REQUIRE_PLACEHOLDER = "__agentplaneLguiRequire__";
+/** How a bundle asks the host page for a shared module: the SDK's react-ui installs it. */
+const HOST_REQUIRE = 'globalThis[Symbol.for("LGUI_REQUIRE")]';
+
+/**
  * Small binary assets a component imports are inlined as data URLs: a file URL would resolve
  * against the host page's origin, not this server's.
  */
@@ -130,8 +140,11 @@ async function bundleOne(spec: UiBundleSpec, shared: readonly string[]): Promise
     const name = basename(output.path);
     const contentType = CONTENT_TYPES[extname(name)];
     if (!contentType) continue;
-    if (name === "entrypoint.js") js = output.text;
-    const body = Buffer.from(output.contents);
+    let body = Buffer.from(output.contents);
+    if (name === "entrypoint.js") {
+      js = output.text.replaceAll(`${REQUIRE_PLACEHOLDER}(`, `${HOST_REQUIRE}(`);
+      body = Buffer.from(js);
+    }
     files.set(name, {
       body,
       contentType,
@@ -194,7 +207,7 @@ function sharedModulesPlugin(shared: readonly string[]): Plugin {
           : undefined,
       );
       b.onLoad({ filter: /.*/, namespace: "lgui-shared" }, (args) => ({
-        contents: `module.exports = globalThis[Symbol.for("LGUI_REQUIRE")](${JSON.stringify(args.path)});`,
+        contents: `module.exports = ${REQUIRE_PLACEHOLDER}(${JSON.stringify(args.path)});`,
         loader: "js",
       }));
     },

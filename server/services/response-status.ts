@@ -11,3 +11,15 @@ export const restSuccessStatusKey = createContextKey<number>(200);
 export function setRestSuccessStatus(ctx: HandlerContext, status: 200 | 201 | 202): void {
   ctx.values.set(restSuccessStatusKey, status);
 }
+
+/**
+ * The top-level fields a REST answer keeps (an object, or each object of an answered list), for
+ * `select`: proto3 JSON writes every field, empty lists included, and a selection leaves the
+ * unselected ones out. gRPC and Connect clients get the message with those fields unset.
+ */
+export const restFieldSelectionKey = createContextKey<ReadonlySet<string> | undefined>(undefined);
+
+/** Makes the REST form of this call answer only `fields` of its answer. */
+export function selectRestFields(ctx: HandlerContext, fields: ReadonlySet<string>): void {
+  ctx.values.set(restFieldSelectionKey, fields);
+}

@@ -39,3 +39,36 @@ export async function hasLaterRun(
     ) as later`;
   return row?.later ?? false;
 }
+
+/** Which of an assistant's task runs {@link listTaskRuns} keeps. */
+export interface TaskRunFilter {
+  /** Only this context's (thread's). */
+  threadId?: string | undefined;
+  /** Only runs with one of these statuses; every status when undefined. */
+  statuses?: readonly string[] | undefined;
+}
+
+/**
+ * One page of the runs that begin an assistant's A2A tasks (runs that answered a task's question
+ * carry its id and are left out), newest first, and how many match in all.
+ */
+export async function listTaskRuns(
+  q: Queryable,
+  workspaceId: string,
+  assistantId: string,
+  filter: TaskRunFilter,
+  page: { offset: number; limit: number },
+): Promise<{ runIds: string[]; total: number }> {
+  const where = q`
+    workspace_id = ${workspaceId} and assistant_id = ${assistantId}
+    and not (metadata ? ${A2A_TASK_METADATA_KEY})
+    ${filter.threadId === undefined ? q`` : q`and thread_id = ${filter.threadId}`}
+    ${filter.statuses === undefined ? q`` : q`and status = any(${filter.statuses as string[]})`}`;
+  const [rows, [count]] = await Promise.all([
+    q<{ run_id: string }[]>`
+      select run_id from agent_runs where ${where}
+      order by run_id desc offset ${page.offset} limit ${page.limit}`,
+    q<{ total: number }[]>`select count(*)::int as total from agent_runs where ${where}`,
+  ]);
+  return { runIds: rows.map((r) => r.run_id), total: count?.total ?? 0 };
+}

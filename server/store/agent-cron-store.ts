@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import type { RunCreator } from "./agent-run-store.js";
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import { encryptionContextText } from "./encryption-scope.js";
@@ -28,6 +29,8 @@ export interface CronRecord {
   updatedAt: Date;
   /** The creator's custom encryption context (JSON text, store/encryption-scope.ts); null when none. */
   encryptionContext: string | null;
+  /** Who created the cron; the traces of its runs count under them. */
+  creator: RunCreator;
 }
 
 /** What a cron's owner may change; the service computes it whole (a patch applied to the row). */
@@ -77,6 +80,8 @@ interface CronRow {
   created_at: Date;
   updated_at: Date;
   encryption_context: string | null;
+  created_by_api_key_id: string | null;
+  created_by_user_id: string | null;
 }
 
 function toRecord(row: CronRow): CronRecord {
@@ -97,6 +102,7 @@ function toRecord(row: CronRow): CronRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     encryptionContext: row.encryption_context,
+    creator: { apiKeyId: row.created_by_api_key_id, userId: row.created_by_user_id },
   };
 }
 
@@ -110,10 +116,11 @@ export async function insertCron(
   const [row] = await q<CronRow[]>`
     insert into agent_crons (workspace_id, cron_id, assistant_id, thread_id, schedule, timezone, end_time,
                              enabled, on_run_completed, payload, metadata, user_id, next_run_date,
-                             encryption_context)
+                             encryption_context, created_by_api_key_id, created_by_user_id)
     values (${cron.workspaceId}, ${cron.cronId}, ${cron.assistantId}, ${cron.threadId}, ${cron.schedule},
             ${cron.timezone}, ${cron.endTime}, ${cron.enabled}, ${cron.onRunCompleted}, ${j(q, cron.payload)},
-            ${j(q, cron.metadata)}, ${cron.userId}, ${cron.nextRunDate}, ${encryptionContextText()})
+            ${j(q, cron.metadata)}, ${cron.userId}, ${cron.nextRunDate}, ${encryptionContextText()},
+            ${cron.creator.apiKeyId}::uuid, ${cron.creator.userId}::uuid)
     returning *`;
   if (!row) throw new Error("insert into agent_crons returned no row");
   return toRecord(row);

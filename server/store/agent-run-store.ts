@@ -12,6 +12,15 @@ export type MultitaskStrategy = "reject" | "interrupt" | "rollback" | "enqueue";
 /** How a cancel stops a run: keep its checkpoints, or delete it with them. */
 export type CancelAction = "interrupt" | "rollback";
 
+/**
+ * Who created a run (or a cron): the API key and its user; null for a service key's user, and both
+ * null when no key was involved. The run's trace counts in usage under them (migration 0028).
+ */
+export interface RunCreator {
+  apiKeyId: string | null;
+  userId: string | null;
+}
+
 /** A run row. */
 export interface AgentRunRecord {
   workspaceId: string;
@@ -26,12 +35,16 @@ export interface AgentRunRecord {
   temporary: boolean;
   attempt: number;
   cancelAction: CancelAction | null;
+  /** Why it was cancelled, when it was (see migration 0031). */
+  cancelReason: string | null;
   output: JsonValue | null;
   notBefore: Date;
   createdAt: Date;
   updatedAt: Date;
   /** The creator's custom encryption context (JSON text, store/encryption-scope.ts); null when none. */
   encryptionContext: string | null;
+  /** Who created the run; its trace counts under them. */
+  creator: RunCreator;
 }
 
 interface RunRow {
@@ -47,11 +60,14 @@ interface RunRow {
   temporary: boolean;
   attempt: number;
   cancel_action: CancelAction | null;
+  cancel_reason: string | null;
   output: JsonValue | null;
   not_before: Date;
   created_at: Date;
   updated_at: Date;
   encryption_context: string | null;
+  created_by_api_key_id: string | null;
+  created_by_user_id: string | null;
 }
 
 function toRecord(row: RunRow): AgentRunRecord {
@@ -68,11 +84,13 @@ function toRecord(row: RunRow): AgentRunRecord {
     temporary: row.temporary,
     attempt: row.attempt,
     cancelAction: row.cancel_action,
+    cancelReason: row.cancel_reason ?? null,
     output: row.output,
     notBefore: row.not_before,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     encryptionContext: row.encryption_context,
+    creator: { apiKeyId: row.created_by_api_key_id, userId: row.created_by_user_id },
   };
 }
 
@@ -89,6 +107,7 @@ export interface NewRun {
   temporary: boolean;
   /** Seconds from now before the run may start. */
   afterSeconds: number;
+  creator: RunCreator;
 }
 
 /**
@@ -123,14 +142,16 @@ export async function insertRun(
     with inserted as (
       insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                               multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                              lease_token, lease_expires_at, started_at, encryption_context)
+                              lease_token, lease_expires_at, started_at, encryption_context,
+                              created_by_api_key_id, created_by_user_id)
       values (${run.workspaceId}, ${run.runId}, ${run.threadId}, ${run.assistantId}, ${run.graphId},
               ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
               now() + make_interval(secs => ${run.afterSeconds}::float8),
               ${claim ? "running" : "pending"}, ${claim ? 1 : 0}, ${claim?.owner ?? null},
               ${claim?.leaseToken ?? null}::uuid,
               ${claim ? q`now() + make_interval(secs => ${claim.leaseSeconds}::float8)` : null},
-              ${claim ? q`now()` : null}, ${encryptionContextText()})
+              ${claim ? q`now()` : null}, ${encryptionContextText()}, ${run.creator.apiKeyId}::uuid,
+              ${run.creator.userId}::uuid)
       returning *
     ), busy as (
       update threads set status = 'busy', updated_at = now()
@@ -163,12 +184,13 @@ export async function insertRunOnNewThread(
     )
     insert into agent_runs (workspace_id, run_id, thread_id, assistant_id, graph_id, metadata, kwargs,
                             multitask_strategy, temporary, not_before, status, attempt, lease_owner,
-                            lease_token, lease_expires_at, started_at, encryption_context)
+                            lease_token, lease_expires_at, started_at, encryption_context,
+                            created_by_api_key_id, created_by_user_id)
     select thread.workspace_id, ${run.runId}, thread.thread_id, ${run.assistantId}, ${run.graphId},
            ${q.json(run.metadata)}, ${q.json(run.kwargs)}, ${run.multitaskStrategy}, ${run.temporary},
            now() + make_interval(secs => ${run.afterSeconds}::float8), 'running', 1, ${claim.owner},
            ${claim.leaseToken}::uuid, now() + make_interval(secs => ${claim.leaseSeconds}::float8), now(),
-           ${encryptionContextText()}
+           ${encryptionContextText()}, ${run.creator.apiKeyId}::uuid, ${run.creator.userId}::uuid
     from thread
     returning *`;
   if (!row) throw new Error(`thread ${run.threadId} already exists: a new run's thread id was taken`);
@@ -413,6 +435,10 @@ export interface CancelOutcome {
   previous: RunStatus;
   /** The run's webhook URL, if it has one. */
   webhook: string | null;
+  /** Whether it is a run of the thread-centric streaming protocol (its stream ends with a lifecycle event). */
+  protocol: boolean;
+  /** Its graph. */
+  graphId: string;
 }
 
 /**
@@ -425,31 +451,45 @@ export async function cancelRuns(
   workspaceId: string,
   runIds: readonly string[],
   action: CancelAction,
+  reason: string,
 ): Promise<CancelOutcome[]> {
-  const rows = await q<{ run_id: string; thread_id: string; previous: RunStatus; webhook: string | null }[]>`
+  const rows = await q<
+    {
+      run_id: string;
+      thread_id: string;
+      graph_id: string;
+      previous: RunStatus;
+      webhook: string | null;
+      protocol: boolean;
+    }[]
+  >`
     with target as (
-      select run_id, thread_id, status, kwargs ->> 'webhook' as webhook from agent_runs
+      select run_id, thread_id, graph_id, status, kwargs ->> 'webhook' as webhook,
+        coalesce((kwargs ->> 'protocol')::boolean, false) as protocol
+      from agent_runs
       where workspace_id = ${workspaceId} and run_id = any(${runIds as string[]}::uuid[])
         and status in ('pending', 'running')
       for update
     ), stopped as (
       update agent_runs r set status = 'interrupted', ended_at = now(), updated_at = now(),
-        cancel_action = ${action}
+        cancel_action = ${action}, cancel_reason = ${reason}
       from target t
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'pending'
       returning r.run_id
     ), asked as (
-      update agent_runs r set cancel_action = ${action}, updated_at = now()
+      update agent_runs r set cancel_action = ${action}, cancel_reason = ${reason}, updated_at = now()
       from target t
       where r.workspace_id = ${workspaceId} and r.run_id = t.run_id and t.status = 'running'
       returning r.run_id
     )
-    select run_id, thread_id, status as previous, webhook from target`;
+    select run_id, thread_id, graph_id, status as previous, webhook, protocol from target`;
   return rows.map((r) => ({
     runId: r.run_id,
     threadId: r.thread_id,
     previous: r.previous,
     webhook: r.webhook,
+    protocol: r.protocol,
+    graphId: r.graph_id,
   }));
 }
 
@@ -514,6 +554,8 @@ export interface RunEndTimes {
 /** What {@link endRun} wrote: the run's times, and the end event of its stream (seq, ms since the epoch). */
 export interface RunEnd extends RunEndTimes {
   endEvent: { seq: number; ms: number };
+  /** The seq of the event stored just before the end event, when one was (`finalEvent`). */
+  finalSeq: number | undefined;
 }
 
 /**
@@ -525,11 +567,24 @@ export async function endRun(
   q: Queryable,
   runId: string,
   leaseToken: string,
-  end: { status: RunStatus; output: JsonValue; eventTtlSeconds: number; endEvent: string; channel: string },
+  end: {
+    status: RunStatus;
+    output: JsonValue;
+    eventTtlSeconds: number;
+    endEvent: string;
+    /** The end event's data (the run's status, run-event-store.ts's endEventData). */
+    endData: string;
+    channel: string;
+    /** An event stored just before the end event, in the same statement (its data as stored). */
+    finalEvent?: { ms: number; event: string; data: string };
+  },
 ): Promise<RunEnd | undefined> {
   const ttl = end.eventTtlSeconds;
   const ms = Date.now();
-  const rows = await q<{ started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string }[]>`
+  const final = end.finalEvent;
+  const rows = await q<
+    { started_at: Date | null; ended_at: Date; updated_at: Date; end_seq: string; final_seq: string | null }[]
+  >`
     with finished as (
       update agent_runs set status = ${end.status}, output = ${q.json(end.output)}, ended_at = now(),
         updated_at = now(), lease_owner = null, lease_token = null, lease_expires_at = null
@@ -538,15 +593,22 @@ export async function endRun(
     ), expired as (
       update agent_run_events set expires_at = now() + make_interval(secs => ${ttl}::float8)
       where run_id = ${runId} and exists (select 1 from finished)
-    ), ended as (
+    ), last as (
       insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
-      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, 'null',
+      select workspace_id, run_id, thread_id, ${final?.ms ?? ms}, ${final?.event ?? ""}, ${final?.data ?? "null"},
         now() + make_interval(secs => ${ttl}::float8)
-      from finished
+      from finished where ${final !== undefined}
+      returning seq
+    ), ended as (
+      -- After the final event (when there is one): its seq is drawn first, so the end's is higher.
+      insert into agent_run_events (workspace_id, run_id, thread_id, ms, event, data, expires_at)
+      select workspace_id, run_id, thread_id, ${ms}, ${end.endEvent}, ${end.endData},
+        now() + make_interval(secs => ${ttl}::float8)
+      from finished, (select count(*) from last) l
       returning seq
     )
     select pg_notify(${end.channel}, run_id::text || ' ' || thread_id::text || ' end ' || ended.seq::text),
-      started_at, ended_at, updated_at, ended.seq as end_seq
+      started_at, ended_at, updated_at, ended.seq as end_seq, (select seq from last) as final_seq
     from finished, ended`;
   const [row] = rows;
   return (
@@ -555,6 +617,25 @@ export async function endRun(
       endedAt: row.ended_at,
       updatedAt: row.updated_at,
       endEvent: { seq: Number(row.end_seq), ms },
+      finalSeq: row.final_seq === null ? undefined : Number(row.final_seq),
     }
   );
+}
+
+/**
+ * The config of the thread's newest run (its `kwargs.config`: the assistant's, the thread's and
+ * the request's merged), or undefined when the thread has had no run.
+ */
+export async function newestRunConfig(
+  q: Queryable,
+  workspaceId: string,
+  threadId: string,
+): Promise<JsonObject | undefined> {
+  const [row] = await q<{ config: JsonValue | null }[]>`
+    select kwargs -> 'config' as config from agent_runs
+    where workspace_id = ${workspaceId} and thread_id = ${threadId}
+    order by created_at desc, run_id desc
+    limit 1`;
+  const config = row?.config;
+  return typeof config === "object" && config !== null && !Array.isArray(config) ? config : undefined;
 }

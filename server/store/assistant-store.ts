@@ -57,6 +57,13 @@ export interface AssistantFilter {
   name?: string;
   /** Custom auth's visibility; every assistant when absent. */
   visible?: AssistantVisibility;
+  /** Only these assistants (lower-case UUIDs). */
+  ids?: readonly string[];
+  /**
+   * The graphs this server serves: a system assistant (`metadata.created_by = "system"`) of any
+   * other graph is left out, as nothing could run it. Every assistant when absent.
+   */
+  servedGraphs?: readonly string[];
 }
 
 /** Columns search may sort by. The allowlist identifiers come from: never a client string. */
@@ -242,12 +249,21 @@ export async function threadIdsOfAssistant(
   return rows.map((r) => r.thread_id);
 }
 
+/** The metadata the server gives the system assistants it makes. */
+const SYSTEM_METADATA: JsonObject = { created_by: "system" };
+
 function where(q: Queryable, workspaceId: string, f: AssistantFilter) {
   return q`
     workspace_id = ${workspaceId}
     ${f.metadata ? q`and metadata @> ${j(q, f.metadata)}` : q``}
     ${f.graphId !== undefined ? q`and graph_id = ${f.graphId}` : q``}
     ${f.name !== undefined ? q`and strpos(lower(name), lower(${f.name})) > 0` : q``}
+    ${f.ids !== undefined ? q`and assistant_id = any(${f.ids as string[]}::uuid[])` : q``}
+    ${
+      f.servedGraphs !== undefined
+        ? q`and (graph_id = any(${f.servedGraphs as string[]}::text[]) or not metadata @> ${j(q, SYSTEM_METADATA)})`
+        : q``
+    }
     ${visibleSql(q, f.visible)}`;
 }
 

@@ -1,7 +1,7 @@
 import type { JsonObject } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
-/** A span waiting for its parent (migration 0028): the run it becomes, without its position. */
+/** A span waiting for its parent (migration 0033): the run it becomes, without its position. */
 export interface PendingSpan {
   runId: string;
   parentRunId: string;

@@ -1,7 +1,18 @@
 import { type Queryable, storedCipherOf } from "./db.js";
 
-/** The internal event that ends a run's stream; never sent to clients. */
+/**
+ * The internal event that ends a run's stream, stored after its last event; its data is
+ * {@link endEventData}. Run streams send it as an `end` event `{run_id, status}`.
+ */
 export const END_EVENT = "__end__";
+
+/** How a run ended, as its end event stores it: its final status, or `rollback` when it was deleted. */
+export type RunEndStatus = "success" | "error" | "timeout" | "interrupted" | "rollback";
+
+/** The stored data of a run's end event. */
+export function endEventData(status: RunEndStatus): string {
+  return JSON.stringify({ status });
+}
 
 /**
  * The NOTIFY channel of new events; the payload is `<run_id> <thread_id> <more|end> <seq>`: `end`

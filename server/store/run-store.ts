@@ -78,7 +78,7 @@ const OWN_SQL = {
 };
 
 /**
- * A run's end time as stored: never before its start (migration 0029). The langsmith JS SDK sends
+ * A run's end time as stored: never before its start (migration 0034). The langsmith JS SDK sends
  * start_time with its dotted_order's microseconds, which count runs within a millisecond, and
  * end_time in milliseconds: an end inside the start's millisecond is, at the end's precision, the
  * same instant, and is stored as the start; so is any other end before the start, whose latency

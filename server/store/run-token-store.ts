@@ -3,12 +3,15 @@
  * webhook calls: stored as hashes, valid in the run's workspace until they expire; an attempt's
  * token only while its run is active.
  */
+import type { RunCreator } from "./agent-run-store.js";
 import type { Queryable } from "./db.js";
 import type { OrganizationRecord } from "./organization-store.js";
 
 /** What a valid run token acts as: the run's workspace, in its organization. */
 export interface RunTokenScope {
   runId: string;
+  /** Who created the run (both null once the run is gone, for a webhook's token). */
+  runCreator: RunCreator;
   workspace: { id: string; displayName: string; tenantHandle: string; isPersonal: boolean; createdAt: Date };
   organization: OrganizationRecord;
 }
@@ -56,9 +59,11 @@ export async function findRunTokenScope(q: Queryable, tokenHash: Buffer): Promis
       organization_name: string;
       plan: OrganizationRecord["plan"];
       organization_created_at: Date;
+      created_by_api_key_id: string | null;
+      created_by_user_id: string | null;
     }[]
   >`
-    select t.run_id, w.id as workspace_id, w.display_name, w.tenant_handle, w.is_personal,
+    select t.run_id, r.created_by_api_key_id, r.created_by_user_id, w.id as workspace_id, w.display_name, w.tenant_handle, w.is_personal,
            w.created_at as workspace_created_at, o.id as organization_id,
            o.display_name as organization_name, o.plan, o.created_at as organization_created_at
     from agent_run_tokens t
@@ -70,6 +75,7 @@ export async function findRunTokenScope(q: Queryable, tokenHash: Buffer): Promis
   if (!row) return undefined;
   return {
     runId: row.run_id,
+    runCreator: { apiKeyId: row.created_by_api_key_id, userId: row.created_by_user_id },
     workspace: {
       id: row.workspace_id,
       displayName: row.display_name,

@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 import { inWorkspace } from "./sql-conditions.js";
 
@@ -55,6 +56,8 @@ export interface StoreSearchQuery {
   readonly offset: number;
   /** Restart the TTL of the items returned. */
   readonly refreshTtl: boolean;
+  /** Custom auth's filter on the items' {@link storeAuthDocument}; every item when absent. */
+  readonly auth?: AuthFilter | undefined;
 }
 
 /** What {@link listStoreNamespaces} lists. */
@@ -67,6 +70,8 @@ export interface StoreNamespaceQuery {
   readonly maxDepth?: number | undefined;
   readonly limit: number;
   readonly offset: number;
+  /** Custom auth's filter on each namespace listed (as `{namespace}`); every one when absent. */
+  readonly auth?: AuthFilter | undefined;
 }
 
 /** The label that matches any one label in a namespace prefix or suffix. */
@@ -216,11 +221,12 @@ export async function searchStoreItems(
   const rows = await q<ItemRow[]>`
     with found as (
       select s.namespace, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes, s.namespace_path
-      from store_items s
+      from store_items s ${query.auth ? authDocumentOf(q) : q``}
       where ${inWorkspace(q, "s", workspaceId, [
         q`s.expires_at is null or s.expires_at > now()`,
         prefixMatch(q, query.namespacePrefix),
         ...query.filter.map((c) => filterCondition(q, c)),
+        ...(query.auth ? [authFilterSql(q, "d.auth_document", query.auth)] : []),
       ])}
       order by s.updated_at desc, s.namespace_path, s.key
       limit ${query.limit} offset ${query.offset}
@@ -247,10 +253,63 @@ export async function listStoreNamespaces(
       where s.workspace_id = ${workspaceId} and (s.expires_at is null or s.expires_at > now())
         and ${prefixMatch(q, query.prefix ?? [])}
         and ${suffixMatch(q, query.suffix ?? [])}
-    ) d
+    ) n
+    ${
+      query.auth
+        ? q`cross join lateral (select jsonb_build_object('namespace', to_jsonb(n.ns)) as auth_document) d
+            where ${authFilterSql(q, "d.auth_document", query.auth)}`
+        : q``
+    }
     order by ns collate "C"
     limit ${query.limit} offset ${query.offset}`;
   return rows.map((r) => r.namespace);
+}
+
+/**
+ * What custom auth's filters of store events are matched against, as on the LangGraph JS server:
+ * the item's value with its `namespace` (a list of labels) and `key` added, so a filter may check a
+ * field of the value (`{owner: "ana"}`) or the namespace (`{namespace: {$contains: "ana"}}`).
+ */
+export function storeAuthDocument(item: StoreItemKey & { value?: Record<string, unknown> }) {
+  return { ...item.value, namespace: [...item.namespace], key: item.key };
+}
+
+/** A lateral join giving each row `s` of store_items its {@link storeAuthDocument} as `d.auth_document`. */
+function authDocumentOf(q: Queryable) {
+  return q`cross join lateral (
+    select s.value || jsonb_build_object('namespace', to_jsonb(s.namespace), 'key', s.key) as auth_document
+  ) d`;
+}
+
+/**
+ * Whether the workspace's live item at `key` exists, and whether custom auth's `filter` lets the
+ * caller see it (matched on its {@link storeAuthDocument}).
+ */
+export async function storeItemAccess(
+  q: Queryable,
+  workspaceId: string,
+  key: StoreItemKey,
+  filter: AuthFilter,
+): Promise<"missing" | "visible" | "hidden"> {
+  const [row] = await q<{ visible: boolean }[]>`
+    select (${authFilterSql(q, "d.auth_document", filter)}) as visible
+    from store_items s ${authDocumentOf(q)}
+    where s.workspace_id = ${workspaceId} and s.namespace = ${key.namespace as string[]}::text[]
+      and s.key = ${key.key} and (s.expires_at is null or s.expires_at > now())`;
+  if (!row) return "missing";
+  return row.visible ? "visible" : "hidden";
+}
+
+/** Whether custom auth's `filter` passes a document (an item about to be written, a namespace). */
+export async function storeDocumentPasses(
+  q: Queryable,
+  document: Record<string, unknown>,
+  filter: AuthFilter,
+): Promise<boolean> {
+  const [row] = await q<{ passes: boolean }[]>`
+    select (${authFilterSql(q, "d.auth_document", filter)}) as passes
+    from (select ${json(q, document)}::jsonb as auth_document) d`;
+  return row?.passes ?? false;
 }
 
 /**

@@ -15,8 +15,9 @@ export interface TimeRange {
 
 /**
  * Which rollup rows cover a requested range: daily rows for the whole UTC days inside it, hourly
- * rows for the partial days at its edges. The range is first widened to whole UTC hours (the finest
- * rollup), so a trace counts when the hour it was received in overlaps the range.
+ * rows for the partial days at its edges (and for the whole range when the buckets are hourly). The
+ * range is first widened to whole UTC hours (the finest rollup), so a trace counts when the hour it
+ * was received in overlaps the range.
  */
 export interface RollupCover {
   /** Daily rows with bucket_start in this range. */

@@ -44,7 +44,7 @@ describe("bucketStartOf and bucketEndOf", () => {
 describe("rollupCover", () => {
   const iso = (r: { from: Date; to: Date }) => [r.from.toISOString(), r.to.toISOString()];
   it("reads whole days from daily rows and the partial days at the edges from hourly rows", () => {
-    const cover = rollupCover(at("2026-03-01T10:30:00Z"), at("2026-03-04T04:30:00Z"));
+    const cover = rollupCover(at("2026-03-01T10:30:00Z"), at("2026-03-04T04:30:00Z"), "day");
     expect(iso(cover.days)).toEqual(["2026-03-02T00:00:00.000Z", "2026-03-04T00:00:00.000Z"]);
     expect(cover.hours.map(iso)).toEqual([
       ["2026-03-01T10:00:00.000Z", "2026-03-02T00:00:00.000Z"],
@@ -52,13 +52,19 @@ describe("rollupCover", () => {
     ]);
   });
   it("reads only hourly rows for a range within a day", () => {
-    const cover = rollupCover(at("2026-03-01T10:30:00Z"), at("2026-03-01T12:00:00Z"));
+    const cover = rollupCover(at("2026-03-01T10:30:00Z"), at("2026-03-01T12:00:00Z"), "hour");
     expect(cover.days.from.getTime()).toBe(cover.days.to.getTime());
     expect(iso(cover.hours[0])).toEqual(["2026-03-01T10:00:00.000Z", "2026-03-01T12:00:00.000Z"]);
     expect(cover.hours[1].from.getTime()).toBe(cover.hours[1].to.getTime());
   });
+  it("reads only hourly rows for hourly buckets, even when the hours make a whole UTC day", () => {
+    const cover = rollupCover(at("2026-03-01T00:01:00Z"), at("2026-03-02T00:00:00Z"), "hour");
+    expect(cover.days.from.getTime()).toBe(cover.days.to.getTime());
+    expect(iso(cover.hours[0])).toEqual(["2026-03-01T00:00:00.000Z", "2026-03-02T00:00:00.000Z"]);
+    expect(cover.hours[1].from.getTime()).toBe(cover.hours[1].to.getTime());
+  });
   it("reads only daily rows for a range of whole days", () => {
-    const cover = rollupCover(at("2026-03-01T00:00:00Z"), at("2026-03-03T00:00:00Z"));
+    const cover = rollupCover(at("2026-03-01T00:00:00Z"), at("2026-03-03T00:00:00Z"), "day");
     expect(iso(cover.days)).toEqual(["2026-03-01T00:00:00.000Z", "2026-03-03T00:00:00.000Z"]);
     for (const range of cover.hours) expect(range.from.getTime()).toBe(range.to.getTime());
   });
@@ -66,7 +72,7 @@ describe("rollupCover", () => {
 
 describe("rollupCover at the end of year 9999", () => {
   it("stays within four-digit years, still covering the last hour", () => {
-    const cover = rollupCover(at("9999-12-30T12:00:00Z"), at("9999-12-31T23:30:00Z"));
+    const cover = rollupCover(at("9999-12-30T12:00:00Z"), at("9999-12-31T23:30:00Z"), "day");
     const ends = [cover.days.to, ...cover.hours.map((range) => range.to)];
     for (const end of ends) expect(end.toISOString()).toMatch(/^9999-/);
     // The last day is no longer whole, so its hours come from hourly rows, the last one included.

@@ -102,14 +102,18 @@ export function bucketEndOf(unit: UsageUnit, start: Date): Date {
  */
 const LATEST_END_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-/** See {@link RollupCover}. */
-export function rollupCover(start: Date, end: Date): RollupCover {
+/**
+ * See {@link RollupCover}. Buckets of `unit` are summed from the rows: an hourly bucket only from
+ * hourly rows (a daily row holds its day's traces under 00:00, whatever their hour), so a range
+ * under a day whose whole hours make a whole UTC day is still read hour by hour.
+ */
+export function rollupCover(start: Date, end: Date, unit: UsageUnit): RollupCover {
   const from = Math.floor(start.getTime() / HOUR_MS) * HOUR_MS;
   const to = Math.min(Math.ceil(end.getTime() / HOUR_MS) * HOUR_MS, LATEST_END_MS);
   const dayFrom = Math.ceil(from / DAY_MS) * DAY_MS;
   const dayTo = Math.floor(to / DAY_MS) * DAY_MS;
   const at = (t: number) => new Date(t);
-  if (dayFrom >= dayTo) {
+  if (unit === "hour" || dayFrom >= dayTo) {
     return {
       days: { from: at(dayFrom), to: at(dayFrom) },
       hours: [

@@ -10,6 +10,7 @@ import type { BoundService } from "./bound-service.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createBuiltInPathMatcher } from "./custom-app/built-in-routes.js";
 import type { CustomAppMount } from "./custom-app/custom-app-handler.js";
+import type { IgnoredFieldsSink } from "./field-leniency.js";
 import { createHealthService, type HealthRegistry } from "./health.js";
 import type { HttpAdapter } from "./http-adapter.js";
 import { PROTOBUF_BINARY_RECURSION_LIMIT, PROTOBUF_JSON_RECURSION_LIMIT } from "./input/input-limits.js";
@@ -80,6 +81,8 @@ export interface HttpHandlerOptions {
   customApp?: CustomAppMount;
   /** `http.mount_prefix`: serve everything under this path (see mount-prefix.ts). */
   mountPrefix?: string;
+  /** Receives what the lenient REST routes ignored (field-leniency.ts): logged and counted. */
+  onIgnoredFields?: IgnoredFieldsSink;
 }
 
 /** The CORS policy of a handler built without one: the default origins, refusing only preflights. */
@@ -101,7 +104,14 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeRequestHandl
   const registry = createServiceRegistry(services.map((bound) => bound.service));
   const onInternalError = (error: unknown, ctx: { service: DescService; method: { name: string } }) =>
     log.error("request failed", { error, rpc: `${ctx.service.typeName}/${ctx.method.name}` });
-  const rest = createRestHandler({ services, registry, heartbeatMs, shutdownSignal, onInternalError });
+  const rest = createRestHandler({
+    services,
+    registry,
+    heartbeatMs,
+    shutdownSignal,
+    onInternalError,
+    ...(options.onIgnoredFields ? { onIgnoredFields: options.onIgnoredFields } : {}),
+  });
   const adapters = createAdapterRouter(options.adapters ?? [], (error, route) =>
     log.error("request failed", { error, route }),
   );

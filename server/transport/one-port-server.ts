@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /** A request handler that serves both HTTP/1.1 and HTTP/2 requests. */
@@ -23,7 +24,21 @@ export interface OnePortServerOptions {
    * they, not we, close idle connections).
    */
   keepAliveTimeoutMs?: number;
+  /**
+   * Takes an HTTP/1.1 upgrade request (a WebSocket); returns false for one it does not serve,
+   * which is answered 404. Without it, every upgrade is answered 404.
+   */
+  onUpgrade?: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+  /** Called first when the server closes: long-lived connections it does not track (WebSockets) go. */
+  onClose?: () => void;
 }
+
+/** The answer to an upgrade no one serves. */
+const UPGRADE_REFUSAL = `HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${JSON.stringify(
+  {
+    detail: "no WebSocket is served at this path; the protocol's is /threads/{thread_id}/stream/events",
+  },
+)}`;
 
 /** A server that answers HTTP/1.1 and HTTP/2 without TLS (h2c, prior knowledge) on one port. */
 export interface OnePortServer {
@@ -110,6 +125,9 @@ export function createOnePortServer(
   const sniffing = new Set<net.Socket>();
 
   const h1 = createHttp1Server(handler, isShuttingDown, keepAliveMs, headersMs);
+  h1.server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (shuttingDown || !options.onUpgrade?.(req, socket, head)) socket.end(UPGRADE_REFUSAL);
+  });
   const h2 = createHttp2Server(handler, isShuttingDown, keepAliveMs);
 
   const server = net.createServer({ noDelay: true }, (socket) => {
@@ -128,6 +146,7 @@ export function createOnePortServer(
 
   const close = async (graceMs: number): Promise<void> => {
     shuttingDown = true;
+    options.onClose?.();
     const allClosed = closed();
     for (const socket of sniffing) socket.destroy();
     h1.closeIdle();

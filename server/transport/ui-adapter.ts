@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { GenerativeUi, UiComponent } from "../services/agents/generative-ui.js";
 import type { Authenticator } from "../services/iam/authenticator.js";
 import { readJsonBody } from "./body/json-body.js";
+import type { IgnoredFieldsSink } from "./field-leniency.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "./http-adapter.js";
 import { requestHeaders, requestOrigin } from "./request-headers.js";
 import type { NodeServerRequest } from "./rest/node-types.js";
@@ -24,6 +25,8 @@ export const UI_ROUTES = [
 export interface UiAdapterDeps {
   readonly ui: GenerativeUi;
   readonly auth: Authenticator;
+  /** Where members of the body other than `name` go: ignored and counted (field-leniency.ts). */
+  readonly ignoredFields?: IgnoredFieldsSink;
 }
 
 /** The placeholder the SDK replaces (once) with the id of the element whose shadow root it made. */
@@ -43,11 +46,15 @@ const FILE_HEADERS = {
 };
 
 /** Serves the UI routes (`http.disable_ui` leaves the adapter out: transport/graphs-file-http.ts). */
-export function createUiAdapter({ ui, auth }: UiAdapterDeps): HttpAdapter {
+export function createUiAdapter({ ui, auth, ignoredFields }: UiAdapterDeps): HttpAdapter {
   return bindAdapter(UI_ROUTES, {
     "/ui/{assistant_id}": async (req, res, { vars }) => {
       const principal = await auth.authenticate(requestHeaders(req));
       const body = await readJsonBody(req);
+      if (ignoredFields && typeof body === "object" && body !== null && !Array.isArray(body)) {
+        const others = Object.keys(body).filter((key) => key !== "name");
+        if (others.length > 0) ignoredFields("ui", others);
+      }
       const component = await ui.component(principal, vars.assistant_id ?? "", body);
       const html = componentHtml(component, baseOf(req));
       res.writeHead(200, {

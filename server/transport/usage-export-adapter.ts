@@ -59,7 +59,8 @@ export function createUsageExportAdapter({ sql, auth }: { sql: Sql; auth: Authen
         "content-disposition": `attachment; filename="${filename}"`,
         "cache-control": "no-store",
       });
-      const csv = format({ headers: [...USAGE_CSV_COLUMNS], rowDelimiter: "\r\n" });
+      // The header line even when no trace matches: the seed's ten columns are always present.
+      const csv = format({ headers: [...USAGE_CSV_COLUMNS], alwaysWriteHeaders: true, rowDelimiter: "\r\n" });
       const written = pipeline(csv, res);
       for (const record of usage) csv.write(csvRow(record));
       csv.end();

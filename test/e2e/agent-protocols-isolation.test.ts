@@ -24,9 +24,9 @@ let sleepingA: Task;
 beforeAll(async () => {
   t = await startTestApp({ graphConfigPath: AGENT_PROTOCOL_GRAPHS });
   const admin = t.client();
-  const workspaceB = (await admin.workspaces.createWorkspace({ displayName: "B" })).id;
+  const workspaceB = (await admin.iam.workspaces.createWorkspace({ displayName: "B" })).id;
   keyB = (
-    await admin.apiKeys.createApiKey({
+    await admin.iam.apiKeys.createApiKey({
       kind: "service",
       workspaceIds: [workspaceB],
       role: "admin",
@@ -143,9 +143,9 @@ describe("MCP", () => {
 describe("permissions", () => {
   it("a viewer reads cards, tasks and tools, but sends no message and calls no tool", async () => {
     const admin = t.client();
-    const workspaceA = (await admin.workspaces.getCurrentWorkspace({})).id;
+    const workspaceA = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
     const viewer = (
-      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceA], role: "viewer" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceA], role: "viewer" })
     ).key;
     const card = await fetchWithKey(viewer)(
       `${t.baseUrl}/.well-known/agent-card.json?assistant_id=${assistantA}`,

@@ -4,8 +4,9 @@
  * permission, and link-local addresses (cloud metadata) are refused always.
  */
 import { randomUUID } from "node:crypto";
+import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createS3Destination, restJson } from "../support/bulk-export-fixtures.js";
+import { createS3Destination, listKeys, restJson } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
 import { startTestApp, TEST_BULK_EXPORT_SETTINGS, type TestApp } from "../support/test-app.js";
 
@@ -39,6 +40,56 @@ afterAll(async () => {
   await strict?.stop();
   await t?.stop();
   await s3?.stop();
+});
+
+describe("the test file a new destination is checked with", () => {
+  /** The requests the test S3 server received under `prefix`, from `from` on. */
+  const requestsUnder = (prefix: string, from: number) =>
+    s3
+      .requests()
+      .slice(from)
+      .filter((r) => r.key.startsWith(prefix))
+      .map((r) => `${r.method} ${r.key}`);
+
+  it("is written under <prefix>/tmp/, read back and deleted when deleting is allowed", async () => {
+    const from = s3.requests().length;
+    const id = await createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix: "probe-deleted" });
+    const probe = `probe-deleted/tmp/agentplane-destination-check-${id}.txt`;
+    expect(requestsUnder("probe-deleted/", from)).toEqual([
+      `PUT ${probe}`,
+      `GET ${probe}`,
+      `GET ${probe}.absent`,
+      `DELETE ${probe}`,
+    ]);
+    expect(await listKeys(s3.client(), BUCKET, "probe-deleted/")).toEqual([]);
+  });
+
+  it("stays under <prefix>/tmp/ when the credentials may not delete, and the destination is created", async () => {
+    const allow = s3.deny((method, key) => method === "DELETE" && key.startsWith("probe-kept/"));
+    try {
+      const id = await createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix: "probe-kept" });
+      const probe = `probe-kept/tmp/agentplane-destination-check-${id}.txt`;
+      expect(await listKeys(s3.client(), BUCKET, "probe-kept/")).toEqual([probe]);
+      const kept = await s3.client().send(new GetObjectCommand({ Bucket: BUCKET, Key: probe }));
+      expect(await kept.Body?.transformToString()).toMatch(
+        /^agentplane checks that it can write bulk exports here/,
+      );
+      expect((await call(t, "GET", `/api/v1/bulk-exports/destinations/${id}`)).status).toBe(200);
+    } finally {
+      allow();
+    }
+  });
+
+  it("is not read back when the credentials may not read, and the destination is created", async () => {
+    const allow = s3.deny((method, key) => method === "GET" && key.startsWith("probe-unread/"));
+    try {
+      const id = await createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix: "probe-unread" });
+      expect((await call(t, "GET", `/api/v1/bulk-exports/destinations/${id}`)).status).toBe(200);
+      expect(await listKeys(s3.client(), BUCKET, "probe-unread/")).toEqual([]);
+    } finally {
+      allow();
+    }
+  });
 });
 
 describe("PATCH /api/v1/bulk-exports/destinations/{id}", () => {

@@ -3,7 +3,7 @@
  * cancel in the middle of an upload, credentials revoked after the destination was created, and a
  * destination deleted during an export. Each ends in the seed's state without a retry.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { CreateMultipartUploadCommand, ListMultipartUploadsCommand } from "@aws-sdk/client-s3";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,12 +32,12 @@ function createDestination(credentials: { accessKeyId: string; secretAccessKey: 
   return createS3Destination(t.fetch, s3, { bucket: BUCKET, prefix, credentials });
 }
 
-async function createExport(destinationId: string): Promise<string> {
+async function createExport(destinationId: string, sessionId = projectId): Promise<string> {
   const res = await json("/api/v1/bulk-exports", {
     method: "POST",
     body: JSON.stringify({
       bulk_export_destination_id: destinationId,
-      session_id: projectId,
+      session_id: sessionId,
       start_time: utcDay(2).toISOString(),
       end_time: utcDay(0).toISOString(),
     }),
@@ -197,6 +197,86 @@ describe("destination errors fail at once, without retries", () => {
       exportId,
       /^Credentials cannot be decrypted: sealed secret was encrypted with another key: every process must use the same AGENTPLANE_SECRET_KEY; restore the key/,
     );
+  });
+
+  it("a destination deleted while its partitions are in the middle of multipart uploads", async () => {
+    // One trace a day whose root carries 12 MiB of base64 (9 MiB of entropy, which zstd cannot
+    // shrink): each partition's first file is a multipart upload of two parts (a part is 8 MiB).
+    const project = `multipart-${randomUUID()}`;
+    const padding = () => randomBytes(9 * 1024 * 1024).toString("base64");
+    await sendTraces({ baseUrl: t.baseUrl, apiKey: t.adminKey }, project, [
+      { start: utcDay(2, 1), padding: padding() },
+      { start: utcDay(1, 1), padding: padding() },
+    ]);
+    const sessionId = String(((await json(`/api/v1/sessions?name=${project}`)).body[0] as Json).id);
+    const destinationId = await createDestination(s3, "deleted-multipart");
+    const uploads = async () =>
+      (
+        await s3
+          .client()
+          .send(new ListMultipartUploadsCommand({ Bucket: BUCKET, Prefix: "deleted-multipart/" }))
+      ).Uploads ?? [];
+    // Hold the parts of both partitions' first files: both uploads are open, a part in flight.
+    const hold = s3.hold(
+      (method, key) =>
+        method === "PUT" && key.startsWith("deleted-multipart/") && key.endsWith("-00000.parquet"),
+    );
+    const exportId = await createExport(destinationId, sessionId);
+    await hold.held(2);
+    expect(await uploads()).toHaveLength(2);
+    expect(
+      (await json(`/api/v1/bulk-exports/destinations/${destinationId}`, { method: "DELETE" })).status,
+    ).toBe(200);
+    // Both stop at their next heartbeat, their parts still held by the store: each gives its part
+    // up and aborts its upload.
+    await expectFailedWithoutRetry(
+      exportId,
+      /^Destination was deleted: recreate the destination and create a new export$/,
+    );
+    await expect.poll(uploads, JOB_SETTLE).toEqual([]);
+    hold.release();
+    expect(await listKeys(s3.client(), BUCKET, "deleted-multipart/export_id=")).toEqual([]);
+  });
+
+  it("a file the bucket does not give back as it was written (the file check after upload)", async () => {
+    const destinationId = await createDestination(s3, "corrupt");
+    const restore = s3.corruptReads((key) => key.startsWith("corrupt/") && key.endsWith(".parquet"));
+    try {
+      const exportId = await createExport(destinationId);
+      await expectFailedWithoutRetry(
+        exportId,
+        /^File check failed: corrupt\/export_id=[^ ]+\/runs-[0-9a-f-]+-00000\.parquet in the bucket is \d+ bytes with SHA-256 [0-9a-f]{64}; the export wrote \d+ bytes with SHA-256 [0-9a-f]{64}$/,
+      );
+      // A file that failed its check is never recorded as exported.
+      for (const run of await runsOf(exportId))
+        expect((run.metadata as { result: Json }).result.exported_files).toEqual([]);
+    } finally {
+      restore();
+    }
+  });
+
+  it("skips the file check where the credentials may not read (s3:GetObject is optional)", async () => {
+    const allow = s3.deny((method, key) => method === "GET" && key.startsWith("unreadable/"));
+    try {
+      const from = s3.requests().length;
+      const exportId = await createExport(await createDestination(s3, "unreadable"));
+      await waitForExportStatus(t.fetch, exportId, ["Completed"]);
+      const files = (await runsOf(exportId)).flatMap(
+        (run) => (run.metadata as { result: { exported_files: string[] } }).result.exported_files,
+      );
+      // One row per file: the three traces' six runs.
+      expect(files).toHaveLength(6);
+      // Each partition tried to read its first file back, was refused, and read nothing more.
+      const reads = s3
+        .requests()
+        .slice(from)
+        .filter((r) => r.method === "GET" && r.key.startsWith(`unreadable/export_id=${exportId}/`));
+      expect(reads.map((r) => r.key).sort()).toEqual(
+        files.filter((f) => f.endsWith("-00000.parquet")).sort(),
+      );
+    } finally {
+      allow();
+    }
   });
 
   it("a destination deleted during the export", async () => {

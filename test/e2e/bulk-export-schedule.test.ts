@@ -177,6 +177,8 @@ it("lists the runs of every export a schedule spawned, and only those", async ()
   expect(missing.body.detail).toBe("source_bulk_export_id is required: the id of a scheduled bulk export");
   const unknown = await json(`/api/v1/bulk-exports/runs?source_bulk_export_id=${randomUUID()}`);
   expect(unknown.status).toBe(404);
-  const { runs } = await t.client().bulkExports.listScheduledExportRuns({ sourceBulkExportId: scheduleId });
+  const { runs } = await t
+    .client()
+    .export.bulkExports.listScheduledExportRuns({ sourceBulkExportId: scheduleId });
   expect(runs.map((r) => r.id)).toEqual(listed.body.map((r) => r.id));
 }, 60_000);

@@ -3,6 +3,8 @@
  * stores nothing; destination checks name the seed's problems; plans and permissions are enforced.
  */
 import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restJson, sendTraces, utcDay } from "../support/bulk-export-fixtures.js";
 import { type S3Server, startS3Server } from "../support/s3-server.js";
@@ -161,6 +163,88 @@ describe("POST /api/v1/bulk-exports/destinations", () => {
   });
 });
 
+/** How a fake store answers a request. */
+type FakeAnswer = { status: number; headers?: Record<string, string>; body?: string };
+
+/**
+ * A plain HTTP server that is not S3, answering as `answer` says; `stored` holds the bodies of the
+ * PUTs so far, by path. Runs `check` with its base URL.
+ */
+async function withFakeStore(
+  answer: (method: string, path: string, stored: Map<string, string>) => FakeAnswer,
+  check: (endpoint: string) => Promise<void>,
+): Promise<void> {
+  const stored = new Map<string, string>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const path = (req.url ?? "/").split("?")[0] ?? "/";
+      const { status, headers = {}, body = "" } = answer(req.method ?? "GET", path, stored);
+      if (req.method === "PUT") stored.set(path, Buffer.concat(chunks).toString());
+      res.writeHead(status, headers);
+      res.end(req.method === "HEAD" ? undefined : body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await check(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+/** A fake that keeps what is PUT (answering with an ETag) and gives it back; `unknown` answers other keys. */
+function keeping(unknown: FakeAnswer, alter: (body: string) => string = (body) => body) {
+  return (method: string, path: string, stored: Map<string, string>): FakeAnswer => {
+    if (method === "PUT") return { status: 200, headers: { etag: '"0123456789abcdef0123456789abcdef"' } };
+    if (method === "DELETE") return { status: 204 };
+    const body = stored.get(path);
+    return body === undefined ? unknown : { status: 200, body: alter(body) };
+  };
+}
+
+describe("a server that is not S3", () => {
+  const page = { status: 404, headers: { "content-type": "text/html" }, body: "<h1>Not Found</h1>" };
+  it.each<[string, (method: string, path: string, stored: Map<string, string>) => FakeAnswer, string]>([
+    [
+      "answers 200 to every PUT, GET and DELETE",
+      () => ({ status: 200 }),
+      "its answer to a PUT carries no ETag",
+    ],
+    [
+      "keeps objects but answers a missing key with a web page",
+      keeping(page),
+      "a key that does not exist is not answered with an S3 error document (NotFound, HTTP 404)",
+    ],
+    [
+      "keeps objects but answers for keys it does not have",
+      keeping({ status: 200, body: "hello" }),
+      "it answers a key that does not exist",
+    ],
+    [
+      "gives back other bytes than it was given",
+      keeping(page, (body) => body.toUpperCase()),
+      "the object read back differs from the one written",
+    ],
+  ])("is refused when it %s", async (_, answer, why) => {
+    await withFakeStore(answer, async (endpoint) => {
+      const before = (await call("GET", "/api/v1/bulk-exports/destinations")).body.length;
+      const res = await call(
+        "POST",
+        "/api/v1/bulk-exports/destinations",
+        destination({ endpoint_url: endpoint }),
+      );
+      expect(res.status).toBe(422);
+      expect(res.body.detail).toBe(
+        `Failed to validate S3 destination: Invalid endpoint (the endpoint does not answer like an S3-compatible store: ${why})`,
+      );
+      expect((await call("GET", "/api/v1/bulk-exports/destinations")).body).toHaveLength(before);
+    });
+  });
+});
+
 describe("destination reads", () => {
   it.each([
     ["GET", "/api/v1/bulk-exports/destinations/nope", 422, "destination_id must be a UUID"],
@@ -293,9 +377,9 @@ describe("export reads and updates", () => {
 describe("who may export", () => {
   it("lets viewers read but not manage", async () => {
     const admin = t.client();
-    const workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+    const workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
     const viewer = (
-      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
     ).key;
     expect((await call("GET", "/api/v1/bulk-exports", undefined, viewer)).status).toBe(200);
     expect(

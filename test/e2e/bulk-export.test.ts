@@ -44,7 +44,7 @@ beforeAll(async () => {
     // Three rows per file, so every partition has several files; quick maintenance passes.
     bulkExport: { ...TEST_BULK_EXPORT_SETTINGS, fileMaxRows: 3, maintenanceIntervalSeconds: 1 },
   });
-  workspaceId = (await t.client().workspaces.getCurrentWorkspace({})).id;
+  workspaceId = (await t.client().iam.workspaces.getCurrentWorkspace({})).id;
   const project = `export-${randomUUID()}`;
   sent = await sendTraces({ baseUrl: t.baseUrl, apiKey: t.adminKey }, project, [
     ...DAY2.map((start, i) => ({
@@ -140,9 +140,12 @@ describe("a one-off export", () => {
       format: "Parquet",
       format_version: "v2_beta",
       export_fields: [],
+      // A one-off export: no schedule spawned it, and the key says so rather than being left out.
+      source_bulk_export_id: null,
     });
     const done = await waitForExportStatus(t.fetch, exportId, ["Completed", "Failed"]);
     expect(done.status).toBe("Completed");
+    expect(done.source_bulk_export_id).toBeNull();
     runs = (await json(`/api/v1/bulk-exports/${exportId}/runs`)).body as unknown as Record<string, unknown>[];
   });
 
@@ -178,37 +181,38 @@ describe("a one-off export", () => {
     const types = await duckdb(
       `select column_name, column_type from (describe select * from read_parquet('${parquet[0]?.path}', hive_partitioning = false))`,
     );
-    expect(Object.fromEntries(types.map((r) => [r.column_name, r.column_type]))).toEqual({
-      id: "VARCHAR",
-      tenant_id: "VARCHAR",
-      session_id: "VARCHAR",
-      trace_id: "VARCHAR",
-      parent_run_id: "VARCHAR",
-      parent_run_ids: "VARCHAR[]",
-      reference_example_id: "VARCHAR",
-      name: "VARCHAR",
-      run_type: "VARCHAR",
-      start_time: "TIMESTAMP WITH TIME ZONE",
-      end_time: "TIMESTAMP WITH TIME ZONE",
-      status: "VARCHAR",
-      is_root: "BOOLEAN",
-      dotted_order: "VARCHAR",
-      trace_tier: "VARCHAR",
-      inputs: "VARCHAR",
-      outputs: "VARCHAR",
-      error: "VARCHAR",
-      extra: "VARCHAR",
-      events: "VARCHAR",
-      tags: "VARCHAR[]",
-      feedback_stats: "VARCHAR",
-      total_tokens: "BIGINT",
-      prompt_tokens: "BIGINT",
-      completion_tokens: "BIGINT",
-      total_cost: "DOUBLE",
-      prompt_cost: "DOUBLE",
-      completion_cost: "DOUBLE",
-      first_token_time: "TIMESTAMP WITH TIME ZONE",
-    });
+    // In this order (the README lists it): the columns of every file, with their types.
+    expect(types.map((r) => [r.column_name, r.column_type])).toEqual([
+      ["id", "VARCHAR"],
+      ["tenant_id", "VARCHAR"],
+      ["session_id", "VARCHAR"],
+      ["trace_id", "VARCHAR"],
+      ["parent_run_id", "VARCHAR"],
+      ["parent_run_ids", "VARCHAR[]"],
+      ["reference_example_id", "VARCHAR"],
+      ["name", "VARCHAR"],
+      ["run_type", "VARCHAR"],
+      ["start_time", "TIMESTAMP WITH TIME ZONE"],
+      ["end_time", "TIMESTAMP WITH TIME ZONE"],
+      ["status", "VARCHAR"],
+      ["is_root", "BOOLEAN"],
+      ["dotted_order", "VARCHAR"],
+      ["trace_tier", "VARCHAR"],
+      ["inputs", "VARCHAR"],
+      ["outputs", "VARCHAR"],
+      ["error", "VARCHAR"],
+      ["extra", "VARCHAR"],
+      ["events", "VARCHAR"],
+      ["tags", "VARCHAR[]"],
+      ["feedback_stats", "VARCHAR"],
+      ["total_tokens", "BIGINT"],
+      ["prompt_tokens", "BIGINT"],
+      ["completion_tokens", "BIGINT"],
+      ["total_cost", "DOUBLE"],
+      ["prompt_cost", "DOUBLE"],
+      ["completion_cost", "DOUBLE"],
+      ["first_token_time", "TIMESTAMP WITH TIME ZONE"],
+    ]);
 
     // Values survive the trip: the failed child of the second trace, its tokens, JSON and lists.
     const trace = sent[1] as SentTrace;
@@ -332,7 +336,7 @@ describe("the same RPCs on every protocol", () => {
     const rest = (await json("/api/v1/bulk-exports")).body as unknown as { id: string; status: string }[];
     expect(rest.length).toBeGreaterThan(0);
     for (const protocol of ["connect", "connect-binary", "grpc-web"] as const) {
-      const { bulkExports } = await t.client({ protocol }).bulkExports.listBulkExports({});
+      const { bulkExports } = await t.client({ protocol }).export.bulkExports.listBulkExports({});
       expect(
         bulkExports.map((e) => [e.id, e.status]),
         protocol,
@@ -340,7 +344,7 @@ describe("the same RPCs on every protocol", () => {
       const [first] = bulkExports;
       const { runs } = await t
         .client({ protocol })
-        .bulkExports.listBulkExportRuns({ bulkExportId: first?.id ?? "" });
+        .export.bulkExports.listBulkExportRuns({ bulkExportId: first?.id ?? "" });
       expect(runs.every((r) => r.bulkExportId === first?.id)).toBe(true);
     }
     const { stdout } = await promisify(execFile)(

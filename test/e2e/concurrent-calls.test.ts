@@ -21,7 +21,7 @@ let workspaceTwo: string;
 beforeAll(async () => {
   t = await startTestApp();
   sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
-  workspaceTwo = (await t.client().workspaces.createWorkspace({ displayName: "Two" })).id;
+  workspaceTwo = (await t.client().iam.workspaces.createWorkspace({ displayName: "Two" })).id;
   const options = { apiUrl: t.baseUrl, apiKey: t.adminKey, callerOptions: { maxRetries: 0 } };
   one = new Client(options);
   two = new Client({ ...options, defaultHeaders: { "x-tenant-id": workspaceTwo } });

@@ -359,8 +359,11 @@ describe("firing with an injected clock", () => {
 
 /** Our generated CronService client over each wire protocol: Connect, gRPC-Web and gRPC (h2c). */
 const PROTOCOLS: [string, () => Client<typeof CronService>][] = [
-  ["connect (our SDK)", () => t.client().crons],
-  ["grpc-web (our SDK)", () => t.client({ protocol: "grpc-web" }).crons],
+  ["connect (our SDK's transport)", () => createConnectClient(CronService, t.client().transport)],
+  [
+    "grpc-web (our SDK's transport)",
+    () => createConnectClient(CronService, t.client({ protocol: "grpc-web" }).transport),
+  ],
   [
     "grpc",
     () =>

@@ -2,8 +2,9 @@
  * Custom auth's `assistants:*` handlers through real clients: the official LangGraph SDK, our sdk
  * over Connect and a gRPC client as JWT users who each own the assistants they create. Other users'
  * assistants read 404 in every assistant RPC and never appear in search or count; runs and crons
- * cannot reach them; system assistants stay readable (and runnable by graph id) for everyone but
- * cannot be changed by users; handlers pick by the documented priority; bad handler results answer
+ * cannot reach them; system assistants are filtered like any assistant (hidden from users whose
+ * filter they fail, as on the LangGraph JS server) yet every graph still runs by its graph id;
+ * handlers pick by the documented priority; bad handler results answer
  * 403 naming the handler, and the log names it too.
  */
 import { fileURLToPath } from "node:url";
@@ -66,11 +67,12 @@ describe("assistants per user over REST with the official SDK", () => {
     expect(mine.metadata).toEqual({ topic: "a", owner: "alice" });
     expect(bobs.metadata).toEqual({ owner: "bob" });
 
-    // Search and count: their own, and the graph's system assistant, which every user shares.
+    // Search and count: their own only; the graph's system assistant has no owner, so the
+    // filter hides it as the LangGraph JS server does.
     const seen = await alice.assistants.search({ limit: 100 });
-    expect(new Set(seen.map((a) => a.assistant_id))).toEqual(new Set([mine.assistant_id, SYSTEM]));
-    expect(await alice.assistants.count()).toBe(2);
-    expect(await bob.assistants.count()).toBe(2);
+    expect(seen.map((a) => a.assistant_id)).toEqual([mine.assistant_id]);
+    expect(await alice.assistants.count()).toBe(1);
+    expect(await bob.assistants.count()).toBe(1);
     expect(await bob.assistants.count({ metadata: { topic: "a" } })).toBe(0);
     expect(await alice.assistants.count({ metadata: { topic: "a" } })).toBe(1);
 
@@ -104,12 +106,17 @@ describe("assistants per user over REST with the official SDK", () => {
     expect(await res.json()).toBe(3);
   });
 
-  it("lets every user read and run a graph's system assistant, and no user change it", async () => {
+  it("hides a graph's system assistant from users its filter fails, runs the graph by id for them, and lets no user change it", async () => {
     const bob = lg("bob");
-    expect((await bob.assistants.get("agent")).assistant_id).toBe(SYSTEM);
-    expect((await bob.assistants.get(SYSTEM)).metadata).toEqual({ created_by: "system" });
-    expect(await bob.assistants.getGraph("agent")).toHaveProperty("nodes");
-    expect((await bob.assistants.getVersions("agent")).length).toBeGreaterThan(0);
+    expect(await statusOf(bob.assistants.get("agent"))).toBe(404);
+    expect(await statusOf(bob.assistants.get(SYSTEM))).toBe(404);
+    expect(await statusOf(bob.assistants.getGraph("agent"))).toBe(404);
+    expect(await statusOf(bob.assistants.getSchemas("agent"))).toBe(404);
+    expect(await statusOf(bob.assistants.getVersions("agent"))).toBe(404);
+    // The operator still reads it.
+    expect((await (await t.fetch(`/assistants/${SYSTEM}`)).json()) as object).toMatchObject({
+      metadata: { created_by: "system" },
+    });
     expect(await statusOf(bob.assistants.update("agent", { metadata: { owner: "bob" } }))).toBe(404);
     expect(await statusOf(bob.assistants.setLatest(SYSTEM, 1))).toBe(404);
     expect(await statusOf(bob.assistants.delete(SYSTEM))).toBe(404);
@@ -169,7 +176,7 @@ describe("assistants per user over REST with the official SDK", () => {
     expect(await statusOf(refused.assistants.getSchemas("agent"))).toBe(403);
     expect(await statusOf(refused.assistants.update("agent", { name: "x" }))).toBe(403);
     expect(await statusOf(refused.runs.wait(null, "agent", { input: {} }))).toBe(403);
-    expect((await refused.assistants.search()).map((a) => a.assistant_id)).toEqual([SYSTEM]);
+    expect((await refused.assistants.search()).map((a) => a.assistant_id)).toEqual([]);
     expect((await refused.assistants.create({ graphId: "agent" })).metadata).toEqual({
       owner: "no-assistants",
     });
@@ -198,8 +205,8 @@ describe("assistants per user over Connect and gRPC", () => {
   });
 
   it("isolates users' assistants in every RPC", async () => {
-    const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") }).assistants;
-    const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") }).assistants;
+    const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") }).agents.assistants;
+    const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") }).agents.assistants;
     const created = await carol.createAssistant({ graphId: "agent", name: "carol's" });
     expect(created.metadata).toEqual({ owner: "carol" });
     const assistantId = created.assistantId;
@@ -209,8 +216,8 @@ describe("assistants per user over Connect and gRPC", () => {
     await expect(dave.listAssistantVersions({ assistantId })).rejects.toMatchObject(notFound);
     await expect(dave.updateAssistant({ assistantId, name: "mine" })).rejects.toMatchObject(notFound);
     await expect(dave.deleteAssistant({ assistantId })).rejects.toMatchObject(notFound);
-    expect((await dave.countAssistants({})).count).toBe(1);
-    expect((await carol.countAssistants({})).count).toBe(2);
+    expect((await dave.countAssistants({})).count).toBe(0);
+    expect((await carol.countAssistants({})).count).toBe(1);
 
     const grpc = (sub: string) =>
       createRpcClient(AssistantService, createGrpcTransport({ baseUrl: t.baseUrl, ...bearer(sub) }));
@@ -220,11 +227,11 @@ describe("assistants per user over Connect and gRPC", () => {
     await expect(daveGrpc.setLatestAssistantVersion({ assistantId, version: 1 })).rejects.toMatchObject(
       notFound,
     );
-    expect((await daveGrpc.searchAssistants({ limit: 100 })).assistants.map((a) => a.assistantId)).toEqual([
-      SYSTEM,
-    ]);
+    expect((await daveGrpc.searchAssistants({ limit: 100 })).assistants.map((a) => a.assistantId)).toEqual(
+      [],
+    );
     const carolSees = (await grpc("carol").searchAssistants({ limit: 100 })).assistants;
-    expect(new Set(carolSees.map((a) => a.assistantId))).toEqual(new Set([assistantId, SYSTEM]));
+    expect(carolSees.map((a) => a.assistantId)).toEqual([assistantId]);
     await grpc("carol").deleteAssistant({ assistantId });
     await expect(carol.getAssistant({ assistantId })).rejects.toMatchObject(notFound);
   });

@@ -26,6 +26,8 @@ const GRAPHS = fileURLToPath(new URL("./fixtures/custom-auth/agentplane.json", i
 const SECRET = "custom-auth-test-secret-0123456789abcdef";
 const token = (sub: string) => signHs256({ sub, exp: Math.floor(Date.now() / 1000) + 3600 }, SECRET);
 const NOT_FOUND = { code: 5 };
+/** Code.FailedPrecondition: a custom auth user's copy of a thread not theirs (409 over REST). */
+const NOT_COPYABLE = { code: 9 };
 
 let t: TestApp;
 beforeAll(async () => {
@@ -88,7 +90,8 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     expect((await theirs.threads.searchThreads({})).threads).toEqual([]);
     expect((await theirs.threads.countThreads({})).count).toBe(0);
     await expect(theirs.threads.getThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
-    await expect(theirs.threads.copyThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
+    // As the LangGraph JS server answers it: a conflict, for another's thread and a missing one alike.
+    await expect(theirs.threads.copyThread({ threadId })).rejects.toMatchObject(NOT_COPYABLE);
     await expect(theirs.threads.deleteThread({ threadId })).rejects.toMatchObject(NOT_FOUND);
     await expect(theirs.runs.getRun({ threadId, runId })).rejects.toMatchObject(NOT_FOUND);
     await expect(theirs.runs.listRuns({ threadId })).rejects.toMatchObject(NOT_FOUND);
@@ -136,8 +139,10 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     const theirs = as(other);
     await mine.store.putItem({ namespace: ["docs"], key: "k", value: { text: "mine" } });
     await theirs.store.putItem({ namespace: ["docs"], key: "k", value: { text: "theirs" } });
-    expect((await mine.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({ text: "mine" });
-    expect((await theirs.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({
+    expect((await mine.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
+      text: "mine",
+    });
+    expect((await theirs.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
       text: "theirs",
     });
     const found = await mine.store.searchItems({ namespacePrefix: ["docs"] });
@@ -146,8 +151,10 @@ describe.each(PROTOCOLS)("custom auth users over %s", (protocol, transportOf) =>
     const listed = await mine.store.listNamespaces({});
     expect(listed.namespaces.map((ns) => ns.values.map((v) => v.kind.value))).toEqual([[owner, "docs"]]);
     await theirs.store.deleteItem({ namespace: ["docs"], key: "k" });
-    expect((await mine.store.getItem({ namespace: "docs", key: "k" })).item?.value).toEqual({ text: "mine" });
-    expect((await theirs.store.getItem({ namespace: "docs", key: "k" })).item).toBeUndefined();
+    expect((await mine.store.getItem({ namespace: ["docs"], key: "k" })).item?.value).toEqual({
+      text: "mine",
+    });
+    expect((await theirs.store.getItem({ namespace: ["docs"], key: "k" })).item).toBeUndefined();
   });
 
   it("answers a caller without a token Unauthenticated, with the handler's header", async () => {

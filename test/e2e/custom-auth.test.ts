@@ -77,7 +77,9 @@ describe("custom auth over REST with the official SDK", () => {
     expect(await statusOf(bob.threads.get(a.thread_id))).toBe(404);
     expect(await statusOf(bob.threads.getState(a.thread_id))).toBe(404);
     expect(await statusOf(bob.threads.getHistory(a.thread_id))).toBe(404);
-    expect(await statusOf(bob.threads.copy(a.thread_id))).toBe(404);
+    // As the LangGraph JS server answers it: 409, for another's thread and a missing one alike.
+    expect(await statusOf(bob.threads.copy(a.thread_id))).toBe(409);
+    expect(await statusOf(bob.threads.copy(crypto.randomUUID()))).toBe(409);
     expect(await statusOf(bob.threads.update(a.thread_id, { metadata: { owner: "bob" } }))).toBe(404);
     expect(await statusOf(bob.threads.delete(a.thread_id))).toBe(404);
     // Another user's thread id on create collides, without showing the thread.
@@ -240,11 +242,13 @@ describe("custom auth over gRPC and Connect", () => {
   it("isolates users over Connect (the sdk) and gRPC", async () => {
     const carol = createClient({ baseUrl: t.baseUrl, ...bearer("carol") });
     const dave = createClient({ baseUrl: t.baseUrl, ...bearer("dave") });
-    const created = await carol.threads.createThread({});
+    const created = await carol.agents.threads.createThread({});
     expect(created.metadata).toMatchObject({ owner: "carol" });
-    await expect(dave.threads.getThread({ threadId: created.threadId })).rejects.toMatchObject({ code: 5 });
-    expect((await dave.threads.countThreads({})).count).toBe(0);
-    expect((await carol.threads.countThreads({})).count).toBe(1);
+    await expect(dave.agents.threads.getThread({ threadId: created.threadId })).rejects.toMatchObject({
+      code: 5,
+    });
+    expect((await dave.agents.threads.countThreads({})).count).toBe(0);
+    expect((await carol.agents.threads.countThreads({})).count).toBe(1);
 
     const grpc = createGrpcTransport({ baseUrl: t.baseUrl, ...bearer("dave") });
     const daveGrpc = createRpcClient(ThreadService, grpc);

@@ -7,8 +7,6 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { toJson } from "@bufbuild/protobuf";
-import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@langchain/langgraph-sdk";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -135,9 +133,11 @@ describe("built-in encryption at rest", () => {
     expect(quick).toMatchObject({ secret: statelessSecret, reply: "seen x" });
 
     // One Connect call reads the thread decrypted.
-    const connect = await t.client({ protocol: "connect" }).threads.getThread({ threadId: thread.thread_id });
+    const connect = await t
+      .client({ protocol: "connect" })
+      .agents.threads.getThread({ threadId: thread.thread_id });
     expect(connect.metadata).toMatchObject({ secret: threadMeta });
-    expect(toJson(ValueSchema, connect.values as Value)).toMatchObject({
+    expect(connect.values).toMatchObject({
       secret: inputSecret,
       reply: { secret: answer },
     });

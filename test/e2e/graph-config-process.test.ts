@@ -143,3 +143,21 @@ it("refuses to start with a broken graph, naming the graph, the file and the cau
     `agentplane failed to start: graph "broken" (${join(fixture.dir, "graphs.ts")}, export "graph") cannot be loaded: the export is a number`,
   );
 });
+
+it("refuses to start with checkpointer.serde.allowed_json_modules, saying why", async () => {
+  const fixture = await writeGraphFixture(
+    { "graphs.ts": NESTED_GRAPH_MODULE },
+    {
+      graphs: { weather: "./graphs.ts:graph" },
+      checkpointer: { serde: { allowed_json_modules: [["my_agent", "models", "Ticket"]] } },
+    },
+  );
+  fixtures.push(fixture);
+  const result = await runServer(fixture.configFile, async () => {
+    throw new Error("the server should not have started");
+  });
+  expect(result.code).not.toBe(0);
+  expect(result.stderr).toContain(
+    "checkpointer.serde.allowed_json_modules: is an allowlist of Python classes for the Python serializer; agentplane stores checkpoints with LangGraph.js's serializer",
+  );
+});

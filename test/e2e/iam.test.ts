@@ -40,7 +40,7 @@ describe("authentication", () => {
     expect(wrong.status).toBe(401);
     expect(await wrong.json()).toEqual({ detail: "invalid API key: it is unknown, revoked or expired" });
 
-    const err = await connectFailure(t.client({ apiKey: "ap_pt_nope" }).identity.whoami({}));
+    const err = await connectFailure(t.client({ apiKey: "ap_pt_nope" }).iam.identity.whoami({}));
     expect(err.code).toBe(Code.Unauthenticated);
   });
 
@@ -64,7 +64,7 @@ describe("authentication", () => {
     expect(rest.permissions).toContain("workspaces:manage");
     expect(rest.permissions).toContain("bulk-exports:manage");
     for (const protocol of ["connect", "connect-binary", "grpc-web"] as const) {
-      const me = await t.client({ protocol }).identity.whoami({});
+      const me = await t.client({ protocol }).iam.identity.whoami({});
       expect(me.organization?.id).toBe((rest.organization as { id: string }).id);
       expect(me.workspace?.id).toBe((rest.workspace as { id: string }).id);
       expect(me.permissions).toEqual(rest.permissions);
@@ -73,8 +73,8 @@ describe("authentication", () => {
   });
 
   it("records last_used_at", async () => {
-    await t.client().identity.whoami({});
-    const keys = await t.client().apiKeys.listApiKeys({});
+    await t.client().iam.identity.whoami({});
+    const keys = await t.client().iam.apiKeys.listApiKeys({});
     const admin = keys.apiKeys.find((k) => k.description === "admin key created at first start");
     expect(admin?.lastUsedAt).toBeDefined();
   });
@@ -97,12 +97,12 @@ describe("workspaces", () => {
     expect(Array.isArray(list)).toBe(true);
     expect(list.map((w) => w.id)).toContain(created.id);
 
-    const got = await t.client().workspaces.getWorkspace({ workspaceId: created.id as string });
+    const got = await t.client().iam.workspaces.getWorkspace({ workspaceId: created.id as string });
     expect(got.displayName).toBe("Research");
   });
 
   it("derives a handle when none is given", async () => {
-    const ws = await t.client().workspaces.createWorkspace({ displayName: "Data Science & ML!" });
+    const ws = await t.client().iam.workspaces.createWorkspace({ displayName: "Data Science & ML!" });
     expect(ws.tenantHandle).toMatch(/^data-science-ml-[0-9a-f]{6}$/);
   });
 
@@ -119,7 +119,7 @@ describe("workspaces", () => {
     ];
     await t
       .client()
-      .workspaces.createWorkspace({ displayName: "R", tenantHandle: "research" })
+      .iam.workspaces.createWorkspace({ displayName: "R", tenantHandle: "research" })
       .catch(() => undefined);
     for (const [body, status, detail] of cases) {
       const res = await t.fetch("/api/v1/workspaces", { method: "POST", body });
@@ -136,7 +136,7 @@ describe("workspaces", () => {
   });
 
   it("deletes a workspace in the background and refuses to delete the last one", async () => {
-    const ws = await t.client().workspaces.createWorkspace({ displayName: "Doomed" });
+    const ws = await t.client().iam.workspaces.createWorkspace({ displayName: "Doomed" });
     const res = await t.fetch(`/api/v1/workspaces/${ws.id}`, { method: "DELETE" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({});
@@ -145,9 +145,9 @@ describe("workspaces", () => {
       .poll(async () => (await db`select 1 from workspaces where id = ${ws.id}`).length, { timeout: 10_000 })
       .toBe(0);
 
-    const all = await t.client().workspaces.listWorkspaces({});
+    const all = await t.client().iam.workspaces.listWorkspaces({});
     for (const w of all.workspaces.slice(1))
-      await t.client().workspaces.deleteWorkspace({ workspaceId: w.id });
+      await t.client().iam.workspaces.deleteWorkspace({ workspaceId: w.id });
     const last = all.workspaces[0]!;
     const refused = await t.fetch(`/api/v1/workspaces/${last.id}`, { method: "DELETE" });
     expect(refused.status).toBe(409);
@@ -157,7 +157,7 @@ describe("workspaces", () => {
 
 describe("API keys", () => {
   it("shows the key once, stores only its SHA-256 and lists it redacted", async () => {
-    const created = await t.client().apiKeys.createApiKey({ description: "ci", kind: "service" });
+    const created = await t.client().iam.apiKeys.createApiKey({ description: "ci", kind: "service" });
     expect(created.key).toMatch(/^ap_sk_/);
     expect(created.shortKey).toBe(`ap_sk_...${created.key.slice(-4)}`);
     expect(created.workspaceIds).toEqual([]);
@@ -179,7 +179,7 @@ describe("API keys", () => {
   });
 
   it("answers the same list over REST and Connect JSON: absent fields are left out by both", async () => {
-    await t.client().apiKeys.createApiKey({ description: "", kind: "service" });
+    await t.client().iam.apiKeys.createApiKey({ description: "", kind: "service" });
     const rest = (await (await t.fetch("/api/v1/api-key")).json()) as Record<string, unknown>[];
     const connect = await fetch(`${t.baseUrl}/agentplane.iam.v1.ApiKeyService/ListApiKeys`, {
       method: "POST",
@@ -202,7 +202,7 @@ describe("API keys", () => {
     expect(revoked.status).toBe(200);
     expect(((await revoked.json()) as { revoked_at: string }).revoked_at).toMatch(/^\d{4}-/);
     expect((await t.fetch("/api/v1/whoami", { apiKey: key })).status).toBe(401);
-    const listed = await t.client().apiKeys.listApiKeys({});
+    const listed = await t.client().iam.apiKeys.listApiKeys({});
     expect(listed.apiKeys.map((k) => k.id)).not.toContain(id);
   });
 
@@ -210,14 +210,15 @@ describe("API keys", () => {
     const soon = new Date(Date.now() + KEY_LIFETIME_MS);
     const created = await t
       .client()
-      .apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(soon) });
+      .iam.apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(soon) });
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, soon.getTime() - Date.now() + 1));
     expect((await t.fetch("/api/v1/whoami", { apiKey: created.key })).status).toBe(401);
     const past = await connectFailure(
-      t
-        .client()
-        .apiKeys.createApiKey({ kind: "service", expiresAt: timestampFromDate(new Date(Date.now() - 1000)) }),
+      t.client().iam.apiKeys.createApiKey({
+        kind: "service",
+        expiresAt: timestampFromDate(new Date(Date.now() - 1000)),
+      }),
     );
     expect(past.code).toBe(Code.InvalidArgument);
     expect(past.rawMessage).toBe("expires_at must be in the future");
@@ -251,14 +252,14 @@ describe("workspace selection and permissions", () => {
   let a: string;
   let b: string;
   beforeAll(async () => {
-    a = (await t.client().workspaces.createWorkspace({ displayName: "A" })).id;
-    b = (await t.client().workspaces.createWorkspace({ displayName: "B" })).id;
+    a = (await t.client().iam.workspaces.createWorkspace({ displayName: "A" })).id;
+    b = (await t.client().iam.workspaces.createWorkspace({ displayName: "B" })).id;
   });
 
   it("a personal key falls back to its default workspace and honours x-tenant-id", async () => {
-    const current = await t.client().workspaces.getCurrentWorkspace({});
+    const current = await t.client().iam.workspaces.getCurrentWorkspace({});
     expect(current.tenantHandle).toBe("default");
-    const chosen = await t.client({ tenantId: b }).workspaces.getCurrentWorkspace({});
+    const chosen = await t.client({ tenantId: b }).iam.workspaces.getCurrentWorkspace({});
     expect(chosen.id).toBe(b);
     const bad = await t.fetch("/api/v1/workspaces/current", { tenantId: "not-a-uuid" });
     expect(bad.status).toBe(422);

@@ -31,7 +31,7 @@ afterAll(async () => {
 
 /** A new service key of A's default workspace with `role`. */
 async function serviceKey(role: "viewer" | "editor"): Promise<{ id: string; key: string }> {
-  const created = await a.client().apiKeys.createApiKey({ kind: "service", role, description: role });
+  const created = await a.client().iam.apiKeys.createApiKey({ kind: "service", role, description: role });
   return { id: created.id, key: created.key };
 }
 
@@ -60,29 +60,29 @@ describe("a change to a key reaches every server's cache", () => {
   });
 
   it("a member's new role applies on the other server too", async () => {
-    const member = await a.client().members.addOrganizationMember({ email: "role@example.com" });
-    await a.client().members.addWorkspaceMember({ userId: member.userId, role: "editor" });
-    const { key } = await a.client().apiKeys.createApiKey({ userId: member.userId });
+    const member = await a.client().iam.members.addOrganizationMember({ email: "role@example.com" });
+    await a.client().iam.members.addWorkspaceMember({ userId: member.userId, role: "editor" });
+    const { key } = await a.client().iam.apiKeys.createApiKey({ userId: member.userId });
     // Naming the workspace makes the key's lookup read the member's role there, so the role is kept with it.
-    const tenantId = (await a.client().workspaces.getCurrentWorkspace({})).id;
+    const tenantId = (await a.client().iam.workspaces.getCurrentWorkspace({})).id;
     const create = (app: TestApp) =>
       app.fetch("/threads", { method: "POST", body: "{}", apiKey: key, tenantId }).then((r) => r.status);
     expect(await create(b)).toBe(200);
-    await a.client().members.updateWorkspaceMember({ userId: member.userId, role: "viewer" });
+    await a.client().iam.members.updateWorkspaceMember({ userId: member.userId, role: "viewer" });
     expect(await create(a)).toBe(403);
     await expect.poll(() => create(b), { timeout: PROPAGATION_MS }).toBe(403);
   });
 
   it("a deleted workspace is closed to keys kept on the other server", async () => {
-    const ws = await a.client().workspaces.createWorkspace({ displayName: "Short-lived" });
+    const ws = await a.client().iam.workspaces.createWorkspace({ displayName: "Short-lived" });
     // A service key without workspace_ids acts in every workspace of the organization.
-    const { key } = await a.client().apiKeys.createApiKey({ kind: "service", role: "editor" });
+    const { key } = await a.client().iam.apiKeys.createApiKey({ kind: "service", role: "editor" });
     const search = (app: TestApp) =>
       app
         .fetch("/threads/search", { method: "POST", body: "{}", apiKey: key, tenantId: ws.id })
         .then((r) => r.status);
     expect(await search(b)).toBe(200);
-    await a.client({ tenantId: ws.id }).workspaces.deleteWorkspace({ workspaceId: ws.id });
+    await a.client({ tenantId: ws.id }).iam.workspaces.deleteWorkspace({ workspaceId: ws.id });
     expect(await search(a)).toBe(403);
     await expect.poll(() => search(b), { timeout: PROPAGATION_MS }).toBe(403);
   });

@@ -133,7 +133,7 @@ describe("/internal/log-level", () => {
   });
 
   it("refuses a viewer's key (403), no key (401), bad bodies and queries (422), DELETE (405)", async () => {
-    const viewer = await t.client().apiKeys.createApiKey({
+    const viewer = await t.client().iam.apiKeys.createApiKey({
       kind: "service",
       role: "viewer",
       organizationRole: "viewer",

@@ -18,7 +18,7 @@ const FOREIGN_EMAIL = "someone@other.example";
 beforeAll(async () => {
   t = await startTestApp();
   db = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
-  adminId = (await t.client().identity.whoami({})).user?.id ?? "";
+  adminId = (await t.client().iam.identity.whoami({})).user?.id ?? "";
   const orgId = randomUUID();
   foreignUserId = randomUUID();
   await db`insert into organizations (id, display_name, plan) values (${orgId}, 'Other', 'developer')`;
@@ -54,7 +54,7 @@ async function addMember(email: string, role = "user"): Promise<{ user_id: strin
 }
 
 async function permissions(apiKey: string): Promise<string[]> {
-  return (await t.client({ apiKey }).identity.whoami({})).permissions;
+  return (await t.client({ apiKey }).iam.identity.whoami({})).permissions;
 }
 
 describe("organization members", () => {
@@ -247,13 +247,15 @@ describe("organization members", () => {
 describe("a new member's lifecycle", () => {
   it("gets a key from the admin, acts with its roles, and loses access when removed", async () => {
     const alice = await addMember("Alice@Example.com");
-    const key = await t.client().apiKeys.createApiKey({ userId: alice.user_id, description: "first key" });
+    const key = await t
+      .client()
+      .iam.apiKeys.createApiKey({ userId: alice.user_id, description: "first key" });
     expect(key).toMatchObject({ kind: "personal", userId: alice.user_id, description: "first key" });
     expect(key.key).toMatch(/^ap_/);
-    const listed = await t.client({ apiKey: key.key }).apiKeys.listApiKeys({});
+    const listed = await t.client({ apiKey: key.key }).iam.apiKeys.listApiKeys({});
     expect(listed.apiKeys.map((k) => [k.id, k.key])).toEqual([[key.id, ""]]);
 
-    const me = await t.client({ apiKey: key.key }).identity.whoami({});
+    const me = await t.client({ apiKey: key.key }).iam.identity.whoami({});
     expect(me).toMatchObject({ organizationRole: "user", user: { email: "Alice@Example.com" } });
     expect(me.workspace).toBeUndefined();
     expect((await call("GET", "/api/v1/workspaces/current", undefined, key.key)).status).toBe(403);
@@ -293,7 +295,7 @@ describe("a new member's lifecycle", () => {
       role: "editor",
     });
     expect(promoted).toMatchObject({ status: 200, json: { role: "editor" } });
-    expect((await t.client({ apiKey: key.key }).workspaces.getCurrentWorkspace({})).role).toBe("editor");
+    expect((await t.client({ apiKey: key.key }).iam.workspaces.getCurrentWorkspace({})).role).toBe("editor");
     expect(await permissions(key.key)).toContain("projects:create");
     expect(await permissions(key.key)).not.toContain("workspace-members:manage");
     await members().updateWorkspaceMember({ userId: alice.user_id, role: "admin" });
@@ -323,17 +325,17 @@ describe("a new member's lifecycle", () => {
 
   it("lets an admin issue a key for another admin, usable in every workspace", async () => {
     const carol = await addMember("carol@example.com", "admin");
-    const key = await t.client().apiKeys.createApiKey({
+    const key = await t.client().iam.apiKeys.createApiKey({
       userId: carol.user_id,
-      defaultWorkspaceId: (await t.client().workspaces.getCurrentWorkspace({})).id,
+      defaultWorkspaceId: (await t.client().iam.workspaces.getCurrentWorkspace({})).id,
     });
-    const me = await t.client({ apiKey: key.key }).identity.whoami({});
+    const me = await t.client({ apiKey: key.key }).iam.identity.whoami({});
     expect(me).toMatchObject({
       organizationRole: "admin",
       user: { id: carol.user_id },
       workspace: { role: "admin" },
     });
     await members().updateOrganizationMember({ userId: carol.user_id, organizationRole: "viewer" });
-    expect((await t.client({ apiKey: key.key }).identity.whoami({})).organizationRole).toBe("viewer");
+    expect((await t.client({ apiKey: key.key }).iam.identity.whoami({})).organizationRole).toBe("viewer");
   });
 });

@@ -278,7 +278,7 @@ describe("POST /internal/heapdump", () => {
   });
 
   it("refuses a viewer's key and another organization's admin (403), no key (401), GET (405), a query (422)", async () => {
-    const viewer = await r.t.client().apiKeys.createApiKey({
+    const viewer = await r.t.client().iam.apiKeys.createApiKey({
       kind: "service",
       role: "viewer",
       organizationRole: "viewer",
@@ -302,7 +302,7 @@ describe("GET /ok", () => {
   it("is ok while every worker loop makes progress", async () => {
     const res = await fetch(`${r.t.baseUrl}/ok`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ok: true });
+    expect(await res.json()).toEqual({ ok: true, services: { postgres: "ok", queue: "ok", workers: "ok" } });
   });
 });
 

@@ -14,12 +14,14 @@
  *   AGENTPLANE_ISOLATION_SEED=<seed> npx vitest run test/e2e/run-query-isolation.test.ts
  */
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import { Client } from "langsmith";
 import postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   QueryRunsRequestSchema,
   QueryRunsResponseSchema,
+  RunService,
 } from "../../gen/agentplane/tracing/v1/run_service_pb.js";
 import { ConnectError } from "../../sdk/index.js";
 import {
@@ -73,7 +75,7 @@ beforeAll(async () => {
   data = lookAlikeWorkspaces(seededRandom(seed), TRACES);
   const [first, second] = await Promise.all([startTestApp(), startTestApp()]);
   both = first;
-  workspaceA = (await both.client().workspaces.getCurrentWorkspace({})).id;
+  workspaceA = (await both.client().iam.workspaces.getCurrentWorkspace({})).id;
   b = await workspaceOfB(both);
   bOnly = await workspaceOfB(second);
   await ingest(both, workspaceA, data.a, "idA");
@@ -86,9 +88,9 @@ afterAll(async () => {
 /** A new workspace holding B's traces, with a viewer key confined to it. */
 async function workspaceOfB(t: TestApp): Promise<Side> {
   const admin = t.client();
-  const workspaceId = (await admin.workspaces.createWorkspace({ displayName: "B" })).id;
+  const workspaceId = (await admin.iam.workspaces.createWorkspace({ displayName: "B" })).id;
   const viewerKey = (
-    await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+    await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
   await ingest(t, workspaceId, data.b, "idB");
   return { t, workspaceId, viewerKey };
@@ -146,9 +148,9 @@ interface Answer {
 
 async function ask(side: Side, body: Record<string, unknown>, protocol: "rest" | "connect"): Promise<Answer> {
   if (protocol === "connect") {
-    const client = side.t.client({ apiKey: side.viewerKey });
+    const client = createClient(RunService, side.t.client({ apiKey: side.viewerKey }).transport);
     try {
-      const response = await client.runs.queryRuns(fromJson(QueryRunsRequestSchema, body as JsonValue));
+      const response = await client.queryRuns(fromJson(QueryRunsRequestSchema, body as JsonValue));
       return answerOf("ok", toJson(QueryRunsResponseSchema, response) as Record<string, unknown>, "appPath");
     } catch (error) {
       const e = ConnectError.from(error);
@@ -281,7 +283,7 @@ it("holds the data it claims: B's rows on both servers, A's twins and shadows be
   const idsOfB = data.b.runs.map((r) => r.id).sort();
   expect(await count(b)).toEqual(idsOfB);
   expect(await count(bOnly)).toEqual(idsOfB);
-  const asA = await both.client().runs.queryRuns({ select: ["id", "name"], limit: 100 });
+  const asA = await both.client().tracing.runs.queryRuns({ select: ["id", "name"], limit: 100 });
   expect(asA.runs.length).toBe(Math.min(100, data.a.runs.length));
   expect(asA.runs.some((r) => r.name?.startsWith("a-only-"))).toBe(true);
   expect(new Set(asA.runs.map((r) => r.id)).size).toBeGreaterThan(0);

@@ -30,12 +30,12 @@ beforeAll(async () => {
   app = await startRunsApp();
   sdk = app.sdk;
   const admin = app.t.client();
-  const workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+  const workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
   viewerKey = (
-    await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+    await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
   viewer = client(viewerKey);
-  const two = (await admin.workspaces.createWorkspace({ displayName: "Two" })).id;
+  const two = (await admin.iam.workspaces.createWorkspace({ displayName: "Two" })).id;
   other = client(app.t.adminKey, two);
   const thread = await sdk.threads.create();
   done = await sdk.runs.create(thread.thread_id, "steps", {
@@ -144,6 +144,6 @@ async function viewerFetch(path: string, body: unknown): Promise<unknown> {
 
 /** The second workspace's id, as its clients send it. */
 async function otherWorkspaceId(): Promise<string | undefined> {
-  const list = await app.t.client().workspaces.listWorkspaces({});
+  const list = await app.t.client().iam.workspaces.listWorkspaces({});
   return list.workspaces.find((w) => w.displayName === "Two")?.id;
 }

@@ -61,6 +61,23 @@ const Exposed = Annotation.Root({
   other: Annotation<number>,
 });
 
+/** Starts a run of the \`leaf\` graph through the loopback client and waits for it. */
+export const spawner = new StateGraph(Exposed)
+  .addNode("spawn", async () => {
+    const client = new Client({ callerOptions: { maxRetries: 0 } });
+    await client.runs.wait(null, "leaf", { input: {} });
+    return {};
+  })
+  .addEdge(START, "spawn")
+  .addEdge("spawn", END)
+  .compile();
+
+export const leaf = new StateGraph(Exposed)
+  .addNode("leaf", () => ({ own: 1 }))
+  .addEdge(START, "leaf")
+  .addEdge("leaf", END)
+  .compile();
+
 /** Reads its own token back through an echo server, then calls the API with it directly. */
 export const exposed = new StateGraph(Exposed)
   .addNode("expose", async (state) => {
@@ -87,7 +104,14 @@ let sql: postgres.Sql;
 beforeAll(async () => {
   fixture = await writeGraphFixture(
     { "graphs.ts": GRAPHS },
-    { graphs: { loopback: "./graphs.ts:graph", exposed: "./graphs.ts:exposed" } },
+    {
+      graphs: {
+        loopback: "./graphs.ts:graph",
+        exposed: "./graphs.ts:exposed",
+        spawner: "./graphs.ts:spawner",
+        leaf: "./graphs.ts:leaf",
+      },
+    },
   );
   // An API key in the environment is for some other server: the loopback client must not send it.
   process.env.LANGGRAPH_API_KEY = "lsv2_not_for_this_server";
@@ -116,7 +140,7 @@ describe("new Client() with no URL inside a node", () => {
   });
 
   it("cannot reach another workspace's threads, even naming that workspace", async () => {
-    const other = (await t.client().workspaces.createWorkspace({ displayName: "Other" })).id;
+    const other = (await t.client().iam.workspaces.createWorkspace({ displayName: "Other" })).id;
     const otherSdk = new Client({
       apiUrl: t.baseUrl,
       apiKey: t.adminKey,
@@ -150,6 +174,39 @@ describe("new Client() with no URL inside a node", () => {
     expect(((await res.json()) as { detail: string }).detail).toMatch(/run token/);
   });
 
+  it("creates runs whose traces count in usage under the key that created its own run", async () => {
+    const workspaceId = (await t.client().iam.identity.whoami({})).workspace?.id ?? "";
+    const created = await t.client().iam.apiKeys.createApiKey({
+      kind: "service",
+      workspaceIds: [workspaceId],
+      role: "editor",
+      organizationRole: "viewer",
+    });
+    const asService = new Client({
+      apiUrl: t.baseUrl,
+      apiKey: created.key,
+      callerOptions: { maxRetries: 0 },
+    });
+    await asService.runs.wait(null, "spawner", { input: {} });
+    const now = Date.now();
+    const search = new URLSearchParams({
+      start_time: new Date(now - 3_600_000).toISOString(),
+      end_time: new Date(now + 3_600_000).toISOString(),
+      workspace_ids: workspaceId,
+      group_by: "api_key",
+    });
+    // The spawner's trace and the leaf's, once their records are written (in the background).
+    await expect
+      .poll(async () => {
+        const res = await t.fetch(`/api/v1/orgs/current/billing/granular-usage?${search}`);
+        const { usage } = (await res.json()) as {
+          usage: { dimensions: { api_key_short_key: string | null }; traces: number }[];
+        };
+        return usage.filter((r) => r.dimensions.api_key_short_key === created.shortKey).map((r) => r.traces);
+      })
+      .toEqual([2]);
+  });
+
   it("acts only in the run's workspace at the authenticator, and only while the run runs", async () => {
     // An echo server: answers the x-api-key the loopback fetch sent, and keeps it.
     const seen: string[] = [];
@@ -160,7 +217,7 @@ describe("new Client() with no URL inside a node", () => {
     });
     await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
     try {
-      const other = (await t.client().workspaces.createWorkspace({ displayName: "Elsewhere" })).id;
+      const other = (await t.client().iam.workspaces.createWorkspace({ displayName: "Elsewhere" })).id;
       const thread = await sdk.threads.create();
       const values = (await sdk.runs.wait(thread.thread_id, "exposed", {
         input: {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunService } from "../../gen/agentplane/agents/v1/run_service_pb.js";
 import {
   collect,
+  collectAll,
   eventNames,
   human,
   humanOut,
@@ -278,12 +279,23 @@ describe("subgraphs", () => {
     expect(namespaces.size).toBe(1);
     const ns = [...namespaces][0] ?? "";
     expect(ns).toMatch(/^weather:[0-9a-f-]{36}$/);
+    // Each values event follows a pointer to its checkpoint, as the LangGraph JS server streams them.
+    const pointer = (step: number) => ({
+      id: expect.any(String),
+      parent_id: expect.any(String),
+      step,
+      source: "loop",
+    });
     expect(withoutIds(parts.slice(1))).toEqual([
+      { event: "checkpoints", data: pointer(0) },
       { event: "values", data: { messages: [question] } },
       { event: "updates", data: { router: { route: "weather" } } },
+      { event: "checkpoints", data: pointer(1) },
       { event: "values", data: { messages: [question], route: "weather" } },
+      { event: `checkpoints|${ns}`, data: pointer(0) },
       { event: `values|${ns}`, data: { messages: [question] } },
       { event: `updates|${ns}`, data: { locate: { city: "Paris" } } },
+      { event: `checkpoints|${ns}`, data: pointer(1) },
       { event: `values|${ns}`, data: { messages: [question], city: "Paris" } },
       {
         event: `updates|${ns}`,
@@ -293,8 +305,10 @@ describe("subgraphs", () => {
           },
         },
       },
+      { event: `checkpoints|${ns}`, data: pointer(2) },
       { event: `values|${ns}`, data: { messages: [question, report], city: "Paris" } },
       { event: "updates", data: { weather: { messages: [question, report] } } },
+      { event: "checkpoints", data: pointer(2) },
       { event: "values", data: { messages: [question, report], route: "weather" } },
     ]);
   });
@@ -376,7 +390,14 @@ describe("the wire", () => {
       "event: values",
       "event: updates",
       "event: values",
+      "event: end",
     ]);
+    // The last event says the run ended, and how (SDK 1.15 then knows not to reconnect).
+    const runId = JSON.parse(field(blocks[0] ?? [], "data").replace(/^data: ?/, "")).run_id;
+    expect(JSON.parse(field(blocks.at(-1) ?? [], "data").replace(/^data: ?/, ""))).toEqual({
+      run_id: runId,
+      status: "success",
+    });
   });
 
   it("Connect's server stream carries the same events as the SSE stream", async () => {
@@ -401,14 +422,16 @@ describe("the wire", () => {
       "values",
       "updates",
       "values",
+      "end",
     ]);
     for (const e of events) expect(e.id).toMatch(/^\d{13}-\d+$/);
     const runId = (events[0]?.data as { run_id?: string } | undefined)?.run_id ?? "";
-    const replay = await collect(sdk.runs.joinStream(thread.thread_id, runId));
-    // The run has ended and was not resumable: a join now sees nothing, but the run is there and done.
-    expect(replay).toEqual([]);
+    expect(events.at(-1)?.data).toEqual({ run_id: runId, status: "success" });
+    const replay = await collectAll(sdk.runs.joinStream(thread.thread_id, runId));
+    // The run has ended and was not resumable: a join now sees only its end.
+    expect(replay).toEqual([{ event: "end", data: { run_id: runId, status: "success" } }]);
     expect((await sdk.runs.get(thread.thread_id, runId)).status).toBe("success");
-    expect(events.at(-1)?.data).toEqual({
+    expect(events.at(-2)?.data).toEqual({
       topic: "rpc",
       text: "published: draft about rpc",
       log: ["draft", "publish"],

@@ -166,7 +166,7 @@ describe("a run's trace", () => {
   it("is counted in granular usage", async () => {
     const runId = await runToEnd("traced");
     await traceOf(runId, 5);
-    const me = await t.client().identity.whoami({});
+    const me = await t.client().iam.identity.whoami({});
     const hour = (offsetMs: number) => `${new Date(Date.now() + offsetMs).toISOString().slice(0, 13)}:00:00Z`;
     const params = new URLSearchParams({
       start_time: hour(-3_600_000),

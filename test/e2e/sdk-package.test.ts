@@ -2,7 +2,8 @@
  * The SDK as a user gets it: `npm pack` of sdk/ (its prepack builds JavaScript and type declarations
  * with the generated code inside), installed into a scratch project outside the repository, then
  * used from plain Node (ESM), type-checked by tsc as a consumer would, and bundled with esbuild for a
- * browser page in Chromium. Every call goes to a real server.
+ * browser page in Chromium. Every code sample of sdk/README.md and of the project README's SDK
+ * section runs here, in Node and in Chromium, against a real server (test/support/doc-samples.ts).
  *
  * The scratch install is offline: the SDK's three dependencies are packed from the repository's own
  * node_modules (the same pinned versions npm would fetch), so the test needs no network.
@@ -13,14 +14,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { build } from "esbuild";
+import { build, transform } from "esbuild";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { launchTestBrowser, type TestBrowser } from "../support/chromium.js";
+import {
+  CHECK_HARNESS,
+  type DocSample,
+  docSamples,
+  runnableSample,
+  type SampleResult,
+  sampleProblems,
+} from "../support/doc-samples.js";
+import { type DroppingProxy, startDroppingProxy } from "../support/dropping-proxy.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SDK_DIR = join(ROOT, "sdk");
+/** The graphs the samples use: the example `agent` that `npm start` serves, and `ticker`. */
+const GRAPHS = fileURLToPath(new URL("./fixtures/sdk-graphs/langgraph.json", import.meta.url));
 /** The SDK's dependencies, packed from the root's node_modules for the offline install. */
 const SDK_DEPENDENCIES = ["@bufbuild/protobuf", "@connectrpc/connect", "@connectrpc/connect-web"];
 /**
@@ -30,18 +42,28 @@ const SDK_DEPENDENCIES = ["@bufbuild/protobuf", "@connectrpc/connect", "@connect
 const SETUP_TIMEOUT_MS = 180_000;
 /** tsc checks the consumer against every declaration file: seconds when idle, more under load. */
 const TYPECHECK_TIMEOUT_MS = 120_000;
-/** How long the browser page may take to load its bundle and answer. */
-const PAGE_WAIT = { timeout: 15_000 };
+/** Every sample in turn, each a Node process or a bundle: seconds, more under load. */
+const SAMPLES_TIMEOUT_MS = 120_000;
+/** How long a browser page may take to load its bundles and run them. */
+const PAGE_WAIT = { timeout: 60_000 };
 
 let t: TestApp;
+let proxy: DroppingProxy;
 let scratch: string;
+let app: string;
 let packed: string[];
 let workspaceName: string;
 let browser: TestBrowser | undefined;
+let samples: DocSample[];
 
 beforeAll(async () => {
-  t = await startTestApp();
-  workspaceName = (await t.client().identity.whoami({})).workspace?.displayName ?? "";
+  t = await startTestApp({ graphConfigPath: GRAPHS });
+  proxy = await startDroppingProxy(t.baseUrl);
+  workspaceName = (await t.client().iam.identity.whoami({})).workspace?.displayName ?? "";
+  samples = [
+    ...docSamples(await readFile(join(SDK_DIR, "README.md"), "utf8"), "sdk/README.md"),
+    ...docSamples(await readFile(join(ROOT, "README.md"), "utf8"), "README.md", "The TypeScript SDK"),
+  ];
   scratch = await mkdtemp(join(tmpdir(), "agentplane-sdk-consumer-"));
   const tarballs = join(scratch, "tarballs");
   await mkdir(tarballs);
@@ -55,7 +77,7 @@ beforeAll(async () => {
     ...SDK_DEPENDENCIES.map((name) => join(ROOT, "node_modules", name)),
   ]);
   packed = (JSON.parse(sdk) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
-  const app = join(scratch, "app");
+  app = join(scratch, "app");
   await mkdir(app);
   await writeFile(
     join(app, "package.json"),
@@ -70,6 +92,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   if (scratch) await rm(scratch, { recursive: true, force: true });
+  await proxy?.close();
   await t?.stop();
 });
 
@@ -78,38 +101,70 @@ async function npm(cwd: string, args: string[]): Promise<string> {
   return stdout;
 }
 
+/** The browser of the file, started on first use. */
+async function page() {
+  browser ??= await launchTestBrowser();
+  return browser;
+}
+
+/**
+ * Serves `files` (name → JavaScript) and an index page loading `entry` as a module under `origin`'s
+ * `/<prefix>/`, from the browser itself, so that the bundles call the server same-origin as an
+ * application hosted with it would; opens the page (with `hash`, which reaches only the page).
+ */
+async function openPage(
+  origin: string,
+  prefix: string,
+  files: Record<string, string>,
+  entry: string,
+  hash = "",
+) {
+  const { page: tab } = await page();
+  await tab.route(`${origin}/${prefix}/**`, (route) => {
+    const name = new URL(route.request().url()).pathname.slice(prefix.length + 2);
+    return name.endsWith(".js")
+      ? route.fulfill({ contentType: "text/javascript", body: files[name] ?? "" })
+      : route.fulfill({
+          contentType: "text/html",
+          body: `<!doctype html><title>sdk</title><script type="module" src="/${prefix}/${entry}"></script>`,
+        });
+  });
+  await tab.goto(`${origin}/${prefix}/index.html${hash}`);
+  return tab;
+}
+
 it("packs JavaScript, type declarations and the generated code, and no TypeScript source", () => {
   expect(packed).toContain("README.md");
   expect(packed).toContain("dist/sdk/index.js");
   expect(packed).toContain("dist/sdk/index.d.ts");
+  expect(packed).toContain("dist/gen/sdk/services.js");
   expect(packed).toContain("dist/gen/agentplane/iam/v1/identity_service_pb.js");
   expect(packed).toContain("dist/gen/google/api/annotations_pb.js");
+  expect(packed.filter((path) => path.startsWith("dist/sdk/codegen/"))).toEqual([]);
   expect(packed.filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))).toEqual([]);
 });
 
 it("works from plain Node ESM over Connect JSON, Connect binary and gRPC-Web", async () => {
-  const script = join(scratch, "app", "check.mjs");
+  const script = join(app, "check.mjs");
   await writeFile(
     script,
     `import { Code, ConnectError, createClient } from "@agentplane/sdk";
 const [baseUrl, apiKey] = process.argv.slice(2);
 const names = [];
 for (const protocol of ["connect", "connect-binary", "grpc-web"]) {
-  const me = await createClient({ baseUrl, apiKey, protocol }).identity.whoami({});
+  const me = await createClient({ baseUrl, apiKey, protocol }).iam.identity.whoami();
   names.push(me.workspace.displayName);
 }
 let refused = "";
 try {
-  await createClient({ baseUrl, apiKey: "not-a-key" }).identity.whoami({});
+  await createClient({ baseUrl, apiKey: "not-a-key" }).iam.identity.whoami();
 } catch (error) {
   refused = error instanceof ConnectError && error.code === Code.Unauthenticated ? "unauthenticated" : String(error);
 }
 console.log(JSON.stringify({ names, refused }));
 `,
   );
-  const { stdout } = await run(process.execPath, [script, t.baseUrl, t.adminKey], {
-    cwd: join(scratch, "app"),
-  });
+  const { stdout } = await run(process.execPath, [script, t.baseUrl, t.adminKey], { cwd: app });
   expect(JSON.parse(stdout)).toEqual({
     names: [workspaceName, workspaceName, workspaceName],
     refused: "unauthenticated",
@@ -117,96 +172,199 @@ console.log(JSON.stringify({ names, refused }));
 });
 
 it(
-  "gives a TypeScript consumer the types",
+  "gives a TypeScript consumer the types, for every sample of the documents too",
   async () => {
-    const app = join(scratch, "app");
     await writeFile(
       join(app, "consumer.ts"),
-      `import { type AgentplaneClient, createClient, type Workspace } from "@agentplane/sdk";
+      `import { type AgentplaneClient, createClient, type iamV1 } from "@agentplane/sdk";
 const ap: AgentplaneClient = createClient({ baseUrl: "http://127.0.0.1:2024", protocol: "grpc-web" });
 export async function names(): Promise<string[]> {
-  const { workspaces } = await ap.workspaces.listWorkspaces({});
-  return workspaces.map((w: Workspace) => w.displayName);
+  const { workspaces } = await ap.iam.workspaces.listWorkspaces({});
+  return workspaces.map((w: iamV1.Workspace) => w.displayName);
 }
 `,
     );
-    // A call with a misspelt field must not type-check: proof that the declarations are really read.
+    // Calls that must not type-check: proof that the declarations are really read, down to the
+    // fields the LangGraph API fixes.
     await writeFile(
       join(app, "wrong.ts"),
       `import { createClient } from "@agentplane/sdk";
-await createClient({ baseUrl: "x" }).workspaces.createWorkspace({ display_nam: "typo" });
+const ap = createClient({ baseUrl: "x" });
+await ap.iam.workspaces.createWorkspace({ display_nam: "typo" });
+await ap.agents.runs.createRun({ assistantId: "agent", streamMode: ["valuez"] });
 `,
     );
-    // The package README's example must compile against the package too (the scratch project has no
-    // Node types, hence the one declaration it needs).
-    const readme = await readFile(join(SDK_DIR, "README.md"), "utf8");
-    const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
-    expect(example).toContain("createClient");
-    await writeFile(
-      join(app, "readme.ts"),
-      `declare const process: { env: Record<string, string | undefined> };\n${example}export {};\n`,
+    expect(samples.length).toBeGreaterThanOrEqual(8);
+    // The scratch project has no Node types, hence the one declaration the samples need.
+    const sampleFiles = samples.map((_, i) => `sample-${i + 1}.ts`);
+    await Promise.all(
+      samples.map((sample, i) =>
+        writeFile(
+          join(app, sampleFiles[i]!),
+          `declare const process: { env: Record<string, string | undefined> };\n${sample.code}export {};\n`,
+        ),
+      ),
     );
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
     const options = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext"];
     options.push("--target", "es2022", "--lib", "es2022,dom", "--pretty", "false");
     // One compiler run for all files (tsc takes seconds to start): only wrong.ts may be reported.
-    const report = await run(process.execPath, [tsc, ...options, "consumer.ts", "readme.ts", "wrong.ts"], {
+    const report = await run(process.execPath, [tsc, ...options, "consumer.ts", ...sampleFiles, "wrong.ts"], {
       cwd: app,
     }).then(
       () => "",
       (error: { stdout: string }) => error.stdout,
     );
     const errors = report.trim().split("\n");
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(/^wrong\.ts\(2,.*'display_nam' does not exist/);
+    expect(errors).toHaveLength(2);
+    expect(errors[0]).toMatch(/^wrong\.ts\(3,.*'display_nam' does not exist/);
+    expect(errors[1]).toMatch(/^wrong\.ts\(4,.*'"valuez"' is not assignable/);
   },
   TYPECHECK_TIMEOUT_MS,
 );
 
-it("runs in a browser from an esbuild bundle", async () => {
-  const app = join(scratch, "app");
-  await writeFile(
-    join(app, "browser.mjs"),
-    `import { createClient } from "@agentplane/sdk";
-const params = new URLSearchParams(location.hash.slice(1));
-const ap = createClient({ baseUrl: location.origin, apiKey: params.get("key"), protocol: "grpc-web" });
-ap.identity.whoami({}).then(
-  (me) => { window.__sdkResult = { name: me.workspace.displayName }; },
-  (error) => { window.__sdkResult = { error: String(error) }; },
+it(
+  "runs every sample of the documents in Node",
+  async () => {
+    await writeFile(
+      join(app, "run-sample.mjs"),
+      `import { pathToFileURL } from "node:url";
+${CHECK_HARNESS}
+let error;
+try {
+  await import(pathToFileURL(process.argv[2]).href);
+} catch (e) {
+  error = String(e?.stack ?? e);
+}
+console.log("__RESULT__" + JSON.stringify({ checks: globalThis.__checks, ...(error ? { error } : {}) }));
+`,
+    );
+    const problems: string[] = [];
+    for (const [i, sample] of samples.entries()) {
+      const file = join(app, `run-${i + 1}.mjs`);
+      const { code } = await transform(runnableSample(sample, t.baseUrl), { loader: "ts", format: "esm" });
+      await writeFile(file, code);
+      const { stdout } = await run(process.execPath, ["run-sample.mjs", file], {
+        cwd: app,
+        env: { ...process.env, AGENTPLANE_API_KEY: t.adminKey },
+      });
+      const line = stdout.split("\n").find((l) => l.startsWith("__RESULT__"));
+      problems.push(
+        ...sampleProblems(sample, line ? (JSON.parse(line.slice(10)) as SampleResult) : undefined),
+      );
+    }
+    expect(problems).toEqual([]);
+  },
+  SAMPLES_TIMEOUT_MS,
 );
+
+it(
+  "runs every sample of the documents in Chromium, from esbuild bundles",
+  async () => {
+    const files: Record<string, string> = {};
+    for (const [i, sample] of samples.entries()) {
+      const bundle = await build({
+        stdin: { contents: runnableSample(sample, t.baseUrl), loader: "ts", resolveDir: app },
+        absWorkingDir: app,
+        bundle: true,
+        platform: "browser",
+        format: "esm",
+        target: "es2022",
+        define: { "process.env.AGENTPLANE_API_KEY": JSON.stringify(t.adminKey) },
+        write: false,
+      });
+      const script = bundle.outputFiles[0]!.text;
+      expect(script).not.toMatch(/from\s+"node:/);
+      files[`sample-${i + 1}.js`] = script;
+    }
+    files["run.js"] = `${CHECK_HARNESS}
+const results = [];
+for (let i = 1; i <= ${samples.length}; i++) {
+  globalThis.__checks = [];
+  try {
+    await import("./sample-" + i + ".js");
+    results.push({ checks: globalThis.__checks });
+  } catch (error) {
+    results.push({ checks: globalThis.__checks, error: String(error?.stack ?? error) });
+  }
+}
+window.__samples = results;
+`;
+    const tab = await openPage(t.baseUrl, "sdk-samples", files, "run.js");
+    await tab.waitForFunction(
+      () => (window as { __samples?: unknown }).__samples !== undefined,
+      null,
+      PAGE_WAIT,
+    );
+    const results = await tab.evaluate(() => (window as unknown as { __samples: SampleResult[] }).__samples);
+    expect(samples.flatMap((sample, i) => sampleProblems(sample, results[i]))).toEqual([]);
+    // Chromium logs each answer with an error status, which the error samples ask for on purpose;
+    // anything else a page logs as an error, or throws, is a failure.
+    const logged = (await page()).pageErrors.filter(
+      (e) => !e.startsWith("Failed to load resource: the server"),
+    );
+    expect(logged).toEqual([]);
+  },
+  SAMPLES_TIMEOUT_MS,
+);
+
+it("resumes a streamed run in Chromium after its connection drops", async () => {
+  await writeFile(
+    join(app, "resume.mjs"),
+    `import { createClient } from "@agentplane/sdk";
+const reconnects = [];
+const ap = createClient({
+  baseUrl: location.origin,
+  apiKey: new URLSearchParams(location.hash.slice(1)).get("key"),
+  reconnect: { initialDelayMs: 20, onReconnect: (info) => reconnects.push(info.lastEventId) },
+});
+const collect = async (stream) => { const all = []; for await (const e of stream) all.push(e); return all; };
+try {
+  const thread = await ap.agents.threads.createThread();
+  const events = await collect(ap.agents.runs.streamRun({
+    threadId: thread.threadId,
+    assistantId: "ticker",
+    input: { ticks: 30, interval_ms: 40 },
+    streamMode: ["custom", "values"],
+  }));
+  const runId = events[0].data.run_id;
+  const replay = await collect(ap.agents.runs.joinRunStream({ threadId: thread.threadId, runId, lastEventId: "-1" }));
+  window.__resume = { events, replay, reconnects };
+} catch (error) {
+  window.__resume = { error: String(error) };
+}
 `,
   );
   const bundle = await build({
-    entryPoints: [join(app, "browser.mjs")],
+    entryPoints: [join(app, "resume.mjs")],
     absWorkingDir: app,
     bundle: true,
     platform: "browser",
-    format: "iife",
+    format: "esm",
     target: "es2022",
     write: false,
   });
-  const script = bundle.outputFiles[0]!.text;
-  expect(script).not.toMatch(/from\s+"node:/);
-
-  browser = await launchTestBrowser();
-  const { page } = browser;
-  // The page and its script are served by the browser itself, at the server's origin, so that the
-  // bundle calls the server same-origin as an application hosted with it would.
-  await page.route(`${t.baseUrl}/sdk-check/**`, (route) =>
-    route.request().url().endsWith(".js")
-      ? route.fulfill({ contentType: "text/javascript", body: script })
-      : route.fulfill({
-          contentType: "text/html",
-          body: '<!doctype html><title>sdk</title><script src="/sdk-check/bundle.js"></script>',
-        }),
+  const cuts = proxy.cuts;
+  // Past the answer's headers and a few events: the run goes on for over a second after the cut.
+  void proxy.cutNext("/agentplane.agents.v1.RunService/StreamRun", 700);
+  const tab = await openPage(
+    proxy.baseUrl,
+    "sdk-resume",
+    { "resume.js": bundle.outputFiles[0]!.text },
+    "resume.js",
+    `#key=${encodeURIComponent(t.adminKey)}`,
   );
-  await page.goto(`${t.baseUrl}/sdk-check/index.html#key=${encodeURIComponent(t.adminKey)}`);
-  await page.waitForFunction(
-    () => (window as { __sdkResult?: unknown }).__sdkResult !== undefined,
-    null,
-    PAGE_WAIT,
+  await tab.waitForFunction(() => (window as { __resume?: unknown }).__resume !== undefined, null, PAGE_WAIT);
+  const result = await tab.evaluate(
+    () =>
+      (
+        window as unknown as {
+          __resume: { events: { event: string }[]; replay: unknown[]; reconnects: string[] };
+        }
+      ).__resume,
   );
-  const result = await page.evaluate(() => (window as unknown as { __sdkResult: unknown }).__sdkResult);
-  expect(result).toEqual({ name: workspaceName });
-  expect(browser.pageErrors).toEqual([]);
+  expect(proxy.cuts - cuts).toBe(1);
+  expect(result.reconnects).toHaveLength(1);
+  expect(result.events).toEqual(result.replay);
+  expect(result.events.filter((e) => e.event === "custom")).toHaveLength(30);
 });

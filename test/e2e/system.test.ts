@@ -18,11 +18,14 @@ async function bufCurl(...args: string[]): Promise<string> {
 }
 
 describe("system endpoints", () => {
-  it("GET /ok answers without a key, and checks Postgres with check_db", async () => {
+  it("GET /ok answers without a key, lists each dependency, and checks Postgres with check_db", async () => {
     for (const path of ["/ok", "/ok?check_db=1", "/ok?check_db=true"]) {
       const res = await fetch(`${t.baseUrl}${path}`);
       expect(res.status, path).toBe(200);
-      expect(await res.json()).toEqual({ ok: true });
+      expect(await res.json()).toEqual({
+        ok: true,
+        services: { postgres: "ok", queue: "ok", workers: "ok" },
+      });
     }
   });
 

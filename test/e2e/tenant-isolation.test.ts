@@ -28,11 +28,11 @@ const fixtures = new Map<string, unknown>();
 beforeAll(async () => {
   t = await startTestApp();
   const admin = t.client();
-  const workspaceA = (await admin.workspaces.getCurrentWorkspace({})).id;
-  const workspaceB = (await admin.workspaces.createWorkspace({ displayName: "B" })).id;
+  const workspaceA = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
+  const workspaceB = (await admin.iam.workspaces.createWorkspace({ displayName: "B" })).id;
   // As strong as a key confined to B can be: workspace admin there, organization operator.
   keyB = (
-    await admin.apiKeys.createApiKey({
+    await admin.iam.apiKeys.createApiKey({
       kind: "service",
       workspaceIds: [workspaceB],
       role: "admin",

@@ -37,9 +37,9 @@ beforeAll(async () => {
   sdk = new Client({ apiUrl: t.baseUrl, apiKey: t.adminKey, callerOptions: { maxRetries: 0 } });
   rpc = createClient(ThreadService, t.client().transport);
   const admin = t.client();
-  workspaceId = (await admin.workspaces.getCurrentWorkspace({})).id;
+  workspaceId = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
   viewerKey = (
-    await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
+    await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceId], role: "viewer" })
   ).key;
   viewer = new Client({ apiUrl: t.baseUrl, apiKey: viewerKey, callerOptions: { maxRetries: 0 } });
   sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
@@ -294,6 +294,7 @@ describe("thread state through @langchain/langgraph-sdk", () => {
     const graph = (await threadGraphs.forThread(workspaceId, {
       threadId: thread.thread_id,
       metadata: { graph_id: "review" },
+      config: {},
     }))!;
     await graph.invoke(null, { configurable: { thread_id: thread.thread_id } });
     const [record] = (await findThreads(sql, [{ workspaceId, threadId: thread.thread_id }])) as [
@@ -430,7 +431,7 @@ describe("bad input gets a 4xx that says what to fix", () => {
     ["POST", "/threads", { if_exists: "replace" }, 422, "if_exists must be one of raise, do_nothing"],
     ["POST", "/threads", { ttl: { strategy: "forever", ttl: 5 } }, 422, "ttl.strategy must be one of"],
     ["POST", "/threads", { ttl: { ttl: -1 } }, 422, "ttl.ttl must be a number of minutes above 0"],
-    ["POST", "/threads", { surprise: 1 }, 422, "surprise"],
+    ["POST", "/threads", { if_exists: 7 }, 422, "if_exists"],
     ["POST", "/threads", { metadata: { note: "a\u0000b" } }, 422, "contains the NUL character (\\u0000)"],
     ["POST", "/threads/search", { metadata: { note: "\u0000" } }, 422, "contains the NUL character"],
     [

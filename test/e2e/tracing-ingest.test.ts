@@ -62,7 +62,7 @@ async function projectIdOf(name: string): Promise<string> {
 beforeAll(async () => {
   t = await startTestApp();
   sql = createSql(t.databaseUrl, { max: 2, statementTimeoutMs: 0, applicationName: "tracing-ingest-test" });
-  const me = await t.client().identity.whoami({});
+  const me = await t.client().iam.identity.whoami({});
   adminUserId = me.user?.id ?? "";
   adminKeyId = me.apiKeyId;
 });

@@ -170,7 +170,7 @@ describe("the official OTLP exporters", () => {
   });
 
   it("counts one trace per export in granular usage", async () => {
-    const workspace = await t.client().workspaces.getCurrentWorkspace({});
+    const workspace = await t.client().iam.workspaces.getCurrentWorkspace({});
     const query = new URLSearchParams({
       start_time: new Date(Date.now() - 86_400_000).toISOString(),
       end_time: new Date(Date.now() + 86_400_000).toISOString(),

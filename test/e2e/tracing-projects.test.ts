@@ -70,13 +70,13 @@ describe("tracing projects through the langsmith SDK", () => {
 describe("ingest tenancy and permissions", () => {
   it("keeps a key of workspace B out of workspace A's projects, and viewers out of ingest", async () => {
     const admin = t.client();
-    const workspaceA = (await admin.workspaces.getCurrentWorkspace({})).id;
-    const workspaceB = (await admin.workspaces.createWorkspace({ displayName: "ingest B" })).id;
+    const workspaceA = (await admin.iam.workspaces.getCurrentWorkspace({})).id;
+    const workspaceB = (await admin.iam.workspaces.createWorkspace({ displayName: "ingest B" })).id;
     const keyB = (
-      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
     ).key;
     const viewerKey = (
-      await admin.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceA], role: "viewer" })
+      await admin.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceA], role: "viewer" })
     ).key;
     const projectA = (await langsmithClient(t).client.createProject({ projectName: `a-${randomUUID()}` })).id;
     const id = randomUUID();

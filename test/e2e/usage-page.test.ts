@@ -44,10 +44,10 @@ const PAGE_WAIT = { timeout: 5_000 };
 
 beforeAll(async () => {
   t = await startTestApp();
-  const me = await t.client().identity.whoami({});
+  const me = await t.client().iam.identity.whoami({});
   const workspaceId = me.workspace?.id ?? "";
   workspaceName = me.workspace?.displayName ?? "";
-  const other = await t.client().workspaces.createWorkspace({ displayName: OTHER_WORKSPACE });
+  const other = await t.client().iam.workspaces.createWorkspace({ displayName: OTHER_WORKSPACE });
   const projects = { alpha: uuidv7(), beta: uuidv7(), otherAlpha: uuidv7() };
   const sql = postgres(t.databaseUrl, { max: 1, onnotice: () => {} });
   try {
@@ -150,7 +150,7 @@ it("shows which key is in use once it is accepted, and hides the Start and End o
   await page.getByRole("button", { name: "Use key" }).click();
   const inUse = page.getByRole("region", { name: "Key in use" });
   await expect.poll(() => inUse.isVisible(), PAGE_WAIT).toBe(true);
-  const shortKey = (await t.client().identity.whoami({})).apiKeyShortKey;
+  const shortKey = (await t.client().iam.identity.whoami({})).apiKeyShortKey;
   expect(await inUse.textContent()).toContain(
     `${shortKey} · personal key of admin@example.com · kept until this tab closes`,
   );

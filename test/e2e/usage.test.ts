@@ -3,12 +3,16 @@
  * real ingest, read back through the JSON API (REST and Connect) and the CSV export of a real server.
  * One file, over 500 lines, because every case reads the one seeded data set (one server start).
  */
+import { toJson } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { parseString } from "fast-csv";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UsageService } from "../../gen/agentplane/tracing/v1/usage_service_pb.js";
+import {
+  GranularUsageDimensionsSchema,
+  UsageService,
+} from "../../gen/agentplane/tracing/v1/usage_service_pb.js";
 import { ConnectError } from "../../sdk/index.js";
 import { uuidv7 } from "../../server/ids.js";
 import { createSql } from "../../server/store/db.js";
@@ -20,7 +24,7 @@ import { startTestApp, type TestApp } from "../support/test-app.js";
 
 interface UsageRecord {
   time_bucket: string;
-  dimensions: Record<string, string>;
+  dimensions: Record<string, string | null>;
   traces: number;
 }
 interface UsageResponse {
@@ -29,6 +33,13 @@ interface UsageResponse {
 }
 
 const USAGE = "/api/v1/orgs/current/billing/granular-usage";
+/** The dimension keys of each group_by (the seed's table). */
+const GROUP_KEYS: Record<string, string[]> = {
+  workspace: ["workspace_id", "workspace_name"],
+  project: ["project_id", "project_name"],
+  user: ["user_id", "user_email"],
+  api_key: ["api_key_short_key"],
+};
 
 let t: TestApp;
 let sql: postgres.Sql;
@@ -37,7 +48,7 @@ let wsB: string;
 let adminUser: { id: string; email: string };
 let adminKey: { id: string; shortKey: string };
 let service: { id: string; shortKey: string; key: string };
-const projects = { alpha: uuidv7(), formula: uuidv7(), beta: uuidv7() };
+const projects = { alpha: uuidv7(), formula: uuidv7(), beta: uuidv7(), gone: uuidv7() };
 
 /** Counts one trace, as the ingest does when it first inserts a root run. */
 async function trace(
@@ -85,12 +96,12 @@ beforeAll(async () => {
   t = await startTestApp();
   sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
   const admin = t.client();
-  const me = await admin.identity.whoami({});
+  const me = await admin.iam.identity.whoami({});
   wsA = me.workspace?.id ?? "";
   adminUser = { id: me.user?.id ?? "", email: me.user?.email ?? "" };
   adminKey = { id: me.apiKeyId, shortKey: me.apiKeyShortKey };
-  wsB = (await admin.workspaces.createWorkspace({ displayName: "Beta" })).id;
-  const created = await admin.apiKeys.createApiKey({
+  wsB = (await admin.iam.workspaces.createWorkspace({ displayName: "Beta" })).id;
+  const created = await admin.iam.apiKeys.createApiKey({
     kind: "service",
     workspaceIds: [wsB],
     role: "viewer",
@@ -117,6 +128,7 @@ beforeAll(async () => {
   });
   await trace("2026-04-20T08:00:00Z");
   await trace("2025-12-31T23:00:00Z");
+  await trace("2028-01-10T08:00:00Z", { project: projects.gone, user: null, key: null });
 });
 afterAll(async () => {
   await sql?.end();
@@ -132,7 +144,7 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     });
     expect(body.stride).toEqual({ days: 1, hours: 0 });
     const ws = (id: string, name: string) => ({ workspace_id: id, workspace_name: name });
-    const nameA = (await t.client().workspaces.getWorkspace({ workspaceId: wsA })).displayName;
+    const nameA = (await t.client().iam.workspaces.getWorkspace({ workspaceId: wsA })).displayName;
     expect(body.usage).toEqual([
       { time_bucket: "2026-03-01T00:00:00Z", dimensions: ws(wsA, nameA), traces: 3 },
       { time_bucket: "2026-03-02T00:00:00Z", dimensions: ws(wsA, nameA), traces: 1 },
@@ -165,6 +177,27 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     expect(body.usage.map((r) => [r.time_bucket, r.traces])).toEqual([
       ["2026-03-01T09:00:00Z", 1],
       ["2026-03-01T10:00:00Z", 2],
+    ]);
+  });
+
+  it("answers hourly buckets for a range under a day that widens to a whole UTC day, in JSON and CSV", async () => {
+    // 23 h 59 min: hourly, though its whole hours cover 2026-03-01, which a daily rollup row holds.
+    const params = {
+      start_time: "2026-03-01T00:01:00Z",
+      end_time: "2026-03-02T00:00:00Z",
+      workspace_ids: wsA,
+    };
+    const body = await usage(params);
+    expect(body.stride).toEqual({ days: 0, hours: 1 });
+    const hourly = [
+      ["2026-03-01T09:00:00Z", 1],
+      ["2026-03-01T10:00:00Z", 2],
+    ];
+    expect(body.usage.map((r) => [r.time_bucket, r.traces])).toEqual(hourly);
+    const { rows } = await csv(params);
+    expect(rows.slice(1).map((r) => [r[0], r[1], Number(r[9])])).toEqual([
+      ["2026-03-01T09:00:00Z", "2026-03-01T10:00:00Z", 1],
+      ["2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z", 2],
     ]);
   });
 
@@ -243,7 +276,8 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
         dimensions: { user_id: adminUser.id, user_email: adminUser.email },
         traces: 5,
       },
-      { time_bucket: "2026-03-01T00:00:00Z", dimensions: {}, traces: 2 },
+      // Sent with a service key: no user, but the group's keys are there, with null values.
+      { time_bucket: "2026-03-01T00:00:00Z", dimensions: { user_id: null, user_email: null }, traces: 2 },
     ]);
 
     const byKey = await usage({
@@ -259,6 +293,25 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     ];
     if (service.shortKey < adminKey.shortKey) keys.reverse();
     expect(byKey.usage.map((r) => [r.dimensions, r.traces])).toEqual(keys);
+  });
+
+  it("answers the group's dimension keys with null values when the trace has none", async () => {
+    // 2028-01-10: a trace sent with no key and no user, to a project that no longer exists.
+    const range = {
+      start_time: "2028-01-10T00:00:00Z",
+      end_time: "2028-01-11T00:00:00Z",
+      workspace_ids: wsA,
+    };
+    const dimensions = async (group_by: string) =>
+      (await usage({ ...range, group_by })).usage.map((r) => [r.dimensions, r.traces]);
+    expect(await dimensions("user")).toEqual([[{ user_id: null, user_email: null }, 1]]);
+    expect(await dimensions("api_key")).toEqual([[{ api_key_short_key: null }, 1]]);
+    expect(await dimensions("project")).toEqual([[{ project_id: projects.gone, project_name: null }, 1]]);
+    // The same cells are empty in the CSV.
+    const { rows } = await csv({ ...range, group_by: "project" });
+    expect(rows.slice(1)).toEqual([
+      ["2028-01-10T00:00:00Z", "2028-01-11T00:00:00Z", "", "", projects.gone, "", "", "", "", "1"],
+    ]);
   });
 
   it("includes only the workspaces the caller can read", async () => {
@@ -279,8 +332,24 @@ describe("GET /api/v1/orgs/current/billing/granular-usage", () => {
     });
     expect(response.stride).toMatchObject({ days: 1, hours: 0 });
     expect(response.usage).toHaveLength(1);
-    expect(response.usage[0]?.dimensions).toMatchObject({ projectId: projects.beta, projectName: "beta" });
+    const dimensions = response.usage[0]?.dimensions;
+    expect(dimensions && toJson(GranularUsageDimensionsSchema, dimensions)).toEqual({
+      projectId: projects.beta,
+      projectName: "beta",
+    });
     expect(response.usage[0]?.traces).toBe(1);
+    // The group's keys with no value are null over Connect too; the other groups' keys are unset.
+    const byUser = await client.getGranularUsage({
+      startTime: timestampFromDate(new Date("2028-01-10T00:00:00Z")),
+      endTime: timestampFromDate(new Date("2028-01-11T00:00:00Z")),
+      workspaceIds: [wsA],
+      groupBy: "user",
+    });
+    const nobody = byUser.usage[0]?.dimensions;
+    expect(nobody && toJson(GranularUsageDimensionsSchema, nobody)).toEqual({
+      userId: null,
+      userEmail: null,
+    });
     const error = await client.getGranularUsage({ workspaceIds: [wsB] }).then(
       () => undefined,
       (e: unknown) => ConnectError.from(e),
@@ -477,14 +546,25 @@ describe("GET /api/v1/orgs/current/billing/granular-usage/export", () => {
           user_email: userEmail,
           api_key_short_key: shortKey,
         };
+        // The group's columns are its dimension keys, an empty cell a null value; the others are empty.
+        const keys = GROUP_KEYS[group_by] ?? [];
+        for (const [key, value] of Object.entries(dims)) if (!keys.includes(key)) expect(value, key).toBe("");
         return {
           time_bucket: start,
-          dimensions: Object.fromEntries(Object.entries(dims).filter(([, v]) => v !== "")),
+          dimensions: Object.fromEntries(keys.map((key) => [key, dims[key as keyof typeof dims] || null])),
           traces: Number(traces),
         };
       });
       expect(fromCsv).toEqual(json.usage);
     }
+  });
+
+  it("writes the header line when no trace matches", async () => {
+    const res = await t.fetch(
+      `${USAGE}/export?${query({ start_time: "2024-06-01T00:00:00Z", end_time: "2024-06-02T00:00:00Z", workspace_ids: wsA })}`,
+    );
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(USAGE_CSV_COLUMNS.join(","));
   });
 
   it("ends a monthly bucket at the next calendar month", async () => {

@@ -34,7 +34,10 @@ const health = async () => {
 
 describe("/ok and worker liveness", () => {
   it("fails while the job worker loops cannot fetch, though Postgres answers, and recovers", async () => {
-    expect(await ok()).toEqual({ status: 200, body: { ok: true } });
+    expect(await ok()).toEqual({
+      status: 200,
+      body: { ok: true, services: { postgres: "ok", queue: "ok", workers: "ok" } },
+    });
     const locker = postgres(t.databaseUrl, { max: 1, onnotice: () => {} });
     const held = await locker.reserve();
     try {
@@ -54,7 +57,10 @@ describe("/ok and worker liveness", () => {
       held.release();
       await locker.end({ timeout: 1 });
     }
-    expect(await waitFor(ok, (r) => r.status === 200)).toEqual({ status: 200, body: { ok: true } });
+    expect(await waitFor(ok, (r) => r.status === 200)).toEqual({
+      status: 200,
+      body: { ok: true, services: { postgres: "ok", queue: "ok", workers: "ok" } },
+    });
     expect(await health()).toBe("SERVING");
     const metrics = parsePrometheusText(await (await fetch(`${t.baseUrl}/metrics`)).text());
     expect(sampleValue(metrics, "agentplane_queue_worker_up", { queue: "agent.run" })).toBe(1);

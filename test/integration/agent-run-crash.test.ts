@@ -3,7 +3,8 @@
  * process, role `worker`) on one database. The worker is killed with SIGKILL in the middle of a
  * three-step run; a worker started afterwards takes the run over once its lease lapses, resumes it
  * from the last checkpoint (the finished step does not run again) and completes it exactly once.
- * A SIGTERM'd worker hands its run back and loses nothing.
+ * A SIGTERM'd worker hands its run back and loses nothing; given a background grace, it lets a run
+ * that ends within it finish first.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -47,15 +48,18 @@ let sdk: Client;
 let dataDir: string;
 const workers: AgentplaneProcess[] = [];
 
-/** Starts a worker process on the test database with a short lease (quick takeover). */
-function startWorker(): Promise<AgentplaneProcess> {
+/**
+ * Starts a worker process on the test database with a short lease (quick takeover) and, unless
+ * given, no background grace (a stopping worker hands its runs back at once).
+ */
+function startWorker(graceSeconds = 0): Promise<AgentplaneProcess> {
   return startAgentplaneProcess({
     AGENTPLANE_ROLE: "worker",
     AGENTPLANE_CONFIG: fixture.configFile,
     DATABASE_URL: api.databaseUrl,
     AGENTPLANE_DATA_DIR: dataDir,
     AGENTPLANE_RUN_LEASE_SECONDS: "2",
-    BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS: "0",
+    BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS: String(graceSeconds),
   }).then((worker) => {
     workers.push(worker);
     return worker;
@@ -86,6 +90,45 @@ afterAll(async () => {
   await api?.stop();
   await fixture?.remove();
   await rm(dataDir, { recursive: true, force: true });
+});
+
+describe("a worker stopped within its background grace", () => {
+  it(
+    "lets a run that ends inside the grace period finish there, once, and then exits",
+    async () => {
+      // Only this worker may take the run: stop any left from another test.
+      for (const w of workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null)) {
+        w.child.kill("SIGTERM");
+        await w.exited;
+      }
+      const worker = await startWorker(60);
+      const thread = await sdk.threads.create();
+      const run = await sdk.runs.create(thread.thread_id, "steps", {
+        input: { pause_ms: 700 },
+        streamResumable: true,
+      });
+      await until(
+        () => sdk.runs.get(thread.thread_id, run.run_id),
+        (r) => r.status === "running",
+      );
+      worker.child.kill("SIGTERM");
+      // It exits only once the run has ended, well inside the 60 s grace.
+      expect(await worker.exited).toBe("exit 0");
+      const ended = await sdk.runs.get(thread.thread_id, run.run_id);
+      expect(ended.status).toBe("success");
+      expect(((await sdk.threads.getState(thread.thread_id)).values as { done: string[] }).done).toEqual([
+        "a",
+        "b",
+        "c",
+      ]);
+      // One attempt: the run was neither handed back nor started again.
+      const attempts: (number | undefined)[] = [];
+      for await (const part of sdk.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" }))
+        if (part.event === "metadata") attempts.push((part.data as { attempt?: number }).attempt);
+      expect(attempts).toEqual([1]);
+    },
+    TIMEOUT,
+  );
 });
 
 describe("a worker killed mid-run", () => {

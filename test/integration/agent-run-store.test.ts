@@ -48,6 +48,9 @@ beforeAll(async () => {
     values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
 });
 
+/** Runs of these tests are created with no key. */
+const NO_CREATOR = { apiKeyId: null, userId: null };
+
 async function newThread(): Promise<string> {
   const threadId = uuidv7();
   await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
@@ -68,6 +71,7 @@ async function newRun(threadId: string, afterSeconds = 0) {
       multitaskStrategy: "enqueue",
       temporary: false,
       afterSeconds,
+      creator: NO_CREATOR,
     },
     { threadMetadata: null },
   );
@@ -96,6 +100,7 @@ describe("a stateless run started by its creator", () => {
       multitaskStrategy: "enqueue" as const,
       temporary: true,
       afterSeconds: 0,
+      creator: NO_CREATOR,
     };
     const owner = { owner: "test", leaseToken, leaseSeconds: 30 };
     const stored = await insertRunOnNewThread(db().sql, run, { graph_id: "g" }, owner);
@@ -209,27 +214,34 @@ describe("cancels", () => {
     const running = await newRun(threadId);
     const pending = await newRun(threadId);
     const held = await claim(threadId, running.runId);
-    const outcomes = await cancelRuns(db().sql, workspaceId, [running.runId, pending.runId], "interrupt");
+    const outcomes = await cancelRuns(
+      db().sql,
+      workspaceId,
+      [running.runId, pending.runId],
+      "interrupt",
+      "cancelled",
+    );
     expect(outcomes.map((o) => [o.runId, o.previous]).sort()).toEqual(
       [
         [running.runId, "running"],
         [pending.runId, "pending"],
       ].sort(),
     );
-    const [p] = await db().sql`select status from agent_runs where run_id = ${pending.runId}`;
+    const [p] = await db().sql`select status, cancel_reason from agent_runs where run_id = ${pending.runId}`;
     expect(p?.status).toBe("interrupted");
+    expect(p?.cancel_reason).toBe("cancelled");
     expect(await renewRunLease(db().sql, running.runId, held!.leaseToken, 30)).toEqual({
       cancelAction: "interrupt",
       orphaned: false,
     });
     // A run that ended is left alone: cancelling it again changes nothing.
-    expect(await cancelRuns(db().sql, workspaceId, [pending.runId], "rollback")).toEqual([]);
+    expect(await cancelRuns(db().sql, workspaceId, [pending.runId], "rollback", "cancelled")).toEqual([]);
   });
 
   it("cancels only the workspace's own runs", async () => {
     const threadId = await newThread();
     const run = await newRun(threadId);
-    expect(await cancelRuns(db().sql, uuidv7(), [run.runId], "interrupt")).toEqual([]);
+    expect(await cancelRuns(db().sql, uuidv7(), [run.runId], "interrupt", "cancelled")).toEqual([]);
   });
 });
 

@@ -166,7 +166,7 @@ describe("embedded Postgres under a running server", () => {
       expect(ingest.ms).toBeLessThan(REFUSED_AT_ONCE_MS);
       // The same over the Connect protocol, through our SDK.
       const sdk = createClient({ baseUrl: server.baseUrl, apiKey: API_KEY });
-      await expect(sdk.threads.searchThreads({})).rejects.toMatchObject({
+      await expect(sdk.agents.threads.searchThreads({})).rejects.toMatchObject({
         code: Code.Unavailable,
         rawMessage: "the database is unreachable; retry in a few seconds",
       });

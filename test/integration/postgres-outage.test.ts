@@ -68,7 +68,7 @@ it("reports the outage and recovers without a restart", async () => {
   await pg.stop();
   const down = await ok();
   expect(down.status).toBe(503);
-  expect(await down.json()).toEqual({ detail: "postgres is unreachable" });
+  expect(((await down.json()) as { detail: string }).detail).toMatch(/^postgres is unreachable(;|$)/);
   await expect.poll(status, { timeout: 15_000 }).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
   expect((await fetch(`${base}/ok`)).status).toBe(503);
   // The process is still serving what needs no database.

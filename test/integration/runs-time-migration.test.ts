@@ -1,5 +1,5 @@
 /**
- * Migration 0029 fixes runs stored ending before they start (the langsmith JS SDK's
+ * Migration 0034 fixes runs stored ending before they start (the langsmith JS SDK's
  * execution-order microseconds on start_time against a millisecond end_time), and keeps them so.
  */
 import { randomUUID } from "node:crypto";
@@ -14,7 +14,7 @@ it("moves every end before its start to the start, and refuses such rows afterwa
   const all = await loadMigrations();
   await migrate(
     sql,
-    all.filter((m) => m.version < 29),
+    all.filter((m) => m.version < 34),
   );
   const [workspace, project, backwards, forwards] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
   // As text: the driver's timestamp parameters go through a Date, which keeps only milliseconds.

@@ -15,6 +15,8 @@ export interface TraceSpec {
   tags?: string[];
   /** Makes the child fail with this error. */
   error?: string;
+  /** Text put in the root's inputs as `padding`: rows of a chosen size. */
+  padding?: string;
 }
 
 /** What {@link sendTraces} sent: per trace its root and child run ids. */
@@ -44,7 +46,11 @@ export async function sendTraces(
     const root = new RunTree({
       name: "pipeline",
       run_type: "chain",
-      inputs: { question: `q${i}`, nested: { n: i, list: [1, "two"] } },
+      inputs: {
+        question: `q${i}`,
+        nested: { n: i, list: [1, "two"] },
+        ...(spec.padding === undefined ? {} : { padding: spec.padding }),
+      },
       project_name: project,
       client,
       start_time: ms,

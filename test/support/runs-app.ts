@@ -36,11 +36,27 @@ export interface StreamPart {
   data: any;
 }
 
-/** Reads a stream to its end. */
-export async function collect(stream: AsyncIterable<unknown>): Promise<StreamPart[]> {
+/** Reads a stream to its end, every event included (a run stream's final `end` too). */
+export async function collectAll(stream: AsyncIterable<unknown>): Promise<StreamPart[]> {
   const parts: StreamPart[] = [];
   for await (const part of stream) parts.push(part as StreamPart);
   return parts;
+}
+
+/** The run statuses a run stream's `end` event names (a rolled-back run: `rollback`). */
+const END_STATUSES = ["success", "error", "timeout", "interrupted", "rollback"];
+
+/**
+ * Reads a stream to its end, without a run stream's final `end` event `{run_id, status}` (checked
+ * for its shape here, and by the tests that look at it): the events the stream modes produced.
+ */
+export async function collect(stream: AsyncIterable<unknown>): Promise<StreamPart[]> {
+  const parts = await collectAll(stream);
+  const last = parts.at(-1);
+  if (last?.event !== "end") return parts;
+  if (typeof last.data?.run_id !== "string" || !END_STATUSES.includes(last.data?.status))
+    throw new Error(`a run stream ended with a malformed end event: ${JSON.stringify(last)}`);
+  return parts.slice(0, -1);
 }
 
 /** The event names of `parts`, in order. */

@@ -163,6 +163,39 @@ describe("startS3Server", () => {
     }
   });
 
+  it("denies what a deny rule matches with AccessDenied until it is lifted, and logs every request", async () => {
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: "denied/a.txt", Body: "a" }));
+    const lift = s3.deny((method, key) => method === "DELETE" && key.startsWith("denied/"));
+    const failure = await s3Failure(
+      client.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: "denied/a.txt" })),
+    );
+    expect([failure.name, failure.$metadata.httpStatusCode]).toEqual(["AccessDenied", 403]);
+    const kept = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: "denied/a.txt" }));
+    expect(await kept.Body?.transformToString()).toBe("a");
+    lift();
+    await client.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: "denied/a.txt" }));
+    expect(
+      s3
+        .requests()
+        .filter((r) => r.key === "denied/a.txt")
+        .map((r) => r.method),
+    ).toEqual(["PUT", "DELETE", "GET", "DELETE"]);
+  });
+
+  it("serves corrupted reads of what a rule matches, with the last byte changed", async () => {
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: "corrupt/a.bin", Body: "abc" }));
+    const restore = s3.corruptReads((key) => key.startsWith("corrupt/"));
+    const read = async () =>
+      Buffer.from(
+        (await (
+          await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: "corrupt/a.bin" }))
+        ).Body?.transformToByteArray()) ?? [],
+      );
+    expect(await read()).toEqual(Buffer.from([0x61, 0x62, 0x63 ^ 0xff]));
+    restore();
+    expect((await read()).toString()).toBe("abc");
+  });
+
   it("rejects anonymous requests with AccessDenied", async () => {
     const put = await fetch(`${s3.endpoint}/${BUCKET}/anonymous.txt`, { method: "PUT", body: "x" });
     expect(put.status).toBe(403);

@@ -54,6 +54,18 @@ export interface S3Server {
   hold(match: (method: string, key: string) => boolean): S3Hold;
   /** Answers the next `count` requests that `match` with 500 InternalError, as a struggling store would. */
   failNext(match: (method: string, key: string) => boolean, count: number): void;
+  /**
+   * Answers every request that `match` with 403 AccessDenied, as a bucket policy without that
+   * permission (s3:DeleteObject, s3:GetObject) would, until the returned function is called.
+   */
+  deny(match: (method: string, key: string) => boolean): () => void;
+  /**
+   * Serves the objects whose key `match` with their last byte changed on GET, as a store that
+   * corrupted them would, until the returned function is called.
+   */
+  corruptReads(match: (key: string) => boolean): () => void;
+  /** Every request so far (signature checks passed or not), in arrival order. */
+  requests(): readonly { method: string; key: string }[];
   /** Destroys the clients, closes the server and deletes its files. */
   stop(): Promise<void>;
 }
@@ -99,9 +111,20 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
   server.middleware.unshift(createMultipartUploadsMiddleware(directory));
   server.middleware.unshift(createSigV4Verifier(secrets));
   const failures: { match: (method: string, key: string) => boolean; left: number }[] = [];
+  const denials = new Set<(method: string, key: string) => boolean>();
+  const corruptions = new Set<(key: string) => boolean>();
+  const seen: { method: string; key: string }[] = [];
   server.middleware.unshift(async (ctx, next) => {
     const [path = ""] = splitOnce(ctx.originalUrl, "?");
     const key = decode(path.split("/").slice(2).join("/"));
+    seen.push({ method: ctx.method, key });
+    if ([...denials].some((match) => match(ctx.method, key)))
+      return fail(ctx, { status: 403, code: "AccessDenied", message: "Access Denied" });
+    if (ctx.method === "GET" && key !== "" && [...corruptions].some((match) => match(key))) {
+      await next();
+      if (ctx.status === 200) ctx.body = flipLastByte(await bodyBytes(ctx.body));
+      return;
+    }
     const failure = failures.find((f) => f.left > 0 && f.match(ctx.method, key));
     if (failure) {
       failure.left -= 1;
@@ -190,6 +213,15 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
     failNext(match, count) {
       failures.push({ match, left: count });
     },
+    deny(match) {
+      denials.add(match);
+      return () => denials.delete(match);
+    },
+    corruptReads(match) {
+      corruptions.add(match);
+      return () => corruptions.delete(match);
+    },
+    requests: () => [...seen],
     async stop() {
       for (const client of clients) client.destroy();
       for (const accessKeyId of secrets.keys()) s3rverAccount.DUMMY_ACCOUNT.revokeAccessKey(accessKeyId);
@@ -199,6 +231,22 @@ export async function startS3Server(options: S3ServerOptions): Promise<S3Server>
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** The bytes of a Koa body s3rver set: a stream of the object's file, or a buffer or string. */
+async function bodyBytes(body: unknown): Promise<Buffer> {
+  if (Buffer.isBuffer(body)) return body;
+  if (typeof body === "string") return Buffer.from(body);
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** A copy of `bytes` with its last byte changed (an empty object stays empty). */
+function flipLastByte(bytes: Buffer): Buffer {
+  const copy = Buffer.from(bytes);
+  if (copy.length > 0) copy[copy.length - 1] = (copy[copy.length - 1] ?? 0) ^ 0xff;
+  return copy;
 }
 
 /** A key pair shaped like AWS's: a 20-character id and a 40-character secret. */

@@ -105,6 +105,31 @@ export interface TaskArtifactUpdateEvent {
 /** What `message/stream` sends: the task first, then its updates. */
 export type StreamResult = A2aTask | TaskStatusUpdateEvent | TaskArtifactUpdateEvent;
 
+/**
+ * Which messages a task's history holds: the whole context's conversation (the default), or only
+ * the task's own turn (`historyScope: "task"`, the Agent Server's history-scope extension).
+ */
+export type HistoryScope = "context" | "task";
+
+/** The history-scope values, as the agent card advertises them. */
+export const HISTORY_SCOPES: readonly HistoryScope[] = ["context", "task"];
+
+/** The header a client that cannot add body fields names the scope with; the body's value wins. */
+export const HISTORY_SCOPE_HEADER = "LangGraph-A2A-History-Scope";
+
+/** The agent card's advertisement of history scopes (the Agent Server's extension, by its URI). */
+export const HISTORY_SCOPE_EXTENSION = {
+  uri: "https://langchain.com/a2a/extensions/history-scope/v1",
+  description: "Choose task-only or full-context response history",
+  required: false,
+  params: {
+    header: HISTORY_SCOPE_HEADER,
+    values: [...HISTORY_SCOPES],
+    default: "context",
+    methods: ["SendMessage", "GetTask", "ListTasks", "message/send", "tasks/get"],
+  },
+};
+
 /** `message/send` and `message/stream` parameters, validated. */
 export interface SendParams {
   message: A2aMessage;
@@ -112,12 +137,23 @@ export interface SendParams {
   blocking: boolean;
   /** Messages of history to include; all when undefined. */
   historyLength: number | undefined;
+  /** Undefined when the request names none (the header's, else `context`, applies). */
+  historyScope: HistoryScope | undefined;
 }
 
 /** `tasks/get` and `tasks/cancel` parameters, validated. */
 export interface TaskParams {
   id: string;
   historyLength: number | undefined;
+  historyScope: HistoryScope | undefined;
+}
+
+/** Validates a `historyScope` value; undefined when absent. */
+export function historyScope(value: JsonValue | undefined, at: string): HistoryScope | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value !== "context" && value !== "task")
+    throw invalidParams(`${at} must be "context" or "task", got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** Largest `historyLength` accepted: a conversation's messages are loaded whole anyway. */
@@ -201,6 +237,7 @@ export function parseSendParams(params: JsonValue | undefined): SendParams {
     },
     blocking: blocking !== false,
     historyLength: historyLength(configuration?.historyLength, "params.configuration.historyLength"),
+    historyScope: historyScope(configuration?.historyScope, "params.configuration.historyScope"),
   };
 }
 
@@ -209,5 +246,64 @@ export function parseTaskParams(params: JsonValue | undefined): TaskParams {
   if (!isObject(params)) throw invalidParams("params must be an object with the task's id");
   const id = params.id;
   if (typeof id !== "string" || id === "") throw invalidParams("params.id must be a task id (a string)");
-  return { id, historyLength: historyLength(params.historyLength, "params.historyLength") };
+  return {
+    id,
+    historyLength: historyLength(params.historyLength, "params.historyLength"),
+    historyScope: historyScope(params.historyScope, "params.historyScope"),
+  };
+}
+
+/** `ListTasks` parameters, validated (A2A 1.0). */
+export interface ListParams {
+  /** Only tasks of this context. */
+  contextId: string | undefined;
+  /** Only tasks in this state. */
+  state: TaskState | undefined;
+  pageSize: number;
+  /** Tasks to skip: what a `nextPageToken` this agent gave encodes. */
+  offset: number;
+  historyLength: number | undefined;
+  historyScope: HistoryScope | undefined;
+  /** Include each task's artifacts (default true). */
+  includeArtifacts: boolean;
+}
+
+/** Largest ListTasks page; the default page size too (the A2A specification's suggestion). */
+const MAX_PAGE_SIZE = 100;
+
+/** Validates `ListTasks` parameters; `toState` reads a v1.0 state name as a task state. */
+export function parseListParams(
+  params: JsonValue | undefined,
+  toState: (name: string) => TaskState | undefined,
+): ListParams {
+  const p = params === undefined || params === null ? {} : params;
+  if (!isObject(p)) throw invalidParams("params must be an object");
+  const contextId = optionalString(p, "contextId", "params");
+  const named = optionalString(p, "status", "params");
+  // Proto JSON's zero value: no state named, so no filter.
+  const rawState = named === "TASK_STATE_UNSPECIFIED" ? undefined : named;
+  const state = rawState === undefined ? undefined : toState(rawState);
+  if (rawState !== undefined && state === undefined)
+    throw invalidParams(
+      `params.status must be a task state such as "TASK_STATE_COMPLETED", got ${JSON.stringify(rawState)}`,
+    );
+  const size = p.pageSize ?? MAX_PAGE_SIZE;
+  if (typeof size !== "number" || !Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE)
+    throw invalidParams(`params.pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+  const token = optionalString(p, "pageToken", "params");
+  const offset = token === undefined ? 0 : Number(token);
+  if (!Number.isInteger(offset) || offset < 0)
+    throw invalidParams("params.pageToken must be a nextPageToken this agent answered");
+  const include = p.includeArtifacts;
+  if (include !== undefined && include !== null && typeof include !== "boolean")
+    throw invalidParams("params.includeArtifacts must be true or false");
+  return {
+    contextId: contextId?.toLowerCase(),
+    state,
+    pageSize: size,
+    offset,
+    historyLength: historyLength(p.historyLength, "params.historyLength"),
+    historyScope: historyScope(p.historyScope, "params.historyScope"),
+    includeArtifacts: include !== false,
+  };
 }

@@ -1,7 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { isUuid, uuidv7 } from "../../ids.js";
 import type { GraphRegistry } from "../../runtime/graph-registry.js";
-import { A2A_TASK_METADATA_KEY, hasLaterRun, latestRunOfTask } from "../../store/a2a-task-store.js";
+import {
+  A2A_TASK_METADATA_KEY,
+  hasLaterRun,
+  latestRunOfTask,
+  listTaskRuns,
+} from "../../store/a2a-task-store.js";
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { Sql } from "../../store/db.js";
@@ -13,15 +18,19 @@ import {
   A2A_PROTOCOL_VERSION,
   A2aError,
   type A2aTask,
+  HISTORY_SCOPE_EXTENSION,
+  type ListParams,
   type SendParams,
   type StreamResult,
   type TaskParams,
+  type TaskState,
 } from "./a2a-protocol.js";
 import {
   historyOf,
   inputOf,
   latestAgentText,
   resumeValueOf,
+  startMessageIdOf,
   type TaskContext,
   taskOf,
   taskState,
@@ -82,7 +91,33 @@ export interface A2aService {
   getTask(caller: A2aCaller, assistant: AssistantRecord, params: TaskParams): Promise<A2aTask>;
   /** `tasks/cancel`: cancels a submitted or working task and answers it once it has stopped. */
   cancelTask(caller: A2aCaller, assistant: AssistantRecord, params: TaskParams): Promise<A2aTask>;
+  /** `ListTasks` (A2A 1.0): a page of the assistant's tasks the caller may see, newest first. */
+  listTasks(caller: A2aCaller, assistant: AssistantRecord, params: ListParams): Promise<TaskPage>;
 }
+
+/** A page of tasks, and where the next one starts (undefined after the last). */
+export interface TaskPage {
+  tasks: A2aTask[];
+  nextOffset: number | undefined;
+  total: number;
+}
+
+/**
+ * The run statuses each A2A state comes from. `completed` and `input-required` both come from a
+ * successful run (the thread's interrupts tell them apart), so a page filtered by either is
+ * filtered again once the tasks are built and may hold fewer than its size.
+ */
+const RUN_STATUSES: Readonly<Record<TaskState, readonly string[]>> = {
+  submitted: ["pending"],
+  working: ["running"],
+  completed: ["success"],
+  "input-required": ["success"],
+  failed: ["error", "timeout"],
+  canceled: ["interrupted"],
+  rejected: [],
+  "auth-required": [],
+  unknown: [],
+};
 
 function taskNotFound(id: string): A2aError {
   return new A2aError(A2A_ERRORS.taskNotFound, `task ${id} not found`);
@@ -104,9 +139,12 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     taskId: string,
     run: AgentRunRecord,
   ): Promise<TaskContext> => {
-    const [thread] = await findThreads(sql, [{ workspaceId, threadId: run.threadId }]);
-    const superseded = await hasLaterRun(sql, workspaceId, run.threadId, run.runId);
-    return { taskId, run, thread, superseded };
+    const [[thread], superseded, first] = await Promise.all([
+      findThreads(sql, [{ workspaceId, threadId: run.threadId }]),
+      hasLaterRun(sql, workspaceId, run.threadId, run.runId),
+      run.runId === taskId ? run : findRun(sql, workspaceId, taskId),
+    ]);
+    return { taskId, run, thread, superseded, startMessageId: first && startMessageIdOf(first) };
   };
 
   /** A task of this assistant by id, at its newest run. */
@@ -263,12 +301,25 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
         url: `${baseUrl}/a2a/${assistant.assistantId}`,
         preferredTransport: "JSONRPC",
         version: String(assistant.version),
-        capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+        capabilities: {
+          streaming: true,
+          pushNotifications: false,
+          stateTransitionHistory: false,
+          extensions: [HISTORY_SCOPE_EXTENSION],
+        },
         defaultInputModes: ["text/plain", "application/json"],
         defaultOutputModes: ["text/plain", "application/json"],
         skills: [{ id: assistant.graphId, name: assistant.name, description, tags: [assistant.graphId] }],
         securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "x-api-key" } },
         security: [{ apiKey: [] }],
+        // A2A 1.0 clients pick the interface from here; the same endpoint answers both versions.
+        supportedInterfaces: [
+          {
+            url: `${baseUrl}/a2a/${assistant.assistantId}`,
+            protocolBinding: "JSONRPC",
+            protocolVersion: "1.0",
+          },
+        ],
       };
     },
 
@@ -278,7 +329,11 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
         ? await launcher.waitForEnd(caller.workspaceId, run.runId, caller.signal)
         : run;
       if (!ended) throw taskNotFound(taskId);
-      return taskOf(await contextOf(caller.workspaceId, taskId, ended), params.historyLength);
+      return taskOf(
+        await contextOf(caller.workspaceId, taskId, ended),
+        params.historyLength,
+        params.historyScope,
+      );
     },
 
     async stream(caller, assistant, params) {
@@ -313,7 +368,36 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
     },
 
     async getTask(caller, assistant, params) {
-      return taskOf(await loadTask(caller, assistant, params.id), params.historyLength);
+      return taskOf(await loadTask(caller, assistant, params.id), params.historyLength, params.historyScope);
+    },
+
+    async listTasks(caller, assistant, params) {
+      const { workspaceId } = caller;
+      const statuses = params.state === undefined ? undefined : RUN_STATUSES[params.state];
+      const page = await listTaskRuns(
+        sql,
+        workspaceId,
+        assistant.assistantId,
+        { threadId: params.contextId, statuses },
+        { offset: params.offset, limit: params.pageSize },
+      );
+      const tasks: A2aTask[] = [];
+      for (const runId of page.runIds) {
+        let task: TaskContext;
+        try {
+          task = await loadTask(caller, assistant, runId);
+        } catch (error) {
+          // A task whose thread custom auth hides, or that went away meanwhile, is not listed.
+          if (error instanceof A2aError && error.code === A2A_ERRORS.taskNotFound) continue;
+          throw error;
+        }
+        if (params.state !== undefined && taskState(task) !== params.state) continue;
+        const shown = taskOf(task, params.historyLength, params.historyScope);
+        if (!params.includeArtifacts) delete shown.artifacts;
+        tasks.push(shown);
+      }
+      const next = params.offset + page.runIds.length;
+      return { tasks, nextOffset: next < page.total ? next : undefined, total: page.total };
     },
 
     async cancelTask(caller, assistant, params) {
@@ -331,7 +415,11 @@ export function createA2aService(deps: A2aServiceDeps): A2aService {
       }
       const ended = await launcher.waitForEnd(workspaceId, task.run.runId, caller.signal);
       if (!ended) throw taskNotFound(params.id);
-      return taskOf(await contextOf(workspaceId, task.taskId, ended), params.historyLength);
+      return taskOf(
+        await contextOf(workspaceId, task.taskId, ended),
+        params.historyLength,
+        params.historyScope,
+      );
     },
   };
 }

@@ -21,11 +21,13 @@ function run(overrides: Partial<AgentRunRecord> = {}): AgentRunRecord {
     temporary: false,
     attempt: 1,
     cancelAction: null,
+    cancelReason: null,
     output: null,
     notBefore: at,
     createdAt: at,
     updatedAt: at,
     encryptionContext: null,
+    creator: { apiKeyId: null, userId: null },
     ...overrides,
   };
 }

@@ -6,7 +6,15 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { AgentRunRecord } from "../../store/agent-run-store.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
-import type { A2aMessage, A2aTask, Artifact, Part, TaskState, TaskStatus } from "./a2a-protocol.js";
+import type {
+  A2aMessage,
+  A2aTask,
+  Artifact,
+  HistoryScope,
+  Part,
+  TaskState,
+  TaskStatus,
+} from "./a2a-protocol.js";
 
 /** What decides a task's state beyond its run's status: whether the run left its thread waiting. */
 export interface TaskContext {
@@ -18,6 +26,26 @@ export interface TaskContext {
   thread: ThreadRecord | undefined;
   /** Whether a later run on the thread exists (then the thread's state is no longer this run's). */
   superseded: boolean;
+  /** The id of the message the task began with (its first run's last input message), if any. */
+  startMessageId?: string | undefined;
+}
+
+/** The id of the last input message of a run (the A2A message a task began with), if any. */
+export function startMessageIdOf(run: AgentRunRecord): string | undefined {
+  const input = run.kwargs.input;
+  const last = messagesOf(isObject(input) ? input : undefined).at(-1);
+  return typeof last?.id === "string" ? last.id : undefined;
+}
+
+/**
+ * The messages of the task's own turn: from the message it began with, or, for a task begun with
+ * data alone, from the last user message on.
+ */
+function taskTurn(history: A2aMessage[], startMessageId: string | undefined): A2aMessage[] {
+  const start = startMessageId === undefined ? -1 : history.findIndex((m) => m.messageId === startMessageId);
+  if (start >= 0) return history.slice(start);
+  const lastUser = history.findLastIndex((m) => m.role === "user");
+  return history.slice(Math.max(lastUser, 0));
 }
 
 function isObject(value: unknown): value is JsonObject {
@@ -152,9 +180,14 @@ export function artifactOf(run: AgentRunRecord): Artifact | undefined {
 
 /**
  * A task as `tasks/get` and `message/send` answer it; with `historyLength` only that many of the
- * latest messages (all when undefined, none for 0).
+ * latest messages (all when undefined, none for 0), of the whole context or (scope `task`) of the
+ * task's own turn, the scope applied first.
  */
-export function taskOf(ctx: TaskContext, historyLength: number | undefined): A2aTask {
+export function taskOf(
+  ctx: TaskContext,
+  historyLength: number | undefined,
+  scope: HistoryScope = "context",
+): A2aTask {
   const state = taskState(ctx);
   const task: A2aTask = {
     kind: "task",
@@ -167,7 +200,8 @@ export function taskOf(ctx: TaskContext, historyLength: number | undefined): A2a
   // The thread's state is this run's until a later run changes it; a stopped run's last values
   // chunk may hold only the interrupt.
   const values = ctx.superseded || !ctx.thread ? ctx.run.output : ctx.thread.values;
-  const history = historyOf(values, ctx.taskId, ctx.run.threadId);
+  const whole = historyOf(values, ctx.taskId, ctx.run.threadId);
+  const history = scope === "task" ? taskTurn(whole, ctx.startMessageId) : whole;
   if (historyLength !== 0)
     task.history = historyLength === undefined ? history : history.slice(-historyLength);
   return task;

@@ -15,22 +15,23 @@ export type AssistantEvent =
  * (and maybe changed it): undefined when every assistant (no handler, no filter, API keys); the
  * handler's refusal as it answers.
  *
- * System assistants (one per graph, made by the server, with no owner in their metadata) are
- * shared for reading: `assistants:read` and `assistants:search` see them whatever the filter says,
- * so every user can read a graph's assistant, its schemas and graph, and run the graph by its id.
- * They are recognised by their id (uuid5 of a served graph id), never by metadata, which users
- * write. Writes (`create`, `update`, `delete`) apply the filter as it is: a filtered user cannot
- * change or delete a system assistant unless the filter matches its metadata
- * (`created_by: "system"`).
+ * A filter applies to every assistant, system assistants (one per graph, made by the server, with
+ * no owner in their metadata) included, as on the LangGraph JS server: a user whose filter they
+ * fail does not find them in search, count or get. Running a graph is another path: with
+ * `toRun`, an `assistants:read` sees the system assistants whatever the filter says, so every
+ * user still runs each graph by its graph id (or its system assistant's id) — runs, crons, A2A,
+ * MCP calls and generative UI. They are recognised by their id (uuid5 of a served graph id),
+ * never by metadata, which users write.
  */
 export async function assistantVisibility(
   principal: Principal,
   systemAssistants: SystemAssistants,
   event: AssistantEvent,
   value: Record<string, unknown>,
+  toRun = false,
 ): Promise<AssistantVisibility | undefined> {
   const filter = await authorizeEvent(principal, event, value);
   if (!filter) return undefined;
-  const shared = event === "assistants:read" || event === "assistants:search";
+  const shared = toRun && event === "assistants:read";
   return { filter, sharedIds: shared ? systemAssistants.ids() : [] };
 }

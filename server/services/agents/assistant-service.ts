@@ -91,6 +91,34 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
     );
   };
 
+  /**
+   * Search's and count's filter: the request's, its `ids` (UUIDs, or graph ids for their system
+   * assistants; 422 naming any other entry), and no system assistant of a graph this server no
+   * longer serves.
+   */
+  const listFilter = (request: {
+    metadata?: JsonObject;
+    graphId?: string;
+    name?: string;
+    ids: readonly string[];
+  }): AssistantFilter => {
+    const ids = request.ids.map((raw, i) => {
+      if (isUuid(raw)) return raw.toLowerCase();
+      const id = systemAssistants.idOfGraph(raw);
+      if (!id)
+        throw new ConnectError(
+          `ids[${i}] must be an assistant UUID or a graph id of this server (graphs: ${graphs.ids().join(", ")}), got ${JSON.stringify(raw)}`,
+          Code.InvalidArgument,
+        );
+      return id;
+    });
+    return {
+      ...filterOf(sql, request),
+      ...(ids.length > 0 ? { ids } : {}),
+      servedGraphs: graphs.ids(),
+    };
+  };
+
   const requireGraph = (graphId: string): string => {
     if (graphs.get(graphId)) return graphId;
     throw new ConnectError(
@@ -205,7 +233,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
         limit,
         offset,
       });
-      const filter = { ...filterOf(sql, request), ...(visible ? { visible } : {}) };
+      const filter = { ...listFilter(request), ...(visible ? { visible } : {}) };
       const { assistants, total } = await searchAssistants(sql, workspaceId, filter, {
         sortBy: sortBy as AssistantSortColumn,
         descending: sortOrder === "desc",
@@ -227,7 +255,7 @@ export function createAssistantService(deps: AssistantServiceDeps): ServiceImpl<
         limit: 0,
         offset: 0,
       });
-      const filter = { ...filterOf(sql, request), ...(visible ? { visible } : {}) };
+      const filter = { ...listFilter(request), ...(visible ? { visible } : {}) };
       return { count: await countAssistants(sql, workspaceId, filter) };
     },
 

@@ -65,6 +65,8 @@ export interface AssistantTools {
     headers: Headers,
     signal: AbortSignal,
     principal: Principal,
+    /** The run's context (the graph's context schema), as `tools/call` gives it; none when undefined. */
+    context?: JsonObject,
   ): Promise<ToolOutcome>;
 }
 
@@ -130,7 +132,9 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
       limit: MAX_TOOLS,
       offset: 0,
     });
-    const { assistants } = await searchAssistants(sql, workspaceId, visible ? { visible } : {}, {
+    // A system assistant of a graph no longer served is no tool: nothing could run it.
+    const filter = { servedGraphs: deps.graphs.ids(), ...(visible ? { visible } : {}) };
+    const { assistants } = await searchAssistants(sql, workspaceId, filter, {
       sortBy: "created_at",
       descending: false,
       limit: MAX_TOOLS,
@@ -158,7 +162,7 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
 
   return {
     list,
-    async call(workspaceId, name, args, headers, signal, principal) {
+    async call(workspaceId, name, args, headers, signal, principal, context) {
       const tools = await named(workspaceId, principal);
       const tool = tools.find((t) => t.name === name);
       if (!tool)
@@ -169,7 +173,12 @@ export function createAssistantTools(deps: AssistantToolsDeps): AssistantTools {
       const run = await launcher.start(
         workspaceId,
         { kind: "stateless" },
-        { assistant_id: tool.assistant.assistantId, input: args, stream_mode: ["values"] },
+        {
+          assistant_id: tool.assistant.assistantId,
+          input: args,
+          stream_mode: ["values"],
+          ...(context ? { context } : {}),
+        },
         headers,
         principal,
       );

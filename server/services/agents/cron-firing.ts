@@ -37,6 +37,8 @@ export function createCronFiring(deps: CronFiringDeps): CronFire {
         onCompletion: cron.onRunCompleted ?? "delete",
       },
       new Headers(),
+      // The cron's runs count in usage under whoever created the cron.
+      cron.creator,
     );
     return created.run;
   };

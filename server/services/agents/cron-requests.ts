@@ -177,6 +177,7 @@ export function applyCronUpdate(
   | "createdAt"
   | "updatedAt"
   | "encryptionContext"
+  | "creator"
 > {
   const stateless = cron.threadId === null;
   const timezone = nullableText(request.timezone, "timezone");

@@ -25,7 +25,7 @@ import { threadExists } from "../../store/agent-run-thread-store.js";
 import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
 import { findVisibleThread } from "../../store/thread-store.js";
-import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
+import { authorizeEvent, authorizeWorkspace, creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { applyCronUpdate, parseCreateCron } from "./cron-requests.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
@@ -178,6 +178,7 @@ export function createCronService(deps: CronServiceDeps): ServiceImpl<typeof Cro
           metadata,
           userId: principal.user?.id ?? null,
           nextRunDate: input.nextRunDate,
+          creator: creatorOf(principal),
         });
         return cronView(cron);
       } catch (error) {

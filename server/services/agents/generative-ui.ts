@@ -83,13 +83,13 @@ export function createGenerativeUi(deps: GenerativeUiDeps): GenerativeUi {
   };
 }
 
-/** The `name` of a `{"name": "<component>"}` body; INVALID_ARGUMENT saying what to send otherwise. */
+/**
+ * The `name` of a `{"name": "<component>"}` body; INVALID_ARGUMENT saying what to send otherwise.
+ * Other members are a newer client's and are ignored (the adapter counts them).
+ */
 function componentName(body: JsonValue | undefined): string {
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body))
     throw invalid('the body must be a JSON object such as {"name": "weather"}: the component to load');
-  for (const key of Object.keys(body))
-    if (key !== "name")
-      throw invalid(`unknown field "${key}": the body has only "name", the component to load`);
   const name = body.name;
   if (typeof name !== "string" || name === "")
     throw invalid('"name" is required: the name of the component to load, such as {"name": "weather"}');

@@ -1,6 +1,8 @@
 import { dispatchThreadQueue, type RunDispatchDeps } from "../../jobs/agent-run-dispatch.js";
 import { oweWebhook, type WebhookOwing } from "../../jobs/webhook-delivery-job.js";
+import { rootLifecycleEvent } from "../../runtime/protocol/protocol-session.js";
 import type { RunEventBus } from "../../runtime/run-event-bus.js";
+import { storedEvent } from "../../runtime/run-event-writer.js";
 import {
   type CancelAction,
   type CancelOutcome,
@@ -12,8 +14,16 @@ import {
 } from "../../store/agent-run-store.js";
 import { settleThreadStatus } from "../../store/agent-run-thread-store.js";
 import type { Queryable } from "../../store/db.js";
-import { appendRunEvents, END_EVENT, expireRunEvents } from "../../store/run-event-store.js";
+import { appendRunEvents, END_EVENT, endEventData, expireRunEvents } from "../../store/run-event-store.js";
 import { findThreads } from "../../store/thread-store.js";
+
+/** The cancel reason of a run a cancel request stopped (Run.cancel_reason). */
+export const CANCELLED = "cancelled";
+
+/** The cancel reason of a run stopped by a cancel with reason `taken` (its input absorbed for steering). */
+export function takenReason(at: Date): string {
+  return `taken:${at.toISOString()}`;
+}
 
 /** What cancelling needs. */
 export interface RunCancelDeps {
@@ -57,13 +67,14 @@ export async function cancelRunsInTx(
   workspaceId: string,
   runIds: readonly string[],
   action: CancelAction,
+  reason: string = CANCELLED,
 ): Promise<CancelOutcome[]> {
   if (runIds.length === 0) return [];
   // Thread queues first, in one order, as workers take them: a cancel racing a run's end waits
   // for it instead of deadlocking with it.
   for (const threadId of (await threadsOfRuns(tx, workspaceId, runIds)).sort())
     await lockThreadQueue(tx, workspaceId, threadId);
-  const outcomes = await cancelRuns(tx, workspaceId, runIds, action);
+  const outcomes = await cancelRuns(tx, workspaceId, runIds, action, reason);
   const threads = new Set<string>();
   for (const outcome of outcomes) {
     if (outcome.previous === "running") {
@@ -71,8 +82,15 @@ export async function cancelRunsInTx(
       continue;
     }
     threads.add(outcome.threadId);
+    // A protocol run's stream ends with the root's lifecycle, as when its worker ends it.
+    const ended = outcome.protocol ? [storedEvent(rootLifecycleEvent("interrupted", outcome.graphId))] : [];
     await appendRunEvents(tx, { workspaceId, runId: outcome.runId, threadId: outcome.threadId }, [
-      { ms: Date.now(), event: END_EVENT, data: "null" },
+      ...ended,
+      {
+        ms: Date.now(),
+        event: END_EVENT,
+        data: endEventData(action === "rollback" ? "rollback" : "interrupted"),
+      },
     ]);
     await expireRunEvents(tx, outcome.runId, deps.streamTtlSeconds);
     if (action === "rollback") await deleteRun(tx, workspaceId, outcome.runId);

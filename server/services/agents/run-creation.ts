@@ -12,6 +12,7 @@ import {
   insertRun,
   insertRunOnNewThread,
   lockThreadQueue,
+  type RunCreator,
 } from "../../store/agent-run-store.js";
 import { checkpointExists } from "../../store/agent-run-thread-store.js";
 import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
@@ -24,7 +25,7 @@ import {
   insertThreads,
   type ThreadRecord,
 } from "../../store/thread-store.js";
-import { authorizeEvent, type Principal } from "../iam/principal.js";
+import { authorizeEvent, creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { assistantVisibility } from "./assistant-access.js";
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
@@ -61,7 +62,11 @@ export type RunTarget =
       /** Metadata a thread created by `if_not_exists: "create"` gets besides its graph's ids. */
       newThreadMetadata?: JsonObject;
     }
-  | { kind: "stateless" };
+  | {
+      kind: "stateless";
+      /** Metadata its new thread gets besides its graph's ids (custom auth's, so its filter passes). */
+      newThreadMetadata?: JsonObject;
+    };
 
 /** Where {@link resolveAssistant} looks: the assistant's id and custom auth's visibility filter. */
 interface AssistantLookup {
@@ -88,9 +93,13 @@ async function assistantLookup(
   if (raw === "") throw invalid("assistant_id is required: a UUID or a graph id");
   const id = isUuid(raw) ? raw.toLowerCase() : deps.systemAssistants.idOfGraph(raw);
   if (!id) throw assistantNotFound(deps, raw);
-  const visible = await assistantVisibility(principal, deps.systemAssistants, "assistants:read", {
-    assistant_id: id,
-  });
+  const visible = await assistantVisibility(
+    principal,
+    deps.systemAssistants,
+    "assistants:read",
+    { assistant_id: id },
+    true,
+  );
   return { id, visible };
 }
 
@@ -98,6 +107,8 @@ async function assistantLookup(
  * The assistant a request names: by UUID, or the system assistant of a graph id; NOT_FOUND
  * otherwise, and when custom auth's `assistants:read` handler hides it from `principal` (a run,
  * cron, A2A or MCP call reaches no assistant its caller cannot read; system assistants are shared).
+ * FAILED_PRECONDITION (409) for an assistant of a graph this server no longer serves (the graphs
+ * file changed): nothing could run it.
  */
 export async function resolveAssistant(
   deps: Pick<RunCreationDeps, "sql" | "systemAssistants" | "graphIds">,
@@ -108,6 +119,12 @@ export async function resolveAssistant(
   const { id, visible } = await assistantLookup(deps, workspaceId, raw, principal);
   const found = await findAssistant(deps.sql, workspaceId, id, visible);
   if (!found) throw assistantNotFound(deps, raw);
+  const served = deps.graphIds();
+  if (!served.includes(found.graphId))
+    throw new ConnectError(
+      `assistant ${found.assistantId} uses graph "${found.graphId}", which this server does not serve (graphs: ${served.join(", ")})`,
+      Code.FailedPrecondition,
+    );
   return found;
 }
 
@@ -190,6 +207,7 @@ export async function createRunInTx(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   options: RunInTxOptions = {},
 ): Promise<CreatedRun> {
   const threadId = target.kind === "thread" ? requireUuid(target.threadId, "thread_id") : uuidv7();
@@ -208,6 +226,7 @@ export async function createRunInTx(
     assistant,
     request,
     headers,
+    creator,
     options,
   );
 }
@@ -223,10 +242,11 @@ async function createRunOnQueue(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   options: RunInTxOptions,
 ): Promise<CreatedRun> {
   const graphMetadata = { graph_id: assistant.graphId, assistant_id: assistant.assistantId };
-  const metadata = { ...(target.kind === "thread" ? target.newThreadMetadata : undefined), ...graphMetadata };
+  const metadata = { ...target.newThreadMetadata, ...graphMetadata };
   // A thread that exists but is hidden from the caller (custom auth) collides here: 409, never its content.
   const newThread = () => insertThreads(tx, [{ workspaceId, threadId, metadata, ttl: null }]);
   const created = (rows: (ThreadRecord | undefined)[]): ThreadRecord => {
@@ -275,6 +295,7 @@ async function createRunOnQueue(
       workspaceId,
       active.map((r) => r.runId),
       request.multitaskStrategy,
+      `multitask:${request.multitaskStrategy}`,
     );
     waiting = await activeRunsOfThread(tx, workspaceId, threadId);
   }
@@ -287,6 +308,7 @@ async function createRunOnQueue(
     assistant,
     request,
     headers,
+    creator,
   );
   // A run that may start now starts in this process when it has a free slot: claimed as it is
   // inserted, no queue round trip. Runs still active before it dispatch it when they end.
@@ -329,16 +351,18 @@ async function startStatelessHere(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
   slot: RunSlot,
+  target: Extract<RunTarget, { kind: "stateless" }>,
 ): Promise<AgentRunRecord> {
   const threadId = uuidv7();
-  const newRun = newRunOf(deps, workspaceId, true, threadId, undefined, assistant, request, headers);
+  const newRun = newRunOf(deps, workspaceId, true, threadId, undefined, assistant, request, headers, creator);
   let stored: AgentRunRecord;
   try {
     stored = await insertRunOnNewThread(
       deps.sql,
       newRun,
-      { graph_id: assistant.graphId, assistant_id: assistant.assistantId },
+      { ...target.newThreadMetadata, graph_id: assistant.graphId, assistant_id: assistant.assistantId },
       { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
     );
   } catch (error) {
@@ -373,10 +397,19 @@ async function createThreadRun(
     ]);
     if (!assistant) throw assistantNotFound(deps, request.assistantId);
     checkCheckpointThread(request, threadId);
-    return createRunOnQueue(tx, deps, workspaceId, target, threadId, queue, assistant, request, headers, {
-      reserve,
-      commit,
-    });
+    return createRunOnQueue(
+      tx,
+      deps,
+      workspaceId,
+      target,
+      threadId,
+      queue,
+      assistant,
+      request,
+      headers,
+      creatorOf(principal),
+      { reserve, commit },
+    );
   });
 }
 
@@ -421,12 +454,24 @@ export async function createRun(
       const slot = deps.localRuns?.reserve();
       if (slot)
         return {
-          run: await startStatelessHere(deps, workspaceId, assistant, request, headers, slot),
+          run: await startStatelessHere(
+            deps,
+            workspaceId,
+            assistant,
+            request,
+            headers,
+            creatorOf(principal),
+            slot,
+            target,
+          ),
           startedHere: true,
         };
     }
     creating = pipelinedTransaction(deps.sql, ({ tx, commit }) =>
-      createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, { reserve, commit }),
+      createRunInTx(tx, deps, workspaceId, target, assistant, request, headers, creatorOf(principal), {
+        reserve,
+        commit,
+      }),
     );
   }
   const created = await creating.catch((error: unknown) => {
@@ -444,7 +489,7 @@ export async function createRun(
 /**
  * Custom auth's `threads:create_run` for a run: the handler sees the run (a stateless run has no
  * thread id) and may change its metadata, which the run then stores (and a thread the run creates
- * gets); its filter must pass the run's thread.
+ * gets, a stateless run's included); its filter must pass the run's thread.
  */
 async function authorizeRun(
   principal: Principal,
@@ -474,7 +519,10 @@ async function authorizeRun(
   const auth = await authorizeEvent(principal, "threads:create_run", value);
   const metadata = handlerMetadata(value, "threads:create_run");
   const authorized = { ...request, metadata };
-  if (target.kind === "stateless") return { target, request: authorized };
+  // A stateless run's thread carries the metadata too, so the handler's filter finds it when the
+  // caller joins the run's stream (as the LangGraph JS server's temporary threads do).
+  if (target.kind === "stateless")
+    return { target: { ...target, newThreadMetadata: metadata }, request: authorized };
   return {
     target: { ...target, ...(auth ? { auth } : {}), newThreadMetadata: metadata },
     request: authorized,

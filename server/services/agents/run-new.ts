@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { uuidv7 } from "../../ids.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import type { RunKwargs } from "../../runtime/run-kwargs.js";
-import type { NewRun } from "../../store/agent-run-store.js";
+import type { NewRun, RunCreator } from "../../store/agent-run-store.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import type { ThreadRecord } from "../../store/thread-store.js";
 import type { RunRequest } from "./run-requests.js";
@@ -52,6 +52,7 @@ export function newRunOf(
   assistant: AssistantRecord,
   request: RunRequest,
   headers: Headers,
+  creator: RunCreator,
 ): NewRun {
   const threadConfig = objectOf(thread?.config);
   const requestConfig = request.config;
@@ -88,6 +89,11 @@ export function newRunOf(
     temporary: stateless && request.onCompletion === "delete",
     on_disconnect: request.onDisconnect,
     ...(request.langsmithTracer ? { langsmith_tracer: request.langsmithTracer } : {}),
+    ...(request.protocol ? { protocol: true as const } : {}),
+    ...(request.protocol && request.protocol.answers.length > 0
+      ? { protocol_answers: request.protocol.answers }
+      : {}),
+    ...(request.strictResume ? { strict_resume: true as const } : {}),
   };
   return {
     workspaceId,
@@ -100,5 +106,6 @@ export function newRunOf(
     multitaskStrategy: request.multitaskStrategy,
     temporary: kwargs.temporary,
     afterSeconds: request.afterSeconds,
+    creator,
   };
 }

@@ -6,6 +6,7 @@ import { isLoopbackWebhook, loopbackPathProblem, MAX_WEBHOOK_LENGTH } from "../.
 import type { RunCommand } from "../../runtime/run-kwargs.js";
 import { STREAM_MODES, type StreamMode } from "../../runtime/run-stream-modes.js";
 import type { CancelAction, MultitaskStrategy, RunStatus } from "../../store/agent-run-store.js";
+import { queryList } from "../query-lists.js";
 import { invalid, oneOf } from "../request-validation.js";
 
 /** A run-creating request, validated. */
@@ -33,6 +34,13 @@ export interface RunRequest {
   durability: "sync" | "async" | "exit" | null;
   feedbackKeys: string[] | null;
   langsmithTracer: JsonObject | null;
+  /**
+   * A run of the thread-centric streaming protocol (the ids of the interrupts it answers, when it
+   * resumes some); absent for runs of the run endpoints.
+   */
+  protocol?: { answers: string[] };
+  /** Refuse the resume when an interrupt it answers by id is not waiting (it fails, running nothing). */
+  strictResume?: boolean;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "interrupt", "rollback", "enqueue"];
@@ -91,20 +99,7 @@ export function parseStreamModes(raw: JsonValue | undefined, field = "stream_mod
 /** Stream modes from a query parameter: repeated, or one JSON array. */
 export function parseQueryStreamModes(raw: readonly string[]): StreamMode[] | undefined {
   if (raw.length === 0) return undefined;
-  const values: JsonValue[] = [];
-  for (const entry of raw) {
-    if (entry.startsWith("[")) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(entry);
-      } catch {
-        throw invalid(`stream_mode ${JSON.stringify(entry)} is not a JSON array of stream modes`);
-      }
-      if (!Array.isArray(parsed)) throw invalid("stream_mode must be a stream mode or a JSON array of them");
-      values.push(...(parsed as JsonValue[]));
-    } else values.push(entry);
-  }
-  return parseStreamModes(values);
+  return parseStreamModes(queryList(raw, "stream_mode"));
 }
 
 function nodeList(value: Value | undefined, field: string): "*" | string[] | null {
@@ -261,7 +256,19 @@ export function parseRunRequest(request: CreateRunRequest, stateless: boolean): 
     durability,
     feedbackKeys: (feedback as string[] | undefined) ?? null,
     langsmithTracer: object(request.langsmithTracer, "langsmith_tracer") ?? null,
+    ...(flag(request.strictResume, "strict_resume") ? { strictResume: true } : {}),
   };
+}
+
+/**
+ * The namespaces a stream keeps (`namespace` query parameters: `""` is the root graph, a subgraph's
+ * is its segments joined by `|`); undefined for every namespace.
+ */
+export function parseStreamNamespaces(raw: readonly string[]): ReadonlySet<string> | undefined {
+  if (raw.length === 0) return undefined;
+  for (const ns of raw)
+    if (ns.length > 1024) throw invalid("namespace must be a namespace of the run: at most 1,024 characters");
+  return new Set(raw);
 }
 
 /** A boolean query parameter as the SDKs send it: 1/0, true/false. */

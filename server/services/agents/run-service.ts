@@ -8,6 +8,10 @@ import {
   RunSchema,
   type RunService,
 } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
+import {
+  type ServerSentEvent,
+  ServerSentEventSchema,
+} from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import type { RunSettings, WebhookSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
@@ -25,20 +29,25 @@ import {
   runIdsWithStatus,
 } from "../../store/agent-run-store.js";
 import { threadExists } from "../../store/agent-run-thread-store.js";
-import { pgErrorCode, type Sql } from "../../store/db.js";
+import type { Sql } from "../../store/db.js";
 import { lastEventSeq } from "../../store/run-event-store.js";
 import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
+import { queryList } from "../query-lists.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { setRestSuccessStatus } from "../response-status.js";
+import { callerOrigin, withFeedbackUrls } from "../tracing/feedback-tokens.js";
+import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
-import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
+import { CANCELLED, cancelRunsInTx, type RunCancelDeps, takenReason } from "./run-cancel.js";
+import { conflictsAs409 } from "./run-conflicts.js";
 import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
 import {
   parseCancelAction,
   parseFlag,
   parseQueryStreamModes,
   parseRunRequest,
+  parseStreamNamespaces,
   RUN_STATUSES,
   type RunRequest,
 } from "./run-requests.js";
@@ -49,6 +58,7 @@ import {
   parseLastEventId,
   readRunStream,
   readThreadStream,
+  seqAfterCheckpoint,
   waitForRunEnd,
 } from "./run-streams.js";
 import type { SystemAssistants } from "./system-assistants.js";
@@ -79,6 +89,8 @@ const MAX_LIMIT = 1000;
 const MAX_BULK_CANCEL = 1000;
 /** Largest stateless batch: each run is a transaction; bigger batches belong in several calls. */
 const MAX_BATCH = 100;
+/** The modes of a thread's stream: every run's events, runs' starts and ends, or values only. */
+const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;
 /** Fields a runs list may `select`. */
 const RUN_FIELDS = [
   "run_id",
@@ -90,10 +102,14 @@ const RUN_FIELDS = [
   "metadata",
   "kwargs",
   "multitask_strategy",
+  "cancel_reason",
 ];
 
-/** One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped. */
-function batchEntry(value: Value, index: number): CreateRunRequest {
+/**
+ * One entry of a batch as a CreateRunRequest; the SDK's duplicate camelCase id is dropped, and
+ * members no field knows are ignored (decision 14) and noted on the call for the REST layer.
+ */
+function batchEntry(value: Value, index: number, ctx: HandlerContext): CreateRunRequest {
   const json = toJson(ValueSchema, value);
   if (typeof json !== "object" || json === null || Array.isArray(json))
     throw invalid(`runs[${index}] must be a JSON object: a run's body`);
@@ -102,6 +118,7 @@ function batchEntry(value: Value, index: number): CreateRunRequest {
     "assistant_id" in rest
       ? rest
       : { ...rest, ...(assistantId === undefined ? {} : { assistant_id: assistantId }) };
+  noteIgnoredFields(ctx, takeUnknownFields(CreateRunRequestSchema, body));
   try {
     return fromJson(CreateRunRequestSchema, body);
   } catch (error) {
@@ -122,39 +139,12 @@ export function runView(run: AgentRunRecord, select?: ReadonlySet<string>): Run 
   if (want("metadata")) view.metadata = run.metadata;
   if (want("kwargs")) view.kwargs = run.kwargs;
   if (want("multitask_strategy")) view.multitaskStrategy = run.multitaskStrategy;
+  if (want("cancel_reason") && run.cancelReason !== null) view.cancelReason = run.cancelReason;
   return view;
-}
-
-/** A query parameter sent as a JSON array of strings (the JS SDK's form for lists). */
-function parseJsonList(raw: string, field: string): string[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw invalid(`${field} ${JSON.stringify(raw)} is not a JSON array of strings`);
-  }
-  if (!Array.isArray(parsed) || !parsed.every((f) => typeof f === "string"))
-    throw invalid(`${field} must be a list of strings`);
-  return parsed;
 }
 
 function runNotFound(runId: string): ConnectError {
   return new ConnectError(`run ${runId} not found`, Code.NotFound);
-}
-
-/** Deadlocks and serialization failures of racing writes answer 409, never 500. */
-async function conflictsAs409<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const code = pgErrorCode(error);
-    if (code === "40P01" || code === "40001")
-      throw new ConnectError(
-        "the run changed while this request ran (a race with its end); retry",
-        Code.Aborted,
-      );
-    throw error;
-  }
 }
 
 /**
@@ -206,8 +196,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     return { workspaceId: workspace.id, run, startedHere };
   };
 
-  const cancel = (workspaceId: string, runIds: string[], action: "interrupt" | "rollback") =>
-    conflictsAs409(() => sql.begin((tx) => cancelRunsInTx(tx, cancelDeps, workspaceId, runIds, action)));
+  const cancel = (
+    workspaceId: string,
+    runIds: string[],
+    action: "interrupt" | "rollback",
+    reason = CANCELLED,
+  ) =>
+    conflictsAs409(() =>
+      sql.begin((tx) => cancelRunsInTx(tx, cancelDeps, workspaceId, runIds, action, reason)),
+    );
 
   /** Waits for the run; on a client that goes away, cancels it when asked to. */
   const awaitEnd = async (
@@ -224,6 +221,43 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       throw error;
     }
   };
+
+  /** A wait or join's answer: the output, with `__feedback__` URLs for a run's `feedback_keys`. */
+  const withFeedback = (ctx: HandlerContext, workspaceId: string, run: AgentRunRecord) =>
+    withFeedbackUrls(
+      sql,
+      { workspaceId, runId: run.runId, origin: callerOrigin(ctx) },
+      outputOf(run),
+      run.kwargs.feedback_keys,
+    );
+
+  /**
+   * A run stream with, before its `end`, the `feedback` event of a run with `feedback_keys`: each
+   * key → a presigned feedback URL on the run (what `__feedback__` holds in a wait's answer).
+   */
+  async function* withFeedbackBeforeEnd(
+    ctx: HandlerContext,
+    workspaceId: string,
+    run: AgentRunRecord,
+    events: AsyncIterable<ServerSentEvent>,
+  ): AsyncGenerator<ServerSentEvent> {
+    for await (const event of events) {
+      if (
+        event.event === "end" &&
+        Array.isArray(run.kwargs.feedback_keys) &&
+        run.kwargs.feedback_keys.length > 0
+      ) {
+        const answer = await withFeedback(ctx, workspaceId, { ...run, output: {} });
+        const urls =
+          typeof answer === "object" && answer !== null && !Array.isArray(answer)
+            ? answer.__feedback__
+            : undefined;
+        if (urls !== undefined)
+          yield create(ServerSentEventSchema, { event: "feedback", data: fromJson(ValueSchema, urls) });
+      }
+      yield event;
+    }
+  }
 
   /**
    * Whether custom auth lets `principal` reach thread `threadId` for `event` (runs belong to their
@@ -276,13 +310,26 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           ? `/runs/${run.runId}/stream`
           : `/threads/${run.threadId}/runs/${run.runId}/stream`,
       );
+      // The SDK sends the namespaces to stream as query parameters of the POST whose body is the run.
+      const namespaces = parseStreamNamespaces(new URL(ctx.url).searchParams.getAll("namespace"));
       let ended = false;
       try {
-        yield* readRunStream(
-          readers,
-          { workspaceId, runId: run.runId },
-          // Watched from the run's start when it started here: nothing to read before its events.
-          { afterSeq: 0, accept: () => true, signal: ctx.signal, watchedFromStart: startedHere },
+        yield* withFeedbackBeforeEnd(
+          ctx,
+          workspaceId,
+          run,
+          readRunStream(
+            readers,
+            { workspaceId, runId: run.runId },
+            // Watched from the run's start when it started here: nothing to read before its events.
+            {
+              afterSeq: 0,
+              accept: eventFilter(undefined, namespaces),
+              signal: ctx.signal,
+              watchedFromStart: startedHere,
+              endEvent: true,
+            },
+          ),
         );
         ended = !ctx.signal.aborted;
       } finally {
@@ -301,14 +348,14 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
           : `/threads/${run.threadId}/runs/${run.runId}/join`,
       );
       const ended = await awaitEnd(ctx, workspaceId, run, parsed.onDisconnect === "cancel");
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async createRunBatch(request, ctx) {
       if (request.runs.length === 0 || request.runs.length > MAX_BATCH)
         throw invalid(`a batch must hold 1 to ${MAX_BATCH} runs`);
       const parsed = request.runs.map((value, i) => {
-        const r = batchEntry(value, i);
+        const r = batchEntry(value, i, ctx);
         if (r.threadId !== undefined)
           throw invalid(`runs[${i}]: batch runs are stateless; send no thread_id`);
         return parseRunRequest(r, true);
@@ -327,7 +374,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const offset = request.offset ?? 0;
       if (offset < 0) throw invalid(`offset must be 0 or more, got ${offset}`);
       const status = request.status === undefined ? undefined : oneOf(request.status, RUN_STATUSES, "status");
-      const fields = request.select.flatMap((s) => (s.startsWith("[") ? parseJsonList(s, "select") : [s]));
+      const fields = queryList(request.select, "select");
       for (const field of fields)
         if (!RUN_FIELDS.includes(field))
           throw invalid(`select: unknown field ${JSON.stringify(field)}; fields: ${RUN_FIELDS.join(", ")}`);
@@ -369,8 +416,22 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
     async cancelRun(request, ctx) {
       const wait = parseFlag(request.wait, "wait");
       const action = parseCancelAction(request.action);
+      const reason = request.reason === undefined || request.reason === "" ? undefined : request.reason;
+      if (reason !== undefined && reason !== "taken")
+        throw invalid(
+          `reason must be "taken" (the run's input was absorbed for steering); got ${JSON.stringify(reason)}`,
+        );
+      if (reason === "taken" && action !== "interrupt")
+        throw invalid(
+          'reason "taken" goes with action interrupt: a rolled-back run is gone, with nothing to record',
+        );
       const { workspaceId, run } = await loadRun(ctx, "threads:update", request.threadId, request.runId);
-      const outcomes = await cancel(workspaceId, [run.runId], action);
+      const outcomes = await cancel(
+        workspaceId,
+        [run.runId],
+        action,
+        reason ? takenReason(new Date()) : CANCELLED,
+      );
       if (outcomes.length === 0)
         throw new ConnectError(
           `run ${run.runId} has already ended (${(await findRun(sql, workspaceId, run.runId))?.status ?? "deleted"}): there is nothing to cancel`,
@@ -418,7 +479,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const cancelOnDisconnect = parseFlag(request.cancelOnDisconnect, "cancel_on_disconnect");
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
       const ended = hasEnded(run) ? run : await awaitEnd(ctx, workspaceId, run, cancelOnDisconnect);
-      return { output: toValue(outputOf(ended)) };
+      return { output: toValue(await withFeedback(ctx, workspaceId, ended ?? run)) };
     },
 
     async *joinRunStream(request, ctx) {
@@ -426,19 +487,40 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       const modes = parseQueryStreamModes(request.streamMode);
       const lastEventId = parseLastEventId(ctx.requestHeader.get("last-event-id") ?? request.lastEventId);
       const { workspaceId, run } = await loadRun(ctx, "threads:read", request.threadId, request.runId);
-      // Without Last-Event-ID a join sees what happens from now on; an ended run has nothing more.
-      if (lastEventId === undefined && hasEnded(run)) return;
-      const afterSeq = lastEventId ?? (await lastEventSeq(sql, workspaceId, { runId: run.runId }));
+      // Without Last-Event-ID a join sees what happens from now on: an ended run has only its end.
+      if (lastEventId === undefined && hasEnded(run)) {
+        yield create(ServerSentEventSchema, {
+          event: "end",
+          data: fromJson(ValueSchema, { run_id: run.runId, status: run.status }),
+        });
+        return;
+      }
+      const checkpointId = request.checkpointId === "" ? undefined : request.checkpointId;
+      // A replay that starts from a checkpoint the client shows skips what led up to it.
+      const fromCheckpoint =
+        checkpointId !== undefined && lastEventId !== undefined
+          ? await seqAfterCheckpoint(sql, { workspaceId, runId: run.runId }, checkpointId)
+          : undefined;
+      const afterSeq =
+        lastEventId === undefined
+          ? await lastEventSeq(sql, workspaceId, { runId: run.runId })
+          : Math.max(lastEventId, fromCheckpoint ?? 0);
       let ended = false;
       try {
-        yield* readRunStream(
-          readers,
-          { workspaceId, runId: run.runId },
-          {
-            afterSeq,
-            accept: eventFilter(modes),
-            signal: ctx.signal,
-          },
+        yield* withFeedbackBeforeEnd(
+          ctx,
+          workspaceId,
+          run,
+          readRunStream(
+            readers,
+            { workspaceId, runId: run.runId },
+            {
+              afterSeq,
+              accept: eventFilter(modes, parseStreamNamespaces(request.namespace)),
+              signal: ctx.signal,
+              endEvent: true,
+            },
+          ),
         );
         ended = !ctx.signal.aborted;
       } finally {
@@ -454,21 +536,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
         !(await threadVisible(principal, workspace.id, threadId, "threads:read"))
       )
         throw threadNotFound(threadId);
-      const modes = request.streamMode.flatMap((m) =>
-        m.startsWith("[") ? (JSON.parse(m) as string[]) : [m],
+      // Several modes at once send what any of them would.
+      const kinds = queryList(request.streamMode, "stream_mode").map((mode) =>
+        oneOf(mode, THREAD_STREAM_MODES, "stream_mode"),
       );
-      const kind = oneOf(
-        modes[0],
-        ["run_modes", "lifecycle", "state_update"] as const,
-        "stream_mode",
-        "run_modes",
-      );
-      const accept =
-        kind === "lifecycle"
-          ? (event: string) => event === "metadata" || event === "error"
-          : kind === "state_update"
-            ? (event: string) => event === "values" || event.startsWith("values|")
-            : () => true;
+      const modes = new Set(kinds.length > 0 ? kinds : ["run_modes"]);
+      const accept = (event: string) =>
+        modes.has("run_modes") ||
+        (modes.has("lifecycle") && (event === "metadata" || event === "error")) ||
+        (modes.has("state_update") && (event === "values" || event.startsWith("values|")));
       const lastEventId = parseLastEventId(ctx.requestHeader.get("last-event-id") ?? request.lastEventId);
       const afterSeq = lastEventId ?? (await lastEventSeq(sql, workspace.id, { threadId }));
       yield* readThreadStream(

@@ -6,6 +6,7 @@ import {
   ServerSentEventSchema,
 } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
+import { parseProtocolParams, protocolMethodOf } from "../../runtime/protocol/protocol-event.js";
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
 import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
@@ -46,25 +47,101 @@ export function parseLastEventId(raw: string | undefined): number | undefined {
   return Number(match[1]);
 }
 
-/** The filter of a join's `stream_mode`: which event names pass (metadata, error always do). */
-export function eventFilter(modes: readonly StreamMode[] | undefined): (event: string) => boolean {
-  if (!modes) return () => true;
-  const names = new Set<string>(["metadata", "error", "feedback"]);
-  for (const mode of modes) {
-    if (mode === "messages-tuple") names.add("messages");
-    else if (mode === "messages")
-      for (const n of ["messages/partial", "messages/complete", "messages/metadata"]) names.add(n);
-    else names.add(mode);
+/** Events every stream sends whatever its modes and namespaces: the run's own, not the graph's. */
+const RUN_EVENTS = new Set(["metadata", "error", "feedback", "end"]);
+
+/**
+ * The filter of a stream's `stream_mode` and `namespace`: which event names pass. An event is named
+ * `<mode>` for the root graph and `<mode>|<namespace segments…>` for a subgraph; with namespaces,
+ * only events of exactly those namespaces pass (`""` the root's). The run's own events always do.
+ */
+export function eventFilter(
+  modes: readonly StreamMode[] | undefined,
+  namespaces?: ReadonlySet<string>,
+): (event: string) => boolean {
+  if (!modes && !namespaces) return () => true;
+  let names: Set<string> | undefined;
+  if (modes) {
+    names = new Set<string>();
+    for (const mode of modes) {
+      if (mode === "messages-tuple") names.add("messages");
+      else if (mode === "messages")
+        for (const n of ["messages/partial", "messages/complete", "messages/metadata"]) names.add(n);
+      else names.add(mode);
+    }
   }
-  return (event) => names.has(event.split("|")[0] ?? event);
+  return (event) => {
+    const bar = event.indexOf("|");
+    const mode = bar < 0 ? event : event.slice(0, bar);
+    if (RUN_EVENTS.has(mode)) return true;
+    if (names && !names.has(mode)) return false;
+    return !namespaces || namespaces.has(bar < 0 ? "" : event.slice(bar + 1));
+  };
 }
 
+/**
+ * A stored event as the run streams send it. A protocol run's event (see protocol-event.ts) is sent
+ * as the run endpoints name their events: its method, with the namespace of a subgraph's event
+ * after `|`, and its payload as the data.
+ */
 function toMessage(record: RunEventRecord): ServerSentEvent {
+  const method = protocolMethodOf(record.event);
+  if (method !== undefined) {
+    const params = parseProtocolParams(record.data);
+    const name = params.namespace.length > 0 ? `${method}|${params.namespace.join("|")}` : method;
+    return create(ServerSentEventSchema, {
+      id: eventId(record),
+      event: name,
+      data: fromJson(ValueSchema, params.data),
+    });
+  }
   return create(ServerSentEventSchema, {
     id: eventId(record),
     event: record.event,
     data: fromJson(ValueSchema, JSON.parse(record.data) as JsonValue),
   });
+}
+
+/** A run's end event as run streams send it: `end`, `{run_id, status}`. */
+function endMessage(record: RunEventRecord): ServerSentEvent {
+  const stored = JSON.parse(record.data) as { status?: unknown } | null;
+  // An end stored before the end event carried the status (data null) was a cancel's.
+  const status = typeof stored?.status === "string" ? stored.status : "interrupted";
+  return create(ServerSentEventSchema, {
+    id: eventId(record),
+    event: "end",
+    data: fromJson(ValueSchema, { run_id: record.runId, status }),
+  });
+}
+
+/** Events a search for a checkpoint reads per query (a run's stream is read in these pages). */
+const CHECKPOINT_SEARCH_PAGE = 500;
+
+/**
+ * The seq of the run's event that reports checkpoint `checkpointId` (its `checkpoints` event, or a
+ * `debug` checkpoint event), of the root graph or a subgraph; undefined when the run's stream never
+ * named it (it streamed neither mode).
+ */
+export async function seqAfterCheckpoint(
+  sql: Sql,
+  run: { workspaceId: string; runId: string },
+  checkpointId: string,
+): Promise<number | undefined> {
+  for (let after = 0; ; ) {
+    const rows = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, after, CHECKPOINT_SEARCH_PAGE);
+    for (const row of rows) {
+      after = row.seq;
+      const mode = row.event.split("|")[0];
+      if ((mode === "checkpoints" || mode === "debug") && row.data.includes(checkpointId)) {
+        const data = JSON.parse(row.data) as { config?: unknown; payload?: { config?: unknown } };
+        const config = (mode === "debug" ? data.payload?.config : data.config) as
+          | { configurable?: { checkpoint_id?: unknown } }
+          | undefined;
+        if (config?.configurable?.checkpoint_id === checkpointId) return row.seq;
+      }
+    }
+    if (rows.length < CHECKPOINT_SEARCH_PAGE) return undefined;
+  }
 }
 
 /** What a stream reader needs. */
@@ -82,6 +159,8 @@ export interface RunStreamOptions {
   /** Whether an event (by its name) is sent; the end marker never is. */
   accept: (event: string) => boolean;
   signal: AbortSignal;
+  /** Send the run's end as a last `end` event `{run_id, status}` (the SDK 1.15 run streams' form). */
+  endEvent?: boolean;
   /**
    * The run was just created and started by this process's worker (`startedHere` of createRun),
    * in the caller's current turn of the event loop: the watch opens before any of its events can be
@@ -117,7 +196,10 @@ export async function* readRunStream(
       read = true;
       for (const row of rows) {
         last = row.seq;
-        if (row.event === END_EVENT) return;
+        if (row.event === END_EVENT) {
+          if (options.endEvent) yield endMessage(row);
+          return;
+        }
         if (options.accept(row.event)) yield toMessage(row);
       }
       if (rows.length === PAGE) continue;
@@ -130,7 +212,10 @@ export async function* readRunStream(
         if (hasEnded(current)) {
           const tail = await eventsAfter(sql, run.workspaceId, { runId: run.runId }, last, PAGE);
           for (const row of tail) {
-            if (row.event === END_EVENT) return;
+            if (row.event === END_EVENT) {
+              if (options.endEvent) yield endMessage(row);
+              return;
+            }
             if (options.accept(row.event)) yield toMessage(row);
             last = row.seq;
           }
@@ -144,31 +229,74 @@ export async function* readRunStream(
 }
 
 /**
- * Every event of a thread's runs after `afterSeq`, one run after another, until the client goes
- * away. Run end markers are not sent.
+ * Every stored event of a thread's runs after `afterSeq`, in seq order (one run after another, and
+ * new ones as they are written, from any process), until `signal` aborts. Run end markers are not
+ * yielded. Reads a page at a time and waits for the thread's notifications in between.
+ *
+ * A run of the thread executing in this process hands its batches over as it stores them, and the
+ * reader takes them without a read. Another writer may store an event of the thread between two
+ * such batches (a cancel ending a queued run), whose notification can come after the reader took
+ * the later batch: so each read of Postgres starts where the previous read ended, not at the last
+ * event taken, and yields what the hand-overs skipped (the only events ever yielded out of seq
+ * order, and each still once).
  */
-export async function* readThreadStream(
+export async function* threadEventRecords(
   deps: StreamReaderDeps,
   thread: { workspaceId: string; threadId: string },
-  options: { afterSeq: number; accept: (event: string) => boolean; signal: AbortSignal },
-): AsyncGenerator<ServerSentEvent> {
+  options: { afterSeq: number; signal: AbortSignal },
+): AsyncGenerator<RunEventRecord> {
   const { sql, bus } = deps;
   const watch = bus.watch(thread.threadId);
   try {
     let last = options.afterSeq;
+    // Whether Postgres was read since the watch started: events written before it are only there.
+    let read = false;
+    // Where the last read of Postgres ended, and the seqs taken from hand-overs since.
+    let readThrough = options.afterSeq;
+    const taken = new Set<number>();
     while (!options.signal.aborted) {
       const seen = watch.version();
-      const rows = await eventsAfter(sql, thread.workspaceId, { threadId: thread.threadId }, last, PAGE);
-      for (const row of rows) {
-        last = row.seq;
-        if (row.event !== END_EVENT && options.accept(row.event)) yield toMessage(row);
+      const handed = read ? watch.take(last) : undefined;
+      let rows: RunEventRecord[];
+      let fullPage = false;
+      if (handed && !handed.behind) {
+        rows = handed.rows;
+        for (const row of rows) taken.add(row.seq);
+      } else {
+        const page = await eventsAfter(
+          sql,
+          thread.workspaceId,
+          { threadId: thread.threadId },
+          readThrough,
+          PAGE,
+        );
+        read = true;
+        fullPage = page.length === PAGE;
+        // Nothing past the read's end: what was taken before it is all there is up to `last`.
+        readThrough = page.at(-1)?.seq ?? Math.max(readThrough, last);
+        rows = page.filter((row) => !taken.has(row.seq));
+        for (const seq of taken) if (seq <= readThrough) taken.delete(seq);
       }
-      if (rows.length === PAGE) continue;
+      for (const row of rows) {
+        last = Math.max(last, row.seq);
+        if (row.event !== END_EVENT) yield row;
+      }
+      if (fullPage) continue;
       await watch.changed(seen, SAFETY_POLL_MS, options.signal);
     }
   } finally {
     watch.close();
   }
+}
+
+/** Every event of a thread's runs after `afterSeq` that `accept` takes, until the client goes away. */
+export async function* readThreadStream(
+  deps: StreamReaderDeps,
+  thread: { workspaceId: string; threadId: string },
+  options: { afterSeq: number; accept: (event: string) => boolean; signal: AbortSignal },
+): AsyncGenerator<ServerSentEvent> {
+  for await (const row of threadEventRecords(deps, thread, options))
+    if (options.accept(row.event)) yield toMessage(row);
 }
 
 /**

@@ -10,8 +10,15 @@ import {
   validateNamespace,
   validateTtl,
 } from "../../runtime/store-validation.js";
+import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import type { Sql } from "../../store/db.js";
 import { createStoreItemUpsert } from "../../store/store-item-batches.js";
+import {
+  type StoreItemKey,
+  storeAuthDocument,
+  storeDocumentPasses,
+  storeItemAccess,
+} from "../../store/store-item-store.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 
@@ -46,10 +53,18 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
     async putItem(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:write");
       const { key, value } = request;
-      const namespace = await scopedNamespace(principal, "store:put", request.namespace, { key, value });
+      const { namespace, auth } = await scopedNamespace(principal, "store:put", request.namespace, {
+        key,
+        value,
+      });
       await asInvalidArgument(async () => {
         requireNoIndex(request.index);
         if (value === undefined) throw new StoreInputError("value is required: send a JSON object");
+        if (auth) {
+          await requireUnhidden(sql, workspace.id, { namespace, key }, auth);
+          if (!(await storeDocumentPasses(sql, storeAuthDocument({ namespace, key, value }), auth)))
+            throw notAuthorized("store:put");
+        }
         await storeOf(workspace.id).batch([{ namespace, key, value, ttl: request.ttl }]);
       });
       return {};
@@ -57,34 +72,51 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
 
     async getItem(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
-      const namespace = await scopedNamespace(principal, "store:get", request.namespace.split("."), {
-        key: request.key,
-      });
-      const [item] = await asInvalidArgument(() =>
-        storeOf(workspace.id).batch([{ namespace, key: request.key, refreshTtl: request.refreshTtl }]),
+      const { namespace, auth } = await scopedNamespace(
+        principal,
+        "store:get",
+        itemNamespace(request.namespace),
+        {
+          key: request.key,
+        },
       );
+      const [item] = await asInvalidArgument(async () => {
+        if (auth) await requireUnhidden(sql, workspace.id, { namespace, key: request.key }, auth);
+        return storeOf(workspace.id).batch([{ namespace, key: request.key, refreshTtl: request.refreshTtl }]);
+      });
       return item ? { item: itemMessage(item) } : {};
     },
 
     async deleteItem(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:write");
-      const namespace = await scopedNamespace(principal, "store:delete", request.namespace, {
+      const { namespace, auth } = await scopedNamespace(principal, "store:delete", request.namespace, {
         key: request.key,
       });
-      await asInvalidArgument(() =>
-        storeOf(workspace.id).batch([{ namespace, key: request.key, value: null }]),
-      );
+      await asInvalidArgument(async () => {
+        if (auth) {
+          const key = { namespace, key: request.key };
+          const access = await requireUnhidden(sql, workspace.id, key, auth);
+          if (access === "missing" && !(await storeDocumentPasses(sql, storeAuthDocument(key), auth)))
+            throw notAuthorized("store:delete");
+        }
+        await storeOf(workspace.id).batch([{ namespace, key: request.key, value: null }]);
+      });
       return {};
     },
 
     async searchItems(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
-      const prefix = await scopedNamespace(principal, "store:search", request.namespacePrefix, {
-        filter: request.filter ?? null,
-        limit: request.limit ?? null,
-        offset: request.offset,
-        query: request.query ?? null,
-      });
+      const { namespace: prefix, auth } = await scopedNamespace(
+        principal,
+        "store:search",
+        request.namespacePrefix,
+        {
+          filter: request.filter ?? null,
+          limit: request.limit ?? null,
+          offset: request.offset,
+          query: request.query ?? null,
+        },
+      );
       const [items] = await asInvalidArgument(() => {
         if (request.query !== undefined && request.query !== "")
           throw new StoreInputError(`${NO_SEMANTIC_SEARCH}: send no query, and use filter to match values`);
@@ -93,7 +125,7 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
         const limit = validateInteger(request.limit ?? DEFAULT_SEARCH_LIMIT, "limit", 1, MAX_LIMIT);
         const offset = validateInteger(request.offset, "offset", 0, MAX_OFFSET);
         return storeOf(workspace.id).batch([
-          { namespacePrefix, filter: request.filter, limit, offset, refreshTtl: request.refreshTtl },
+          { namespacePrefix, filter: request.filter, limit, offset, refreshTtl: request.refreshTtl, auth },
         ]);
       });
       return { items: (items ?? []).map(itemMessage) };
@@ -101,12 +133,17 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
 
     async listNamespaces(request, ctx) {
       const { principal, workspace } = await authorizeWorkspace(ctx, "store:read");
-      const scoped = await scopedNamespace(principal, "store:list_namespaces", request.prefix, {
-        suffix: request.suffix,
-        max_depth: request.maxDepth ?? null,
-        limit: request.limit ?? null,
-        offset: request.offset,
-      });
+      const { namespace: scoped, auth } = await scopedNamespace(
+        principal,
+        "store:list_namespaces",
+        request.prefix,
+        {
+          suffix: request.suffix,
+          max_depth: request.maxDepth ?? null,
+          limit: request.limit ?? null,
+          offset: request.offset,
+        },
+      );
       const [namespaces] = await asInvalidArgument(() => {
         const prefix = validateNamespace(scoped, "prefix", "pattern");
         const suffix = validateNamespace(request.suffix, "suffix", "pattern");
@@ -120,7 +157,7 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
           ...(prefix.length > 0 ? [{ matchType: "prefix" as const, path: prefix }] : []),
           ...(suffix.length > 0 ? [{ matchType: "suffix" as const, path: suffix }] : []),
         ];
-        return storeOf(workspace.id).batch([{ matchConditions, maxDepth, limit, offset }]);
+        return storeOf(workspace.id).batch([{ matchConditions, maxDepth, limit, offset, auth }]);
       });
       return { namespaces: (namespaces ?? []).map((ns) => fromJson(ListValueSchema, ns)) };
     },
@@ -128,26 +165,62 @@ export function createStoreService({ sql, ttl = {} }: StoreServiceDeps): Service
 }
 
 /**
+ * GetItem's namespace as labels: one value is the labels joined by "." as the LangGraph SDKs send
+ * it on REST (`?namespace=users.u1`; labels never contain "."), several are the labels themselves.
+ */
+function itemNamespace(namespace: readonly string[]): string[] {
+  return namespace.length === 1 ? namespace[0]!.split(".") : [...namespace];
+}
+
+/**
  * The namespace a store call works in after custom auth's handler for `event` had `value` (with
- * `namespace`) to change: store handlers scope users by rewriting the namespace, say to start with
- * the user's identity. A handler that leaves no list of strings there is refused, naming the event.
+ * `namespace`) to change, and the filter it returned. Store handlers scope users by rewriting the
+ * namespace (say, to start with the user's identity) or by a filter, matched as on the LangGraph
+ * JS server against each item's value with its `namespace` and `key` (see `storeAuthDocument`): a
+ * search or listing then has only what passes; an item that fails reads as not found (404); a put
+ * or a delete of a missing item that the filter would not pass is refused (403). A handler that
+ * leaves no list of strings in `value.namespace` is refused, naming the event.
  */
 async function scopedNamespace(
   principal: Principal,
   event: string,
   namespace: readonly string[],
   rest: Record<string, unknown>,
-): Promise<string[]> {
-  if (!principal.authRules) return [...namespace];
+): Promise<{ namespace: string[]; auth?: AuthFilter }> {
+  if (!principal.authRules) return { namespace: [...namespace] };
   const value: Record<string, unknown> = { namespace: [...namespace], ...rest };
-  await authorizeEvent(principal, event, value);
+  const auth = await authorizeEvent(principal, event, value);
   const scoped = value.namespace;
   if (!Array.isArray(scoped) || !scoped.every((label) => typeof label === "string"))
     throw new ConnectError(
       `the auth handler for ${event} set value.namespace to something that is not a list of strings`,
       Code.PermissionDenied,
     );
-  return scoped;
+  return { namespace: scoped, ...(auth ? { auth } : {}) };
+}
+
+/**
+ * Whether the item exists (and the caller may see it, custom auth's filter passing it); an item the
+ * filter hides is not found (404), as on the LangGraph JS server.
+ */
+async function requireUnhidden(
+  sql: Sql,
+  workspaceId: string,
+  key: StoreItemKey,
+  auth: AuthFilter,
+): Promise<"missing" | "visible"> {
+  validateNamespace(key.namespace, "namespace", "item");
+  const access = await storeItemAccess(sql, workspaceId, key, auth);
+  if (access === "hidden") throw new ConnectError("item not found", Code.NotFound);
+  return access;
+}
+
+/** PERMISSION_DENIED for a write custom auth's filter would not let its caller see. */
+function notAuthorized(event: string): ConnectError {
+  return new ConnectError(
+    `not authorized: the auth handler for ${event} returned a filter the item would not pass`,
+    Code.PermissionDenied,
+  );
 }
 
 /** Runs `work`, turning the store's input errors into INVALID_ARGUMENT with the same message. */

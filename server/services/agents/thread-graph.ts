@@ -2,10 +2,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import postgres from "postgres";
-import type { CompiledGraph, GraphRegistry } from "../../runtime/graph-registry.js";
+import type { CompiledGraph, GraphRegistry, RegisteredGraph } from "../../runtime/graph-registry.js";
 import { isObject, toPlainJson } from "../../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../../runtime/postgres-store.js";
+import { newestRunConfig } from "../../store/agent-run-store.js";
 import type { Sql } from "../../store/db.js";
 import { saveThreadState, type ThreadRecord, type ThreadStatus } from "../../store/thread-store.js";
 import { interruptsByTask } from "./thread-state-view.js";
@@ -20,36 +21,44 @@ export interface ThreadGraphDeps {
 export interface ThreadGraphs {
   /**
    * The graph named by the thread's `metadata.graph_id`; undefined for a thread without one (it has
-   * no state yet). FAILED_PRECONDITION when the graph is not registered in this server.
+   * no state yet). FAILED_PRECONDITION when the graph is not registered in this server. A graph
+   * exported as a factory of its config is built for the config of the thread's newest run (the
+   * assistant's, the thread's and the run's), else the thread's own, so that its nodes are the
+   * ones that wrote the thread's checkpoints.
    */
   forThread(
     workspaceId: string,
-    thread: Pick<ThreadRecord, "threadId" | "metadata">,
+    thread: Pick<ThreadRecord, "threadId" | "metadata" | "config">,
   ): Promise<CompiledGraph | undefined>;
   /** The registered graph `graphId`; INVALID_ARGUMENT when there is none. */
   byId(workspaceId: string, graphId: string): Promise<CompiledGraph>;
   /**
    * Recomputes the thread row's cached state (values, interrupts, status) from the graph's latest
-   * checkpoint. A thread with pending interrupts is `interrupted`; a busy thread stays busy.
+   * checkpoint. A thread with pending interrupts is `interrupted`; so is an interrupted thread
+   * whose graph still has nodes to run (a human edited its state before resuming it), while an
+   * edit that leaves nothing to run makes it `idle`. An edit never stops a thread that was not
+   * stopped (as on the LangGraph JS server, where only runs set the status); a busy thread stays busy.
    */
   refresh(workspaceId: string, thread: ThreadRecord, graph: CompiledGraph): Promise<void>;
 }
 
 /** Builds {@link ThreadGraphs}. */
 export function createThreadGraphs({ sql, graphs }: ThreadGraphDeps): ThreadGraphs {
-  const load = (workspaceId: string, graphId: string) => {
-    const registered = graphs.get(graphId);
-    if (!registered) return undefined;
-    return registered.load({
+  const load = (workspaceId: string, registered: RegisteredGraph, config?: RunnableConfig) =>
+    registered.load({
       checkpointer: new PostgresCheckpointer(sql, workspaceId),
       store: new PostgresStore(sql, workspaceId, graphs.settings.store.ttl),
+      ...(config ? { config } : {}),
     });
-  };
   return {
     async forThread(workspaceId, thread) {
       const graphId = thread.metadata.graph_id;
       if (typeof graphId !== "string") return undefined;
-      const graph = await load(workspaceId, graphId);
+      const registered = graphs.get(graphId);
+      const config = registered?.factory
+        ? ((await newestRunConfig(sql, workspaceId, thread.threadId)) ?? thread.config)
+        : undefined;
+      const graph = registered && (await load(workspaceId, registered, config as RunnableConfig | undefined));
       if (!graph)
         throw new ConnectError(
           `thread ${thread.threadId} belongs to graph "${graphId}", which this server does not serve`,
@@ -58,7 +67,8 @@ export function createThreadGraphs({ sql, graphs }: ThreadGraphDeps): ThreadGrap
       return graph;
     },
     async byId(workspaceId, graphId) {
-      const graph = await load(workspaceId, graphId);
+      const registered = graphs.get(graphId);
+      const graph = registered && (await load(workspaceId, registered));
       if (!graph)
         throw new ConnectError(
           `metadata.graph_id "${graphId}" is not a registered graph; registered: ${graphs.ids().join(", ")}`,
@@ -69,7 +79,9 @@ export function createThreadGraphs({ sql, graphs }: ThreadGraphDeps): ThreadGrap
     async refresh(workspaceId, thread, graph) {
       const snapshot = await graph.getState(rootConfig(thread.threadId));
       const interrupts = interruptsByTask(snapshot);
-      let status: ThreadStatus = Object.keys(interrupts).length > 0 ? "interrupted" : "idle";
+      const stopped =
+        Object.keys(interrupts).length > 0 || (thread.status === "interrupted" && snapshot.next.length > 0);
+      let status: ThreadStatus = stopped ? "interrupted" : "idle";
       if (thread.status === "busy") status = "busy";
       const values = toPlainJson(snapshot.values ?? {});
       await saveThreadState(sql, workspaceId, thread.threadId, {

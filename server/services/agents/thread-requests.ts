@@ -7,6 +7,7 @@ import {
   type ThreadTtl,
   type ThreadTtlStrategy,
 } from "../../store/thread-store.js";
+import { queryList } from "../query-lists.js";
 import { invalid, oneOf } from "../request-validation.js";
 
 /** Largest page of search and history: bounds the work and the response size of one request. */
@@ -64,20 +65,9 @@ export function parseTtl(input: ThreadTtlInput | undefined): ThreadTtl | undefin
 /** The `include` values of GetThread; the SDK may send them as one JSON array string. */
 export function parseInclude(values: readonly string[]): Set<string> {
   const out = new Set<string>();
-  for (const raw of values) {
-    let items: unknown = raw;
-    if (raw.trim().startsWith("[")) {
-      try {
-        items = JSON.parse(raw);
-      } catch {
-        throw invalid(`include must be "ttl" or a JSON array of such names, got ${JSON.stringify(raw)}`);
-      }
-    }
-    for (const item of Array.isArray(items) ? items : String(items).split(",")) {
-      const name = String(item).trim();
-      if (name !== "ttl") throw invalid(`include accepts only "ttl", got ${JSON.stringify(name)}`);
-      out.add(name);
-    }
+  for (const name of queryList(values, "include", { commas: true })) {
+    if (name !== "ttl") throw invalid(`include accepts only "ttl", got ${JSON.stringify(name)}`);
+    out.add(name);
   }
   return out;
 }

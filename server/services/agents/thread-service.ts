@@ -8,6 +8,7 @@ import {
   copyThreadCheckpoints,
   deleteThreadCheckpoints,
   pruneThreadCheckpoints,
+  threadCheckpointStorage,
 } from "../../runtime/postgres-checkpointer.js";
 import type { Sql } from "../../store/db.js";
 import { createThreadBatches } from "../../store/thread-batches.js";
@@ -240,10 +241,27 @@ export function createThreadService({
       return {};
     },
 
+    async getThreadStorage(request, ctx) {
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", request.threadId);
+      const storage = await threadCheckpointStorage(sql, workspaceId, thread.threadId);
+      return { threadId: thread.threadId, ...storage };
+    },
+
     async copyThread(request, ctx) {
       // Copying reads the source (a thread the caller cannot see is not found) and needs write access.
       const { principal } = await authorizeWorkspace(ctx, "threads:write");
-      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", request.threadId);
+      const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", request.threadId).catch(
+        (error: unknown) => {
+          // A custom auth user is answered as the LangGraph JS server answers them: 409, for another
+          // user's thread and for one that does not exist alike (telling them apart would say which exist).
+          if (principal.authRules && error instanceof ConnectError && error.code === Code.NotFound)
+            throw new ConnectError(
+              `thread ${request.threadId} cannot be copied: not found`,
+              Code.FailedPrecondition,
+            );
+          throw error;
+        },
+      );
       await authorizeEvent(principal, "threads:create", { thread_id: null, metadata: thread.metadata });
       const copyId = uuidv7();
       const copy = await sql.begin(async (tx) => {

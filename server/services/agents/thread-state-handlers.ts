@@ -1,21 +1,25 @@
-import { type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { StateSnapshot } from "@langchain/langgraph";
-import type {
-  CheckpointInput,
-  ThreadService,
-  ThreadState,
+import {
+  type CheckpointInput,
+  type ThreadService,
+  type ThreadState,
+  ThreadStateSchema,
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { checkpointOf } from "../../runtime/checkpoint-config.js";
 import { isObject } from "../../runtime/plain-json.js";
 import type { Queryable } from "../../store/db.js";
 import type { ThreadBatches } from "../../store/thread-batches.js";
+import { queryList } from "../query-lists.js";
 import { invalid } from "../request-validation.js";
+import { selectRestFields } from "../response-status.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 import { loadThread } from "./thread-access.js";
 import { graphCall, isStored, rootConfig, type ThreadGraphs } from "./thread-graph.js";
 import { DEFAULT_HISTORY_LIMIT, parseLimit } from "./thread-requests.js";
-import { checkpointOf, emptyThreadState, threadStateView } from "./thread-state-view.js";
+import { emptyThreadState, threadStateView } from "./thread-state-view.js";
 
 type StateHandlers = Pick<
   ServiceImpl<typeof ThreadService>,
@@ -58,6 +62,72 @@ function beforeId(before: Value | undefined): string | undefined {
   return id;
 }
 
+/** The fields of a thread state a `select` may name (or `values.<key>`). */
+const STATE_FIELDS = [
+  "values",
+  "next",
+  "tasks",
+  "checkpoint",
+  "metadata",
+  "created_at",
+  "parent_checkpoint",
+  "interrupts",
+] as const;
+
+/** A state `select`: the fields to answer, and the keys of the values when `values.<key>` names some. */
+interface StateSelection {
+  fields: ReadonlySet<string>;
+  valueKeys: ReadonlySet<string> | undefined;
+}
+
+/** Parses a `select` of thread states (a JSON array is accepted); undefined selects everything. */
+function parseStateSelect(raw: readonly string[]): StateSelection | undefined {
+  const names = queryList(raw, "select");
+  if (names.length === 0) return undefined;
+  const fields = new Set<string>();
+  const valueKeys = new Set<string>();
+  let allValues = false;
+  for (const name of names) {
+    if (name.startsWith("values.") && name.length > "values.".length) {
+      valueKeys.add(name.slice("values.".length));
+      fields.add("values");
+    } else if ((STATE_FIELDS as readonly string[]).includes(name)) {
+      fields.add(name);
+      if (name === "values") allValues = true;
+    } else
+      throw invalid(
+        `select: unknown state field ${JSON.stringify(name)}; fields: ${STATE_FIELDS.join(", ")}, or values.<key>`,
+      );
+  }
+  return { fields, valueKeys: allValues || valueKeys.size === 0 ? undefined : valueKeys };
+}
+
+/** `state` with only the selected fields (the others unset) and values. */
+function applySelection(state: ThreadState, selection: StateSelection | undefined): ThreadState {
+  if (!selection) return state;
+  const { fields, valueKeys } = selection;
+  const out = create(ThreadStateSchema, {});
+  if (fields.has("values") && state.values) {
+    const values = toJson(ValueSchema, state.values);
+    out.values =
+      valueKeys && isObject(values)
+        ? fromJson(
+            ValueSchema,
+            Object.fromEntries(Object.entries(values).filter(([key]) => valueKeys.has(key))),
+          )
+        : state.values;
+  }
+  if (fields.has("next")) out.next = state.next;
+  if (fields.has("tasks")) out.tasks = state.tasks;
+  if (fields.has("checkpoint") && state.checkpoint) out.checkpoint = state.checkpoint;
+  if (fields.has("metadata") && state.metadata) out.metadata = state.metadata;
+  if (fields.has("created_at") && state.createdAt) out.createdAt = state.createdAt;
+  if (fields.has("parent_checkpoint") && state.parentCheckpoint)
+    out.parentCheckpoint = state.parentCheckpoint;
+  if (fields.has("interrupts")) out.interrupts = state.interrupts;
+  return out;
+}
+
 /** The state RPCs of ThreadService: read, update and list a thread's checkpoints through its graph. */
 export function createThreadStateHandlers({
   sql,
@@ -69,6 +139,18 @@ export function createThreadStateHandlers({
   threadGraphs: ThreadGraphs;
 }): StateHandlers {
   const stateAt = async (
+    ctx: HandlerContext,
+    rawThreadId: string,
+    ref: CheckpointRef,
+    subgraphs: boolean,
+    select: readonly string[],
+  ): Promise<ThreadState> => {
+    const selection = parseStateSelect(select);
+    if (selection) selectRestFields(ctx, selection.fields);
+    return applySelection(await fullStateAt(ctx, rawThreadId, ref, subgraphs), selection);
+  };
+
+  const fullStateAt = async (
     ctx: HandlerContext,
     rawThreadId: string,
     ref: CheckpointRef,
@@ -92,9 +174,17 @@ export function createThreadStateHandlers({
   const history = async (
     ctx: HandlerContext,
     rawThreadId: string,
-    options: { limit: number; before?: string; metadata?: JsonObject; ref: CheckpointRef },
+    options: {
+      limit: number;
+      before?: string;
+      metadata?: JsonObject;
+      ref: CheckpointRef;
+      select?: readonly string[];
+    },
   ) => {
     refuseEncryptedFilter(sql, "metadata", options.metadata);
+    const selection = parseStateSelect(options.select ?? []);
+    if (selection) selectRestFields(ctx, selection.fields);
     const { workspaceId, thread } = await loadThread(threads, ctx, "threads:read", rawThreadId);
     const graph = await threadGraphs.forThread(workspaceId, thread);
     if (!graph) return { states: [] };
@@ -108,18 +198,31 @@ export function createThreadStateHandlers({
       },
     );
     await graphCall("get history", async () => {
-      for await (const snapshot of snapshots) states.push(threadStateView(snapshot));
+      for await (const snapshot of snapshots)
+        states.push(applySelection(threadStateView(snapshot), selection));
     });
     return { states };
   };
 
   return {
     getThreadState: (request, ctx) =>
-      stateAt(ctx, request.threadId, refOf(undefined, request.checkpointId), request.subgraphs ?? false),
+      stateAt(
+        ctx,
+        request.threadId,
+        refOf(undefined, request.checkpointId),
+        request.subgraphs ?? false,
+        request.select,
+      ),
 
     getThreadStateAtCheckpoint(request, ctx) {
       if (!request.checkpoint) throw invalid("checkpoint is required: {checkpoint_ns, checkpoint_id}");
-      return stateAt(ctx, request.threadId, refOf(request.checkpoint), request.subgraphs ?? false);
+      return stateAt(
+        ctx,
+        request.threadId,
+        refOf(request.checkpoint),
+        request.subgraphs ?? false,
+        request.select,
+      );
     },
 
     async updateThreadState(request, ctx) {
@@ -177,6 +280,7 @@ export function createThreadStateHandlers({
         ...(before ? { before } : {}),
         ...(request.metadata ? { metadata: request.metadata } : {}),
         ref: refOf(request.checkpoint),
+        select: request.select,
       });
     },
   };

@@ -1,31 +1,8 @@
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import { type ThreadState, ThreadStateSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
+import { checkpointOf } from "../../runtime/checkpoint-config.js";
 import { isObject, toPlainJson } from "../../runtime/plain-json.js";
-
-/** A checkpoint as the Agent Server's JSON shows it. */
-export interface CheckpointJson {
-  [key: string]: JsonValue;
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  checkpoint_map: JsonObject | null;
-}
-
-/** The checkpoint a runnable config points at, or null when it names none. */
-export function checkpointOf(config: RunnableConfig | undefined): CheckpointJson | null {
-  const c = config?.configurable;
-  if (!c || typeof c.thread_id !== "string" || typeof c.checkpoint_id !== "string" || !c.checkpoint_id)
-    return null;
-  const map = toPlainJson(c.checkpoint_map);
-  return {
-    thread_id: c.thread_id,
-    checkpoint_ns: typeof c.checkpoint_ns === "string" ? c.checkpoint_ns : "",
-    checkpoint_id: c.checkpoint_id,
-    checkpoint_map: isObject(map) ? map : null,
-  };
-}
 
 /** The interrupts of a snapshot's tasks, as `{id, value}` objects. */
 function interruptsOf(task: StateSnapshot["tasks"][number]): JsonValue[] {
@@ -42,18 +19,23 @@ function errorMessage(error: unknown): JsonValue {
   return typeof error === "string" ? error : JSON.stringify(toPlainJson(error));
 }
 
+/**
+ * A task as the LangGraph servers show it: with its `path` and `result` (the writes of a task that
+ * ran, else null); a subgraph's task points at the subgraph's namespace in `checkpoint`, or, read
+ * with `subgraphs`, carries the subgraph's own state in `state` (its checkpoint is then null).
+ */
 function taskJson(task: StateSnapshot["tasks"][number]): JsonObject {
   const sub = task.state;
   const snapshot = sub !== undefined && "values" in sub && "next" in sub ? sub : undefined;
   return {
     id: task.id,
     name: task.name,
+    path: toPlainJson(task.path ?? null),
     error: errorMessage(task.error),
     interrupts: interruptsOf(task),
-    checkpoint: snapshot
-      ? checkpointOf(snapshot.config)
-      : toPlainJson(sub && "configurable" in sub ? sub.configurable : null),
+    checkpoint: snapshot ? null : toPlainJson(sub && "configurable" in sub ? sub.configurable : null),
     state: snapshot ? threadStateJson(snapshot) : null,
+    result: toPlainJson(task.result ?? null),
   };
 }
 

@@ -1,5 +1,5 @@
-import { create, type JsonObject } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   type BulkExport,
   type BulkExportDestination,
@@ -49,7 +49,7 @@ export function toExportMessage(e: ExportRecord): BulkExport {
     formatVersion: e.formatVersion,
     compression: e.compression,
     status: e.status,
-    ...(e.sourceBulkExportId !== null ? { sourceBulkExportId: e.sourceBulkExportId } : {}),
+    sourceBulkExportId: fromJson(ValueSchema, e.sourceBulkExportId),
     createdAt: timestampFromDate(e.createdAt),
     updatedAt: timestampFromDate(e.updatedAt),
     ...(e.finishedAt !== null ? { finishedAt: timestampFromDate(e.finishedAt) } : {}),

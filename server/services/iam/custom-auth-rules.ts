@@ -18,8 +18,8 @@ interface Route {
  * The `Auth.on()` handlers as {@link AuthRules}. The handler of an event is the first registered of
  * `resource:action`, `resource`, `*:action`, `*` (the SDK's documented priority); none allows all.
  * A handler answers `undefined`, `null` or `true` (allowed, no filter), `false` (403) or a filter
- * object on the resource's metadata; store handlers may not filter (they change `value.namespace`,
- * as LangGraph's servers have them do). An `HTTPException` answers with its status and headers. A
+ * object on the resource's metadata (a store item's: its value with its namespace and key, as on
+ * the LangGraph JS server). An `HTTPException` answers with its status and headers. A
  * handler that throws anything else, or returns anything else, answers 403 naming the handler, and
  * the log says what it did: the request is refused, never let through or answered 500.
  */
@@ -73,12 +73,6 @@ export function createAuthRules(handlers: CustomAuthHandlers, log: Logger, sourc
         throw new ConnectError(
           `permission denied: the auth handler for ${event} refused this request`,
           Code.PermissionDenied,
-        );
-      if (resource === "store")
-        throw misbehaved(
-          event,
-          handlerKey,
-          "returned a filter; store handlers may only allow (true/undefined), refuse (false) or change value.namespace",
         );
       const filter = parseAuthFilter(result);
       if ("problem" in filter)

@@ -1,4 +1,5 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { RunCreator } from "../../store/agent-run-store.js";
 import type { ApiKeyKind } from "../../store/api-key-store.js";
 import type { AuthFilter } from "../../store/auth-filter-sql.js";
 import type { OrganizationRole, UserRecord } from "../../store/member-store.js";
@@ -51,6 +52,11 @@ export interface Principal {
   /** The handlers that authorize `authUser`'s actions; null when none apply (API keys, Studio). */
   readonly authRules: AuthRules | null;
   /**
+   * For a run token (the loopback client inside a graph, a relative webhook): who created its run.
+   * The runs it creates count in usage under them, as the run itself does. Absent otherwise.
+   */
+  readonly runCreator?: RunCreator;
+  /**
    * The workspace the request selected (`x-tenant-id`, else the key's default). Resolved on first
    * use, since organization-level calls never need it. Rejects with the reason none applies.
    */
@@ -66,6 +72,16 @@ export function principalOf(ctx: HandlerContext): Principal {
   if (!principal)
     throw new ConnectError("this call needs an API key in the x-api-key header", Code.Unauthenticated);
   return principal;
+}
+
+/**
+ * Whom the runs and crons `principal` creates count under in usage: its key and that key's user,
+ * or, for a run token, whoever created the token's run.
+ */
+export function creatorOf(principal: Principal): RunCreator {
+  return (
+    principal.runCreator ?? { apiKeyId: principal.apiKey?.id ?? null, userId: principal.user?.id ?? null }
+  );
 }
 
 /** Every permission the principal holds in the organization and, when given, in a workspace. */

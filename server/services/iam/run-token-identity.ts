@@ -36,5 +36,6 @@ export async function runTokenIdentity(sql: Sql, tokenHash: Buffer): Promise<Ide
     },
     defaultWorkspaceId: workspace.id,
     prefetched: { workspaceId: workspace.id, workspace },
+    runCreator: scope.runCreator,
   };
 }

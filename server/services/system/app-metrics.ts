@@ -29,6 +29,11 @@ export interface AppMetrics {
   recordIngest(rows: { runs: number; feedback: number }): void;
   /** Counts OTLP spans whose parent never came that this process stored as runs, or refused. */
   recordOrphanedSpans(spans: { stored: number; refused: number }): void;
+  /**
+   * Counts the request members and query parameters a lenient API ignored in one request (each name
+   * once), by API (`area`: a service's full name, `a2a` or `mcp`) and name.
+   */
+  recordIgnoredFields(area: string, names: readonly string[]): void;
   /** Reads the scrape-time gauges, then renders every metric in `format`. */
   render(format: MetricsFormat): Promise<{ contentType: string; body: string }>;
 }
@@ -78,6 +83,16 @@ const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "
 const ENDED_STATUSES = ["success", "error", "interrupted", "timeout"] as const;
 /** Every status of a bulk export partition (bulk_export_runs.status). */
 const EXPORT_PARTITION_STATUSES = ["Created", "Running", "Completed", "Failed", "Cancelled", "TimedOut"];
+/**
+ * Distinct (API, field name) series of the ignored-fields counter: far more than the fields client
+ * releases add, few enough that clients sending made-up names cannot grow the scrape without limit.
+ * Names beyond it count under `IGNORED_FIELD_OVERFLOW`.
+ */
+const MAX_IGNORED_FIELD_SERIES = 200;
+/** The field label of names past {@link MAX_IGNORED_FIELD_SERIES}. */
+const IGNORED_FIELD_OVERFLOW = "(other)";
+/** Longest field name kept in a label; longer ones are cut (a real field name is far shorter). */
+const MAX_IGNORED_FIELD_LABEL = 64;
 /** A scrape whose Postgres reads take longer than this reports the database gauges as unreadable. */
 const DATABASE_READ_TIMEOUT_MS = 5_000;
 
@@ -171,6 +186,13 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     help: "How long the longest-waiting OTLP span has waited for its parent (0 when none waits); past the orphan wait plus a sweep interval, the sweep is behind.",
     registers,
   });
+  const ignoredFields = new Counter({
+    name: "agentplane_ignored_request_fields_total",
+    help: "Requests to the LangGraph- and LangSmith-compatible APIs that carried a field or query parameter the API does not know (ignored), by API and name.",
+    labelNames: ["area", "field"] as const,
+    registers,
+  });
+  const ignoredSeries = new Set<string>();
   const exportPartitions = new Gauge({
     name: "agentplane_export_partitions",
     help: "Bulk export partitions (one day of one export) by status (read from Postgres at scrape time).",
@@ -290,6 +312,18 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     recordOrphanedSpans({ stored, refused }) {
       if (stored > 0) orphanedSpans.inc({ outcome: "stored" }, stored);
       if (refused > 0) orphanedSpans.inc({ outcome: "refused" }, refused);
+    },
+    recordIgnoredFields(area, names) {
+      for (const name of new Set(names)) {
+        let field =
+          name.length > MAX_IGNORED_FIELD_LABEL ? `${name.slice(0, MAX_IGNORED_FIELD_LABEL)}…` : name;
+        const series = `${area}\u0000${field}`;
+        if (!ignoredSeries.has(series)) {
+          if (ignoredSeries.size < MAX_IGNORED_FIELD_SERIES) ignoredSeries.add(series);
+          else field = IGNORED_FIELD_OVERFLOW;
+        }
+        ignoredFields.inc({ area, field });
+      }
     },
     async render(format) {
       await refresh();

@@ -26,7 +26,7 @@ export function createSystemService({
       const status = request.checkDb ? await monitor.probe() : monitor.status();
       const problem = describeOutage(status);
       if (problem) throw new ConnectError(problem, Code.Unavailable);
-      return { ok: true };
+      return { ok: true, services: { postgres: "ok", queue: "ok", workers: "ok" } };
     },
     getInfo() {
       // Worker processes serve no product API, only system endpoints.
@@ -41,17 +41,22 @@ export function createSystemService({
           usageReporting: api && usageReporting,
           bulkExport: false,
           auth: auth === "apikey",
+          strictResume: api,
+          streamNamespaces: api,
         },
       };
     },
   };
 }
 
-/** A sentence naming what is down, or undefined when everything is up. */
+/** A sentence naming every dependency that is down, or undefined when everything is up. */
 function describeOutage(status: DependencyStatus): string | undefined {
-  if (!status.postgres) return "postgres is unreachable";
-  if (!status.queue) return "the job queue is unavailable";
-  if (!status.workers)
-    return "a job worker loop of this process is stuck (agentplane_queue_worker_up in /metrics names it)";
-  return undefined;
+  const down = [
+    status.postgres ? undefined : "postgres is unreachable",
+    status.queue ? undefined : "the job queue is unavailable",
+    status.workers
+      ? undefined
+      : "a job worker loop of this process is stuck (agentplane_queue_worker_up in /metrics names it)",
+  ].filter((problem) => problem !== undefined);
+  return down.length === 0 ? undefined : down.join("; ");
 }

@@ -2,6 +2,7 @@ import { fromJson, type JsonObject, type JsonValue, type MessageInitShape, toJso
 import { timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type {
+  FeedbackIngestTokenSchema,
   FeedbackSchema,
   FeedbackService,
 } from "../../../gen/agentplane/tracing/v1/feedback_service_pb.js";
@@ -17,12 +18,23 @@ import {
   lockFeedbackRuns,
   updateFeedback,
 } from "../../store/feedback-store.js";
+import { listFeedbackTokens } from "../../store/feedback-token-store.js";
 import { findProjectIds } from "../../store/run-query-store.js";
 import { refreshFeedbackStats } from "../../store/run-store.js";
+import type { NormalizedFeedback } from "../../store/trace-rows.js";
 import { inWorkspaceScope, type WorkspaceBound } from "../../store/workspace-scope.js";
 import { feedbackScore, normalizeFeedback } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
+import {
+  callerOrigin,
+  type IssuedToken,
+  issued,
+  issueFeedbackTokens,
+  parseFeedbackConfig,
+  requireFeedbackKey,
+  tokenExpiry,
+} from "./feedback-tokens.js";
 
 /** Largest page of ListFeedback, and the size when the request names none (the SDK asks for 100). */
 const MAX_PAGE_SIZE = 100;
@@ -59,19 +71,7 @@ export function createFeedbackService({ sql }: FeedbackServiceDeps): ServiceImpl
         feedback_source: request.feedbackSource,
         session_id: request.sessionId,
       });
-      const stored = await scoped(workspace.id, async (q) => {
-        if (item.sessionId !== null) {
-          const [found] = await findProjectIds(q, workspace.id, [item.sessionId]);
-          if (!found) throw new ConnectError(`project ${item.sessionId} not found`, Code.NotFound);
-        }
-        await lockFeedbackRuns(q, workspace.id, [item.runId]);
-        if (!(await createFeedback(q, workspace.id, item)))
-          throw new ConnectError(`feedback ${item.id} already exists`, Code.AlreadyExists);
-        await refreshFeedbackStats(q, workspace.id, [item.runId]);
-        return findFeedback(q, workspace.id, item.id);
-      });
-      if (!stored) throw new Error(`feedback ${item.id} vanished after it was stored`);
-      return feedbackMessage(stored);
+      return feedbackMessage(await storeFeedback(sql, workspace.id, item));
     },
 
     async listFeedback(request, ctx) {
@@ -117,6 +117,34 @@ export function createFeedbackService({ sql }: FeedbackServiceDeps): ServiceImpl
       return feedbackMessage(row);
     },
 
+    async createFeedbackToken(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "runs:create");
+      const runId = requireUuid(request.runId, "run_id");
+      const key = requireFeedbackKey(request.feedbackKey, "feedback_key");
+      const expiresAt = tokenExpiry(request.expiresIn, request.expiresAt, new Date());
+      const feedbackConfig = parseFeedbackConfig(request.feedbackConfig);
+      const [token] = await issueFeedbackTokens(
+        sql,
+        { workspaceId: workspace.id, runId, origin: callerOrigin(ctx) },
+        [key],
+        { expiresAt, feedbackConfig },
+      );
+      return tokenMessage(token!);
+    },
+
+    async listFeedbackTokens(request, ctx) {
+      const { workspace } = await authorizeWorkspace(ctx, "runs:read");
+      const runId = requireUuid(request.runId, "run_id");
+      const limit = request.limit ?? MAX_PAGE_SIZE;
+      if (limit < 1 || limit > MAX_PAGE_SIZE)
+        throw invalid(`limit must be between 1 and ${MAX_PAGE_SIZE}, got ${limit}`);
+      const offset = request.offset ?? 0;
+      if (offset < 0) throw invalid(`offset must not be negative, got ${offset}`);
+      const origin = callerOrigin(ctx);
+      const rows = await listFeedbackTokens(sql, workspace.id, runId, { offset, limit });
+      return { tokens: rows.map((row) => tokenMessage(issued(row, origin))) };
+    },
+
     async deleteFeedback(request, ctx) {
       const { workspace } = await authorizeWorkspace(ctx, "runs:create");
       const id = requireUuid(request.feedbackId, "feedback_id");
@@ -133,12 +161,37 @@ export function createFeedbackService({ sql }: FeedbackServiceDeps): ServiceImpl
   };
 }
 
+/**
+ * Stores a validated feedback item of the workspace and refreshes its run's `feedback_stats`, in
+ * one transaction in the workspace's scope (row-level security). ALREADY_EXISTS for a taken id,
+ * NOT_FOUND for a project the workspace does not have.
+ */
+export async function storeFeedback(
+  sql: Sql,
+  workspaceId: string,
+  item: NormalizedFeedback,
+): Promise<FeedbackRecord> {
+  const stored = await inWorkspaceScope(sql, [workspaceId], async (q) => {
+    if (item.sessionId !== null) {
+      const [found] = await findProjectIds(q, workspaceId, [item.sessionId]);
+      if (!found) throw new ConnectError(`project ${item.sessionId} not found`, Code.NotFound);
+    }
+    await lockFeedbackRuns(q, workspaceId, [item.runId]);
+    if (!(await createFeedback(q, workspaceId, item)))
+      throw new ConnectError(`feedback ${item.id} already exists`, Code.AlreadyExists);
+    await refreshFeedbackStats(q, workspaceId, [item.runId]);
+    return findFeedback(q, workspaceId, item.id);
+  });
+  if (!stored) throw new Error(`feedback ${item.id} vanished after it was stored`);
+  return stored;
+}
+
 function notFound(id: string): ConnectError {
   return new ConnectError(`feedback ${id} not found`, Code.NotFound);
 }
 
 /** The JSON of a google.protobuf.Value field; undefined when absent, null for JSON null. */
-function jsonOf(value: Value | undefined): JsonValue | undefined {
+export function jsonOf(value: Value | undefined): JsonValue | undefined {
   return value === undefined ? undefined : toJson(ValueSchema, value);
 }
 
@@ -154,6 +207,11 @@ function feedbackChanges(
   if (update.comment !== undefined) changes.comment = update.comment;
   if (update.correction !== undefined) changes.correction = jsonOf(update.correction);
   return changes;
+}
+
+/** A handed-out token as the API answers it. */
+function tokenMessage(token: IssuedToken): MessageInitShape<typeof FeedbackIngestTokenSchema> {
+  return { id: token.id, url: token.url, expiresAt: timestampFromDate(token.expiresAt) };
 }
 
 /** The Feedback message of a stored item; null values stay unset (REST leaves them out). */

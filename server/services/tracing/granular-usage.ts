@@ -28,15 +28,18 @@ export interface GranularUsageParams {
   aggregation: string;
 }
 
-/** Dimension keys of a record; only those of the requested group_by are set. */
+/**
+ * Dimension keys of a record: those of the requested group_by, and only they, are set; null when
+ * the traces have no such value (no user, no key, a deleted project's name).
+ */
 export interface GranularUsageDimensions {
-  workspace_id?: string;
-  workspace_name?: string;
-  project_id?: string;
-  project_name?: string;
-  user_id?: string;
-  user_email?: string;
-  api_key_short_key?: string;
+  workspace_id?: string | null;
+  workspace_name?: string | null;
+  project_id?: string | null;
+  project_name?: string | null;
+  user_id?: string | null;
+  user_email?: string | null;
+  api_key_short_key?: string | null;
 }
 
 /** Traces of one dimension value in one bucket. */
@@ -90,7 +93,7 @@ export async function computeGranularUsage(
             workspaceIds: readable,
             dimension,
             unit,
-            cover: rollupCover(start, end),
+            cover: rollupCover(start, end, unit),
           }),
         );
   return {
@@ -148,15 +151,16 @@ function validate(params: GranularUsageParams) {
 }
 
 function dimensionsOf(dimension: UsageDimension, id: string, label: string | null): GranularUsageDimensions {
-  const name = label ?? undefined;
   switch (dimension) {
     case "workspace":
-      return { workspace_id: id, workspace_name: name };
+      return { workspace_id: id, workspace_name: label };
     case "project":
-      return { project_id: id, project_name: name };
+      return { project_id: id, project_name: label };
     case "user":
-      return id === NO_DIMENSION_ID ? {} : { user_id: id, user_email: name };
+      return id === NO_DIMENSION_ID
+        ? { user_id: null, user_email: null }
+        : { user_id: id, user_email: label };
     case "api_key":
-      return name === undefined ? {} : { api_key_short_key: name };
+      return { api_key_short_key: label };
   }
 }

@@ -1,5 +1,5 @@
-import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create, fromJson } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   GranularUsageDimensionsSchema,
@@ -33,13 +33,13 @@ export function createUsageService({ sql }: UsageServiceDeps): ServiceImpl<typeo
           create(GranularUsageRecordSchema, {
             timeBucket: timestampFromDate(record.timeBucket),
             dimensions: create(GranularUsageDimensionsSchema, {
-              workspaceId: record.dimensions.workspace_id,
-              workspaceName: record.dimensions.workspace_name,
-              projectId: record.dimensions.project_id,
-              projectName: record.dimensions.project_name,
-              userId: record.dimensions.user_id,
-              userEmail: record.dimensions.user_email,
-              apiKeyShortKey: record.dimensions.api_key_short_key,
+              workspaceId: dimensionValue(record.dimensions.workspace_id),
+              workspaceName: dimensionValue(record.dimensions.workspace_name),
+              projectId: dimensionValue(record.dimensions.project_id),
+              projectName: dimensionValue(record.dimensions.project_name),
+              userId: dimensionValue(record.dimensions.user_id),
+              userEmail: dimensionValue(record.dimensions.user_email),
+              apiKeyShortKey: dimensionValue(record.dimensions.api_key_short_key),
             }),
             traces: record.traces,
           }),
@@ -47,4 +47,9 @@ export function createUsageService({ sql }: UsageServiceDeps): ServiceImpl<typeo
       };
     },
   };
+}
+
+/** A dimension key of the group as a Value (a string, or null); unset for the keys of other groups. */
+function dimensionValue(value: string | null | undefined): Value | undefined {
+  return value === undefined ? undefined : fromJson(ValueSchema, value);
 }

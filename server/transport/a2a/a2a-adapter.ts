@@ -1,10 +1,13 @@
 /**
- * The A2A endpoints (Agent2Agent protocol 0.3.0, JSON-RPC 2.0 over HTTP), one agent per assistant:
+ * The A2A endpoints (Agent2Agent protocol 1.0 and 0.3.0, JSON-RPC 2.0 over HTTP), one agent per
+ * assistant; a request's method name picks the version it is answered in (a2a-v1-wire.ts):
  *
  * - `GET /.well-known/agent-card.json?assistant_id=…`: the assistant's agent card
- * - `POST /a2a/{assistant_id}`: `message/send`, `message/stream` and `tasks/resubscribe`
- *   (Server-Sent Events of JSON-RPC responses; they need `Accept: text/event-stream`), `tasks/get`,
- *   `tasks/cancel`
+ * - `POST /a2a/{assistant_id}`: `SendMessage` / `message/send`, `SendStreamingMessage` /
+ *   `message/stream` and `SubscribeToTask` / `tasks/resubscribe` (Server-Sent Events of JSON-RPC
+ *   responses; they need `Accept: text/event-stream`), `GetTask` / `tasks/get`, `CancelTask` /
+ *   `tasks/cancel`, `ListTasks`, `GetExtendedAgentCard` / `agent/getAuthenticatedExtendedCard`;
+ *   `historyScope` (or the `LangGraph-A2A-History-Scope` header) chooses the history
  *
  * The API key and workspace rules are those of every route: no key is 401, an assistant of another
  * workspace 404, a missing permission 403, all as `{"detail"}`. Once the request is a JSON-RPC
@@ -16,16 +19,32 @@ import type { Logger } from "../../logger.js";
 import {
   A2A_ERRORS,
   A2aError,
+  type A2aTask,
+  HISTORY_SCOPE_HEADER,
+  type HistoryScope,
+  historyScope,
+  parseListParams,
   parseSendParams,
   parseTaskParams,
+  type StreamResult,
 } from "../../services/agents/a2a-protocol.js";
 import type { A2aCaller, A2aService } from "../../services/agents/a2a-service.js";
+import {
+  sendParamsFromV1,
+  stateOfV1Name,
+  streamResultToV1,
+  taskToV1,
+  V1_METHODS,
+  V1_ONLY_METHODS,
+  V1_PUSH_METHODS,
+} from "../../services/agents/a2a-v1-wire.js";
 import type { RunLauncher } from "../../services/agents/run-launcher.js";
 import type { Authenticator } from "../../services/iam/authenticator.js";
 import type { WorkspacePermission } from "../../services/iam/permissions.js";
 import { authorizedWorkspace, type Principal } from "../../services/iam/principal.js";
 import type { AssistantRecord } from "../../store/assistant-store.js";
 import { readJsonBody } from "../body/json-body.js";
+import type { IgnoredFieldsSink } from "../field-leniency.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";
 import { clientGone, requestHeaders, requestOrigin, requestTarget } from "../request-headers.js";
 import { restErrorStatus } from "../rest/http-status.js";
@@ -57,33 +76,55 @@ export interface A2aAdapterDeps {
   a2a: A2aService;
   launcher: Pick<RunLauncher, "assistant">;
   log: Logger;
+  /** Where ignored request members go (the agent card's unknown query parameters). */
+  ignoredFields?: IgnoredFieldsSink;
 }
 
-/** The permission each method needs in the workspace. */
+/** The permission each method needs in the workspace (0.3 names; 1.0 names map onto them). */
 const METHOD_PERMISSIONS: Readonly<Record<string, WorkspacePermission>> = {
   "message/send": "threads:write",
   "message/stream": "threads:write",
   "tasks/get": "threads:read",
   "tasks/cancel": "threads:write",
   "tasks/resubscribe": "threads:read",
+  "agent/getAuthenticatedExtendedCard": "assistants:read",
+  ListTasks: "threads:read",
 };
 
 /** Methods answered with Server-Sent Events. */
 const STREAMING_METHODS = new Set(["message/stream", "tasks/resubscribe"]);
 
 /** Methods of the protocol this agent does not offer, and the error each answers. */
-const UNSUPPORTED: Readonly<Record<string, A2aError>> = {
-  "agent/getAuthenticatedExtendedCard": new A2aError(
-    A2A_ERRORS.authenticatedExtendedCardNotConfigured,
-    "this agent has no authenticated extended card",
-  ),
-  ...Object.fromEntries(
-    ["set", "get", "list", "delete"].map((verb) => [
-      `tasks/pushNotificationConfig/${verb}`,
-      new A2aError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not supported"),
-    ]),
-  ),
-};
+const UNSUPPORTED: Readonly<Record<string, A2aError>> = Object.fromEntries(
+  [
+    ...["set", "get", "list", "delete"].map((verb) => `tasks/pushNotificationConfig/${verb}`),
+    ...V1_PUSH_METHODS,
+  ].map((method) => [
+    method,
+    new A2aError(A2A_ERRORS.pushNotificationNotSupported, "push notifications are not supported"),
+  ]),
+);
+
+/** Every method name this agent answers, for the error naming them. */
+const ANSWERED = [...Object.keys(METHOD_PERMISSIONS), ...Object.keys(V1_METHODS)];
+
+/**
+ * The protocol version a request speaks (by its method's name, as the Agent Server decides it: a
+ * 1.0 name is answered in 1.0's shapes), and the 0.3 method it is.
+ */
+function dialectOf(method: string): { v1: boolean; method: string } {
+  const mapped = V1_METHODS[method];
+  return mapped ? { v1: true, method: mapped } : { v1: V1_ONLY_METHODS.has(method), method };
+}
+
+/** The history scope a request names: its own (in its params), else the header's. */
+function scopedBy<T extends { historyScope: HistoryScope | undefined }>(params: T, headers: Headers): T {
+  if (params.historyScope !== undefined) return params;
+  return {
+    ...params,
+    historyScope: historyScope(headers.get(HISTORY_SCOPE_HEADER) ?? undefined, HISTORY_SCOPE_HEADER),
+  };
+}
 
 function sendJson(res: NodeServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
@@ -116,6 +157,11 @@ function refusedOutright(error: unknown): boolean {
     error instanceof ConnectError &&
     (error.code === Code.PermissionDenied || error.code === Code.Unauthenticated)
   );
+}
+
+/** `events`, each translated by `map`. */
+async function* mapEvents<T, U>(events: AsyncIterable<T>, map: (event: T) => U): AsyncGenerator<U> {
+  for await (const event of events) yield map(event);
 }
 
 /** Events that end at once with a JSON-RPC error. */
@@ -158,13 +204,11 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
   return bindAdapter(A2A_ROUTES, {
     [AGENT_CARD_PATH]: async (req, res, { query }) => {
       const principal = await deps.auth.authenticate(requestHeaders(req), requestTarget(req));
-      const params = parseQuery(query);
-      const unknown = params.find(([name]) => name !== "assistant_id");
-      if (unknown)
-        throw new ConnectError(
-          `unknown query parameter "${unknown[0]}"; this endpoint takes assistant_id`,
-          Code.InvalidArgument,
-        );
+      const all = parseQuery(query);
+      // Other parameters are a newer client's: ignored and counted (field-leniency.ts).
+      const ignored = all.filter(([name]) => name !== "assistant_id").map(([name]) => name);
+      if (ignored.length > 0) deps.ignoredFields?.("a2a", ignored);
+      const params = all.filter(([name]) => name === "assistant_id");
       if (params.length > 1)
         throw new ConnectError(
           'query parameter "assistant_id" is given more than once',
@@ -195,7 +239,8 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
         id = request.id;
         const unsupported = UNSUPPORTED[request.method];
         if (unsupported) throw unsupported;
-        if (STREAMING_METHODS.has(request.method)) {
+        const { v1, method } = dialectOf(request.method);
+        if (STREAMING_METHODS.has(method)) {
           if (!(headers.get("accept") ?? "").includes("text/event-stream"))
             throw new A2aError(
               A2A_ERRORS.invalidRequest,
@@ -203,51 +248,66 @@ export function createA2aAdapter(deps: A2aAdapterDeps): HttpAdapter {
             );
           streaming = true;
         }
-        const permission = METHOD_PERMISSIONS[request.method];
+        const permission = METHOD_PERMISSIONS[method];
         if (!permission)
           throw new A2aError(
             A2A_ERRORS.methodNotFound,
-            `method "${request.method}" not found; this agent answers ${Object.keys(METHOD_PERMISSIONS).join(", ")}`,
+            `method "${request.method}" not found; this agent answers ${ANSWERED.join(", ")}`,
           );
         await authorizedWorkspace(principal, permission);
         const caller: A2aCaller = { workspaceId, principal, headers, signal: clientGone(res) };
-        switch (request.method) {
-          case "message/send":
-            sendJson(
-              res,
-              200,
-              resultResponse(id, await a2a.send(caller, assistant, parseSendParams(request.params))),
-            );
+        const answer = (result: unknown) => sendJson(res, 200, resultResponse(id, result));
+        const task = (t: A2aTask) => (v1 ? taskToV1(t) : t);
+        const sendParams = () =>
+          scopedBy(parseSendParams(v1 ? sendParamsFromV1(request.params) : request.params), headers);
+        const taskParams = () => scopedBy(parseTaskParams(request.params), headers);
+        const events = (stream: AsyncIterable<StreamResult>) =>
+          v1 ? mapEvents(stream, streamResultToV1) : stream;
+        switch (method) {
+          case "message/send": {
+            const sent = task(await a2a.send(caller, assistant, sendParams()));
+            answer(v1 ? { task: sent } : sent);
             return;
-          case "message/stream":
-            await streamTo(
-              res,
-              id,
-              await a2a.stream(caller, assistant, parseSendParams(request.params)),
-              caller.signal,
-            );
+          }
+          case "message/stream": {
+            const params = sendParams();
+            if (params.historyScope === "task")
+              throw new A2aError(
+                A2A_ERRORS.invalidParams,
+                'historyScope "task" is not available when streaming: a stream has no final task-scoped snapshot',
+              );
+            await streamTo(res, id, events(await a2a.stream(caller, assistant, params)), caller.signal);
             return;
+          }
           case "tasks/resubscribe":
             await streamTo(
               res,
               id,
-              await a2a.resubscribe(caller, assistant, parseTaskParams(request.params)),
+              events(await a2a.resubscribe(caller, assistant, taskParams())),
               caller.signal,
             );
             return;
           case "tasks/get":
-            sendJson(
-              res,
-              200,
-              resultResponse(id, await a2a.getTask(caller, assistant, parseTaskParams(request.params))),
-            );
+            answer(task(await a2a.getTask(caller, assistant, taskParams())));
             return;
           case "tasks/cancel":
-            sendJson(
-              res,
-              200,
-              resultResponse(id, await a2a.cancelTask(caller, assistant, parseTaskParams(request.params))),
-            );
+            answer(task(await a2a.cancelTask(caller, assistant, taskParams())));
+            return;
+          case "agent/getAuthenticatedExtendedCard":
+            // The caller is authenticated already; the card it gets is the public one.
+            answer(a2a.agentCard(assistant, requestOrigin(req)));
+            return;
+          case "ListTasks": {
+            const params = scopedBy(parseListParams(request.params, stateOfV1Name), headers);
+            const page = await a2a.listTasks(caller, assistant, params);
+            answer({
+              tasks: page.tasks.map(taskToV1),
+              nextPageToken: page.nextOffset === undefined ? "" : String(page.nextOffset),
+              pageSize: params.pageSize,
+              totalSize: page.total,
+            });
+            return;
+          }
         }
       } catch (error) {
         const failure =

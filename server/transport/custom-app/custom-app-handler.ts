@@ -22,6 +22,11 @@ export interface CustomAppOptions {
   readonly authenticate: (request: Request) => Promise<CustomRouteUser>;
   /** Where failures of the user's app go. */
   readonly log: Logger;
+  /**
+   * Runs the user's app serving a request, so that its loopback clients (`new Client()` without a
+   * URL) reach this server as the request's caller; the app runs as it is when absent.
+   */
+  readonly aroundRequest?: <T>(request: Request, fn: () => Promise<T>) => Promise<T>;
 }
 
 /** The custom app, ready to be put in front of the built-in routes by the HTTP handler. */
@@ -70,10 +75,11 @@ export async function createCustomAppMount(options: CustomAppOptions): Promise<C
     outer.use("*", async (c, next) => {
       const user = c.env.user;
       if (user) c.set("auth", { user, scopes: [...user.permissions] });
+      keepParsedJson(c.req);
       await next();
     });
     outer.route("/", app.app as unknown as Parameters<typeof outer.route>[1]);
-    outer.notFound((c) => fallThrough(c.req.raw, c.env));
+    outer.notFound(async (c) => fallThrough(await withBodyRead(c.req), c.env));
     outer.onError((error, c) => {
       const answer = (error as { getResponse?: () => Response }).getResponse;
       if (typeof answer === "function") return answer.call(error);
@@ -101,9 +107,10 @@ export async function createCustomAppMount(options: CustomAppOptions): Promise<C
       // Without custom-route auth or auth_first nothing is authenticated here: no route lookup needed.
       const needsAuth = checksAuth && needsAuthentication(req, isBuiltIn, options);
       const request = toFetchRequest(req);
+      const around = options.aroundRequest ?? ((_request, fn) => fn());
       const serve = async () => {
         const user = needsAuth ? await options.authenticate(request) : undefined;
-        const response = await serveUser(request, { req, res, builtIn, user });
+        const response = await around(request, () => serveUser(request, { req, res, builtIn, user }));
         if (!res.destroyed) await writeFetchResponse(response, res);
       };
       serve().catch((error: unknown) => {
@@ -114,6 +121,54 @@ export async function createCustomAppMount(options: CustomAppOptions): Promise<C
       });
     },
   };
+}
+
+/** The parts of Hono's request this handler relies on: the raw request, and what was read of it. */
+interface HonoBodies {
+  readonly raw: Request;
+  json: () => Promise<unknown>;
+  /** What Hono read of the raw body, by kind (`c.req.text()`, `.arrayBuffer()`, …). */
+  readonly bodyCache: Partial<Record<"text" | "arrayBuffer" | "blob", unknown>>;
+}
+
+/** The JSON body a request's handlers parsed, by request: one object for all of them. */
+const parsedJson = new WeakMap<HonoBodies, Promise<unknown>>();
+
+/**
+ * Makes `c.req.json()` answer one object per request, parsed once: Hono keeps the body's text and
+ * parses it again at each call, so a middleware that reads the body and changes it
+ * (`(await c.req.json()).config = …`, as LangGraph projects write them) would change a copy
+ * nobody reads.
+ */
+function keepParsedJson(req: HonoBodies): void {
+  const parse = req.json.bind(req);
+  req.json = () => {
+    let parsed = parsedJson.get(req);
+    if (!parsed) {
+      parsed = parse();
+      parsedJson.set(req, parsed);
+    }
+    return parsed;
+  };
+}
+
+/**
+ * The request a middleware hands on, with the body it read: once the middleware read the body
+ * (`await c.req.json()`, `.text()`, …), the built-in routes get what it read, with the changes it
+ * made to the parsed JSON. A body nobody read, or that the middleware replaced (a new
+ * `c.req.raw`), is handed on as it is.
+ */
+async function withBodyRead(req: HonoBodies): Promise<Request> {
+  const { raw, bodyCache } = req;
+  if (!raw.bodyUsed) return raw;
+  const json = parsedJson.get(req);
+  let body: BodyInit | undefined;
+  if (json) body = JSON.stringify(await json);
+  else if (bodyCache.text !== undefined) body = (await bodyCache.text) as string;
+  else if (bodyCache.arrayBuffer !== undefined) body = (await bodyCache.arrayBuffer) as ArrayBuffer;
+  else if (bodyCache.blob !== undefined) body = (await bodyCache.blob) as Blob;
+  if (body === undefined) return raw;
+  return new Request(raw.url, { method: raw.method, headers: raw.headers, body });
 }
 
 /**

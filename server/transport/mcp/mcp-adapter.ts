@@ -2,10 +2,11 @@
  * MCP at `/mcp` (Streamable HTTP, stateless: every POST is answered on its own, no session is
  * kept), served by the official `@modelcontextprotocol/sdk` server. Each assistant of the caller's
  * workspace is a tool; calling one runs the assistant and answers its output. The API key and
- * workspace rules are those of every route (401, 403 as `{"detail"}`). GET has no server-initiated
+ * workspace rules are those of every route (401, 403 as `{"detail"}`). `tools/call` takes the run's
+ * `context` beside `arguments`, as the Agent Server does. GET has no server-initiated
  * stream to offer and answers 405, as DELETE does (there is no session to end).
  */
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -60,6 +61,27 @@ function mcpErrorOf(error: unknown, log: Logger): McpError {
   return new McpError(ErrorCode.InternalError, "internal error");
 }
 
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The `context` of each `tools/call` in the body, by JSON-RPC id: the Agent Server's extension of
+ * the call's params (the graph's run context), which the SDK's schema does not keep, so it is read
+ * from the request as sent.
+ */
+function toolCallContexts(body: JsonValue | undefined): Map<string | number, JsonValue> {
+  const contexts = new Map<string | number, JsonValue>();
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isJsonObject(message) || message.method !== "tools/call" || !isJsonObject(message.params)) continue;
+    const { id } = message;
+    const context = message.params.context;
+    if ((typeof id === "string" || typeof id === "number") && context !== undefined && context !== null)
+      contexts.set(id, context);
+  }
+  return contexts;
+}
+
 /** Writes a web `Response` (what the SDK's transport answers) to the Node response. */
 async function writeResponse(res: NodeServerResponse, response: Response): Promise<void> {
   const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
@@ -82,6 +104,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
       const principal = await auth.authenticate(headers, requestTarget(req));
       const workspace = await authorizedWorkspace(principal, "assistants:read");
       const body = await readJsonBody(req);
+      const contexts = toolCallContexts(body);
       const gone = clientGone(res);
 
       const server = new Server(
@@ -104,6 +127,12 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
       });
       server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
         try {
+          const context = contexts.get(extra.requestId);
+          if (context !== undefined && !isJsonObject(context))
+            throw new McpError(
+              ErrorCode.InvalidParams,
+              'context must be a JSON object: the run context of the assistant\'s graph, such as {"user_id": "u1"}',
+            );
           await authorizedWorkspace(principal, "threads:write");
           const outcome = await tools.call(
             workspace.id,
@@ -113,6 +142,7 @@ export function createMcpAdapter(deps: McpAdapterDeps): HttpAdapter {
             headers,
             AbortSignal.any([gone, extra.signal]),
             principal,
+            context,
           );
           if (!outcome.ok) return { content: [{ type: "text", text: outcome.text }], isError: true };
           const structured =

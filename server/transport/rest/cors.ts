@@ -107,6 +107,16 @@ export function createCors(policy: CorsPolicy): (req: NodeServerRequest, res: No
 }
 
 /**
+ * Whether a page of `origin` may call the server under `policy` (listed, `*`, or this server's own
+ * origin): what a WebSocket upgrade, which CORS does not cover, is checked against.
+ */
+export function corsAllows(policy: CorsPolicy): (req: NodeServerRequest, origin: string) => boolean {
+  const listed = new Set(policy.origins);
+  const anyOrigin = listed.has("*");
+  return (req, origin) => anyOrigin || listed.has(origin) || isSameOrigin(req, origin, policy.refuseUnlisted);
+}
+
+/**
  * Whether the page was loaded from this server (browsers send `Origin` on same-origin POSTs too):
  * the origin's host and port are the request's `Host`. With `loopbackOnly`, only when that host is a
  * loopback name, so a rebound DNS name does not pass as this server.

@@ -15,12 +15,15 @@ import { createRouteTable } from "./route-table.js";
 
 /**
  * A real HTTP server that only decodes: it answers 200 with the decoded request message as
- * proto-named JSON, or the decoder's error as `{code, detail}` with its REST status.
+ * proto-named JSON, or the decoder's error as `{code, detail}` with its REST status. A lenient one
+ * says what it ignored in the `x-ignored` header (JSON).
  */
-function createDecodingServer(): Server {
+function createDecodingServer(lenient = false): Server {
   const registry = createRegistry(file_agentplane_testing_v1_transcoding_service);
   const table = createRouteTable([TranscodingService]);
-  const decoders = new Map(table.routes.map((route) => [route, createRequestDecoder(route, registry)]));
+  const decoders = new Map(
+    table.routes.map((route) => [route, createRequestDecoder(route, registry, { lenient })]),
+  );
   return createServer(async (req, res) => {
     const [path = "", query = ""] = (req.url ?? "").split("?");
     const found = table.lookup(req.method ?? "", path);
@@ -29,9 +32,12 @@ function createDecodingServer(): Server {
       return;
     }
     try {
-      const message = await decoders.get(found.route)!(req, found.captures, query);
+      const ignored: string[] = [];
+      const message = await decoders.get(found.route)!(req, found.captures, query, ignored);
       const json = toJson(found.route.method.input, message, { useProtoFieldName: true, registry });
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(json));
+      res
+        .writeHead(200, { "content-type": "application/json", "x-ignored": JSON.stringify(ignored) })
+        .end(JSON.stringify(json));
     } catch (error) {
       const e = error as ConnectError;
       res.writeHead(restErrorStatus(e)).end(JSON.stringify({ code: Code[e.code], detail: e.rawMessage }));
@@ -41,18 +47,41 @@ function createDecodingServer(): Server {
 
 let server: Server;
 let base: string;
+let lenientServer: Server;
+let lenientBase: string;
+
+async function listen(s: Server): Promise<string> {
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+}
 
 beforeAll(async () => {
   server = createDecodingServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = await listen(server);
+  lenientServer = createDecodingServer(true);
+  lenientBase = await listen(lenientServer);
 });
 
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(async () => {
+  for (const s of [server, lenientServer]) await new Promise<void>((resolve) => s.close(() => resolve()));
+});
 
 async function decode(path: string, init?: RequestInit): Promise<{ status: number; body: JsonValue }> {
   const res = await fetch(`${base}${path}`, init);
   return { status: res.status, body: (await res.json()) as JsonValue };
+}
+
+/** Decodes with the lenient decoder: the message, and what it ignored. */
+async function decodeLeniently(
+  path: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: JsonValue; ignored: JsonValue }> {
+  const res = await fetch(`${lenientBase}${path}`, init);
+  return {
+    status: res.status,
+    body: (await res.json()) as JsonValue,
+    ignored: JSON.parse(res.headers.get("x-ignored") ?? "null") as JsonValue,
+  };
 }
 
 function post(body: string, method = "POST", headers?: Record<string, string>): RequestInit {
@@ -301,5 +330,48 @@ describe("body errors", () => {
       headers: { "content-encoding": "gzip" },
     });
     expect(inflated.status).toBe(413);
+  });
+});
+
+describe("the lenient decoder (LangGraph- and LangSmith-compatible services)", () => {
+  it("ignores body members no field knows, at every depth, and names them", async () => {
+    const { status, body, ignored } = await decodeLeniently(
+      "/v1/items",
+      post('{"name":"a","colour":"red","owner":{"name":"ann","emial":"x","nested":{"deep":1}}}'),
+    );
+    expect(status).toBe(200);
+    expect(body).toEqual({ name: "a", owner: { name: "ann" } });
+    expect(ignored).toEqual(["colour", "owner.emial", "owner.nested"]);
+  });
+
+  it("ignores unknown members of a body that is one field, named relative to the body", async () => {
+    const { status, body, ignored } = await decodeLeniently(
+      "/v1/items/a?validate_only=true",
+      post('{"name":"n","future":true}', "PATCH"),
+    );
+    expect(status).toBe(200);
+    expect(body).toEqual({ item: { id: "a", name: "n" }, validate_only: true });
+    expect(ignored).toEqual(["future"]);
+  });
+
+  it("ignores query parameters no field knows, also where the body holds every field", async () => {
+    const search = await decodeLeniently("/v1/search?q=x&bogus=1&filter.nope=2");
+    expect(search).toEqual({ status: 200, body: { q: "x" }, ignored: ["bogus", "filter.nope"] });
+    const create = await decodeLeniently("/v1/items?future=1", post('{"name":"a"}'));
+    expect(create).toEqual({ status: 200, body: { name: "a" }, ignored: ["future"] });
+  });
+
+  it("still refuses a known field given wrongly", async () => {
+    const cases: [string, RequestInit | undefined, string][] = [
+      ["/v1/items", post('{"quantity":"many","colour":1}'), 'field "quantity" of the request body must be'],
+      ["/v1/search?limit=lots", undefined, 'query parameter "limit" must be'],
+      ["/v1/items?name=x", post("{}"), 'query parameter "name" is not accepted'],
+      ["/v1/items/a?id=b", undefined, 'query parameter "id" is not accepted'],
+    ];
+    for (const [path, init, detail] of cases) {
+      const { status, body } = await decodeLeniently(path, init);
+      expect(status, path).toBe(422);
+      expect((body as { detail: string }).detail, path).toContain(detail);
+    }
   });
 });

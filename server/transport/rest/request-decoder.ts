@@ -9,6 +9,7 @@ import {
   type Registry,
 } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { takeUnknownFields } from "../../services/unknown-fields.js";
 import { readJsonBody } from "../body/json-body.js";
 import { PROTOBUF_JSON_RECURSION_LIMIT } from "../input/input-limits.js";
 import { textProblem } from "../input/input-problem.js";
@@ -23,13 +24,24 @@ import type { Route } from "./route-table.js";
 /**
  * Builds the request message of one route from an HTTP request: the JSON body (per the rule's
  * `body`), the path variables (`captures`, raw, from the route's template) and the query string
- * (without `?`). Throws `ConnectError`s whose messages say what to fix.
+ * (without `?`). Throws `ConnectError`s whose messages say what to fix. A lenient decoder adds the
+ * body members and query parameters it ignored to `ignored`.
  */
 export type RequestDecoder = (
   req: NodeServerRequest,
   captures: readonly string[],
   query: string,
+  ignored?: string[],
 ) => Promise<Message>;
+
+/** Options of {@link createRequestDecoder}. */
+export interface RequestDecoderOptions {
+  /**
+   * Ignore body members and query parameters that name no field (design.md, decision 14) instead of
+   * refusing them; a known field given wrongly is still refused.
+   */
+  readonly lenient?: boolean;
+}
 
 /** A resolved query parameter or path variable: where its value goes and how to convert it. */
 interface FieldTarget {
@@ -51,8 +63,13 @@ interface FieldTarget {
 const maxCachedQueryNames = 256;
 
 /** Compiles the decoder of `route`; everything that does not depend on the request is done here. */
-export function createRequestDecoder(route: Route, registry: Registry): RequestDecoder {
+export function createRequestDecoder(
+  route: Route,
+  registry: Registry,
+  options: RequestDecoderOptions = {},
+): RequestDecoder {
   const input = route.method.input;
+  const lenient = options.lenient === true;
   const readOptions: Partial<JsonReadOptions> = { registry, recursionLimit: PROTOBUF_JSON_RECURSION_LIMIT };
   const where = `${route.httpMethod} ${route.template.text}`;
   const bodyField = route.body.kind === "field" ? route.body.field : undefined;
@@ -64,19 +81,31 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     .join(", ");
   const queryCache = new Map<string, FieldTarget>();
 
-  const readBody = async (req: NodeServerRequest): Promise<JsonObject> => {
+  const readBody = async (req: NodeServerRequest, ignored: string[] | undefined): Promise<JsonObject> => {
     if (route.body.kind === "none") return {};
     const body = await readJsonBody(req, bodyField?.name);
-    if (route.body.kind === "field") return body === undefined ? {} : { [route.body.field.name]: body };
+    if (route.body.kind === "field") {
+      if (body === undefined) return {};
+      if (lenient && bodyField?.message) report(ignored, takeUnknownFields(bodyField.message, body));
+      return { [route.body.field.name]: body };
+    }
     if (body === undefined) return {};
     if (!isJsonObject(body)) throw invalid(`the request body must be a JSON object, got ${echo(body)}`);
+    if (lenient) report(ignored, takeUnknownFields(input, body));
     return body;
   };
 
-  const resolveQuery = (name: string): FieldTarget => {
+  /** A query parameter naming no field: ignored when lenient, else refused with `refusal`. */
+  const unknownQuery = (refusal: string): typeof IGNORED => {
+    if (lenient) return IGNORED;
+    throw invalid(refusal);
+  };
+
+  const resolveQuery = (name: string): FieldTarget | typeof IGNORED => {
     const cached = queryCache.get(name);
     if (cached) return cached;
     if (route.body.kind === "all") {
+      if (lenient && !findField(input, name.split(".", 1)[0]!)) return IGNORED;
       throw invalid(
         `query parameter "${name}" is not accepted: ${where} takes all its input from the JSON body`,
       );
@@ -87,7 +116,7 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     for (const [i, part] of parts.entries()) {
       const field = findField(message, part);
       if (!field) {
-        throw invalid(
+        return unknownQuery(
           i === 0
             ? `unknown query parameter "${name}"; ${where} accepts: ${queryNames || "no query parameters"}`
             : `unknown query parameter "${name}": "${fields.map((f) => f.name).join(".")}" has no field "${part}"`,
@@ -153,8 +182,8 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     return invalid(`the request is invalid: ${reasonOf(error)}`);
   };
 
-  return async (req, captures, query) => {
-    const json = await readBody(req);
+  return async (req, captures, query, ignored) => {
+    const json = await readBody(req, ignored);
     for (let i = 0; i < pathTargets.length; i++) {
       const t = pathTargets[i]!;
       const raw = decodeVariable(captures[i]!, route.pathBindings[i]!.variable.multiSegment);
@@ -169,6 +198,10 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     if (query !== "") {
       for (const [name, raw] of parseQuery(query)) {
         const t = resolveQuery(name);
+        if (t === IGNORED) {
+          ignored?.push(name);
+          continue;
+        }
         const value = t.convert(raw);
         if (value === undefined) throw invalid(mustBe(`query parameter "${name}"`, t.leaf, raw));
         if (!setField(json, t, value, false))
@@ -182,6 +215,14 @@ export function createRequestDecoder(route: Route, registry: Registry): RequestD
     }
   };
 }
+
+/** Adds the names of ignored members to the caller's list, when it keeps one. */
+function report(ignored: string[] | undefined, names: readonly string[]): void {
+  if (ignored && names.length > 0) ignored.push(...names);
+}
+
+/** What {@link createRequestDecoder}'s query resolution answers for a parameter it ignores. */
+const IGNORED = Symbol("ignored query parameter");
 
 function target(fields: readonly DescField[]): FieldTarget {
   const leaf = fields[fields.length - 1]!;

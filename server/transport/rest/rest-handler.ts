@@ -10,7 +10,8 @@ import {
   toJson,
 } from "@bufbuild/protobuf";
 import { requestScopeKey } from "../../request-scope.js";
-import { restSuccessStatusKey } from "../../services/response-status.js";
+import { restFieldSelectionKey, restSuccessStatusKey } from "../../services/response-status.js";
+import { ignoredFieldsKey } from "../../services/unknown-fields.js";
 import { scopeOf } from "../access-log.js";
 import {
   type BoundMethod,
@@ -18,6 +19,7 @@ import {
   type InternalErrorReporter,
   toPublicError,
 } from "../bound-service.js";
+import { type IgnoredFieldsSink, ignoresUnknownFields } from "../field-leniency.js";
 import { labelRoute } from "../request-sample.js";
 import { writeConnectError, writeRestError } from "./http-status.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
@@ -41,6 +43,11 @@ export interface RestHandlerOptions {
    * written as JSON); the client sees a generic internal error.
    */
   readonly onInternalError: InternalErrorReporter;
+  /**
+   * Receives the request members and query parameters a lenient service ignored (see
+   * field-leniency.ts), once per request that had any.
+   */
+  readonly onIgnoredFields?: IgnoredFieldsSink;
 }
 
 /**
@@ -62,6 +69,8 @@ interface Endpoint {
   readonly route: Route;
   readonly call: BoundMethod;
   readonly decode: RequestDecoder;
+  /** Whether the service ignores request members it does not know (field-leniency.ts). */
+  readonly lenient: boolean;
   /** The unary response (or the stream message) as the JSON REST answers with. */
   readonly encode: (message: unknown) => JsonValue;
   readonly frame: SseFramer;
@@ -108,10 +117,12 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const frame = createSseFramer(method.output, encode);
     const normalizedFrame: SseFramer = (message, sequence) =>
       frame(normalize(method.output, message), sequence);
+    const lenient = ignoresUnknownFields(route.service);
     endpoints.set(route, {
       route,
       call,
-      decode: createRequestDecoder(route, registry),
+      lenient,
+      decode: createRequestDecoder(route, registry, { lenient }),
       encode,
       frame: normalizedFrame,
     });
@@ -137,8 +148,10 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const { ctx } = call;
     const scope = scopeOf(req);
     if (scope) ctx.values.set(requestScopeKey, scope);
+    const ignored: string[] | undefined = endpoint.lenient ? [] : undefined;
     try {
-      const request = await endpoint.decode(req, captures, query);
+      const request = await endpoint.decode(req, captures, query, ignored);
+      if (ignored && ignored.length > 0) reportIgnored(route, ignored);
       if (route.method.methodKind === "server_streaming") {
         await writeSse(res, endpoint.call(request, ctx) as AsyncIterable<unknown>, endpoint.frame, {
           heartbeatMs,
@@ -148,8 +161,17 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         });
         return;
       }
-      const body = JSON.stringify(endpoint.encode(await endpoint.call(request, ctx)));
+      const response = await endpoint.call(request, ctx);
+      const noted = ctx.values.get(ignoredFieldsKey);
+      if (noted) reportIgnored(route, noted);
       if (res.destroyed) return;
+      if (endpoint.lenient && route.httpMethod === "PATCH" && prefersMinimalReturn(req)) {
+        // RFC 7240: the client asked for no representation of the updated resource.
+        res.writeHead(204, { ...call.handlerHeaders(), "preference-applied": "return=minimal" });
+        res.end();
+        return;
+      }
+      const body = JSON.stringify(selected(endpoint.encode(response), ctx.values.get(restFieldSelectionKey)));
       res.writeHead(ctx.values.get(restSuccessStatusKey), {
         ...call.handlerHeaders(),
         "content-type": "application/json",
@@ -161,6 +183,10 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     } finally {
       call.finish();
     }
+  };
+
+  const reportIgnored = (route: Route, names: readonly string[]): void => {
+    options.onIgnoredFields?.(route.service.typeName, names);
   };
 
   return async (req, res) => {
@@ -181,7 +207,38 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
   };
 }
 
+/**
+ * Whether the request's `Prefer` header asks for `return=minimal` (RFC 7240), as
+ * `@langchain/langgraph-sdk`'s `threads.update(..., {returnMinimal: true})` sends it.
+ */
+function prefersMinimalReturn(req: NodeServerRequest): boolean {
+  const prefer = req.headers.prefer;
+  if (prefer === undefined) return false;
+  const values = Array.isArray(prefer) ? prefer : [prefer];
+  return values.some((value) =>
+    value.split(",").some((preference) => {
+      const [token] = preference.split(";", 1);
+      return (
+        token
+          ?.trim()
+          .toLowerCase()
+          .replace(/\s*=\s*/, "=") === "return=minimal"
+      );
+    }),
+  );
+}
+
 /** A handler returns an init object or a message; protobuf-es's JSON needs a message. */
 function normalize(schema: DescMessage, value: unknown): Message {
   return isMessage(value, schema) ? value : create(schema, value as never);
+}
+
+/** `json` with only the `fields` a handler selected (of an object, or of each object of a list). */
+function selected(json: JsonValue, fields: ReadonlySet<string> | undefined): JsonValue {
+  if (!fields) return json;
+  const keep = (value: JsonValue): JsonValue =>
+    typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).filter(([key]) => fields.has(key)))
+      : value;
+  return Array.isArray(json) ? json.map(keep) : keep(json);
 }

@@ -25,7 +25,16 @@ describe("createSseFramer", () => {
   });
 
   it("omits an empty id, defaults the event to message and sends null for no data", () => {
-    expect(eventFramer(create(ServerSentEventSchema), 1)).toBe("event: message\ndata: null\n\n");
+    expect(eventFramer(create(ServerSentEventSchema, { id: "7" }), 1)).toBe(
+      "event: message\ndata: null\nid: 7\n\n",
+    );
+    expect(eventFramer(create(ServerSentEventSchema, { event: "ping" }), 1)).toBe(
+      "event: ping\ndata: null\n\n",
+    );
+  });
+
+  it("frames a message with no id, event or data as a comment line, which no parser takes for an event", () => {
+    expect(eventFramer(create(ServerSentEventSchema), 1)).toBe(": stream opened\n");
   });
 
   it("strips line breaks from id and event so they cannot forge frame lines", () => {

@@ -46,7 +46,14 @@ export function createSseFramer(output: DescMessage, encode: (message: unknown) 
     `id: ${sequence}\nevent: message\ndata: ${JSON.stringify(encode(message))}\n\n`;
 }
 
+/**
+ * The frame of a stream message with no event, id or data: a comment, so that a producer can have
+ * the response's headers sent before its first event (see ServerSentEvent in the protos).
+ */
+const openedFrame = ": stream opened\n";
+
 function eventFrame(message: ServerSentEvent): string {
+  if (message.event === "" && message.id === "" && message.data === undefined) return openedFrame;
   const data = message.data ? JSON.stringify(toJson(ValueSchema, message.data)) : "null";
   const id = singleLine(message.id);
   const event = singleLine(message.event) || "message";

@@ -210,7 +210,7 @@ export const suite = isolationSuite({
     const versions = await assistants(adminA).listAssistantVersions({ assistantId: f.sharedId });
     expect(versions.versions.map((v) => v.version)).toEqual([2, 1]);
     // A viewer of B lists B's system assistant and B's own assistants, never A's.
-    const keyB = await adminA.apiKeys.createApiKey({
+    const keyB = await adminA.iam.apiKeys.createApiKey({
       kind: "service",
       workspaceIds: [workspaceB],
       role: "viewer",

@@ -63,7 +63,7 @@ export const suite = isolationSuite({
     await store(adminB).putItem({ namespace: SHARED_NAMESPACE, key: "k1", value: lookAlike(1) });
     // A key of B for `verify`, acting in B by default.
     const keyB = (
-      await adminA.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
+      await adminA.iam.apiKeys.createApiKey({ kind: "service", workspaceIds: [workspaceB], role: "admin" })
     ).key;
     return { workspaceA, keyB };
   },
@@ -77,7 +77,7 @@ export const suite = isolationSuite({
         path: `/store/items?namespace=${NAMESPACE.join(".")}&key=${KEY}`,
         tenantId: f.workspaceA,
       }),
-      connect: (c) => store(c).getItem({ namespace: NAMESPACE.join("."), key: KEY }),
+      connect: (c) => store(c).getItem({ namespace: NAMESPACE, key: KEY }),
     },
     {
       ...DENIED,
@@ -124,7 +124,7 @@ export const suite = isolationSuite({
       rest: () => ({ method: "GET", path: `/store/items?namespace=${NAMESPACE.join(".")}&key=${KEY}` }),
       connect: (c) =>
         store(c)
-          .getItem({ namespace: NAMESPACE.join("."), key: KEY })
+          .getItem({ namespace: NAMESPACE, key: KEY })
           .then((r) => r.item ?? null),
       expectB: (item) => expect(item).toBeNull(),
     },
@@ -185,10 +185,10 @@ export const suite = isolationSuite({
   ],
   async verify({ t, adminA }, f) {
     const inB = store(t.client({ apiKey: f.keyB }));
-    expect((await inB.getItem({ namespace: NAMESPACE.join("."), key: KEY })).item).toBeUndefined();
+    expect((await inB.getItem({ namespace: NAMESPACE, key: KEY })).item).toBeUndefined();
     await inB.putItem({ namespace: NAMESPACE, key: KEY, value: { owner: "B" } });
     await inB.deleteItem({ namespace: NAMESPACE, key: KEY });
-    const { item } = await store(adminA).getItem({ namespace: NAMESPACE.join("."), key: KEY });
+    const { item } = await store(adminA).getItem({ namespace: NAMESPACE, key: KEY });
     expect(item?.value).toEqual(VALUE);
     const shared = await store(adminA).searchItems({ namespacePrefix: SHARED_NAMESPACE });
     expect(shared.items).toHaveLength(2);

@@ -26,7 +26,7 @@ const usage = (workspaceIds: (f: Fixture) => string[], groupBy = "workspace") =>
     ])}`,
   }),
   connect: (c: AgentplaneClient, f: Fixture) =>
-    c.usage
+    c.tracing.usage
       .getGranularUsage({
         startTime: timestampFromDate(new Date(START)),
         endTime: timestampFromDate(new Date(END)),
@@ -56,7 +56,7 @@ export const suite = isolationSuite({
   service: "usage",
   async setup({ t, adminA, workspaceA, workspaceB }): Promise<Fixture> {
     const keyB = (
-      await adminA.apiKeys.createApiKey({
+      await adminA.iam.apiKeys.createApiKey({
         kind: "service",
         workspaceIds: [workspaceB],
         role: "admin",

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/agents/v1/thread_service.proto.
  */
 export const file_agentplane_agents_v1_thread_service: GenFile = /*@__PURE__*/
-  fileDesc("CilhZ2VudHBsYW5lL2FnZW50cy92MS90aHJlYWRfc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5hZ2VudHMudjEihQQKBlRocmVhZBIWCgl0aHJlYWRfaWQYASABKAlIAIgBARIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBzdGF0ZV91cGRhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGY29uZmlnGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZzdGF0dXMYByABKAlIAYgBARImCgZ2YWx1ZXMYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoKaW50ZXJydXB0cxgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoFZXJyb3IYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoDdHRsGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEioKCWV4dHJhY3RlZBgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDAoKX3RocmVhZF9pZEIJCgdfc3RhdHVzIk4KDlRocmVhZFR0bElucHV0EhUKCHN0cmF0ZWd5GAEgASgJSACIAQESEAoDdHRsGAIgASgBSAGIAQFCCwoJX3N0cmF0ZWd5QgYKBF90dGwihAEKD1N1cGVyc3RlcFVwZGF0ZRImCgZ2YWx1ZXMYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJwoHY29tbWFuZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIUCgdhc19ub2RlGAMgASgJSACIAQFCCgoIX2FzX25vZGUiQwoJU3VwZXJzdGVwEjYKB3VwZGF0ZXMYASADKAsyJS5hZ2VudHBsYW5lLmFnZW50cy52MS5TdXBlcnN0ZXBVcGRhdGUi9AEKE0NyZWF0ZVRocmVhZFJlcXVlc3QSFgoJdGhyZWFkX2lkGAEgASgJSACIAQESKQoIbWV0YWRhdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKCWlmX2V4aXN0cxgDIAEoCUgBiAEBEjEKA3R0bBgEIAEoCzIkLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZFR0bElucHV0EjMKCnN1cGVyc3RlcHMYBSADKAsyHy5hZ2VudHBsYW5lLmFnZW50cy52MS5TdXBlcnN0ZXBCDAoKX3RocmVhZF9pZEIMCgpfaWZfZXhpc3RzItkCChRTZWFyY2hUaHJlYWRzUmVxdWVzdBIpCghtZXRhZGF0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDaWRzGAIgAygJEicKBnZhbHVlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RhdHVzGAQgASgJSACIAQESEgoFbGltaXQYBSABKAVIAYgBARITCgZvZmZzZXQYBiABKAVIAogBARIUCgdzb3J0X2J5GAcgASgJSAOIAQESFwoKc29ydF9vcmRlchgIIAEoCUgEiAEBEg4KBnNlbGVjdBgJIAMoCRIoCgdleHRyYWN0GAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIJCgdfc3RhdHVzQggKBl9saW1pdEIJCgdfb2Zmc2V0QgoKCF9zb3J0X2J5Qg0KC19zb3J0X29yZGVyIkYKFVNlYXJjaFRocmVhZHNSZXNwb25zZRItCgd0aHJlYWRzGAEgAygLMhwuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkIokBChNDb3VudFRocmVhZHNSZXF1ZXN0EikKCG1ldGFkYXRhGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZ2YWx1ZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0YXR1cxgDIAEoCUgAiAEBQgkKB19zdGF0dXMiJQoUQ291bnRUaHJlYWRzUmVzcG9uc2USDQoFY291bnQYASABKAUiTQoTUHJ1bmVUaHJlYWRzUmVxdWVzdBISCgp0aHJlYWRfaWRzGAEgAygJEhUKCHN0cmF0ZWd5GAIgASgJSACIAQFCCwoJX3N0cmF0ZWd5IiwKFFBydW5lVGhyZWFkc1Jlc3BvbnNlEhQKDHBydW5lZF9jb3VudBgBIAEoBSI2ChBHZXRUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRIPCgdpbmNsdWRlGAIgAygJIoYBChNVcGRhdGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRIpCghtZXRhZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMQoDdHRsGAMgASgLMiQuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkVHRsSW5wdXQiKAoTRGVsZXRlVGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiJgoRQ29weVRocmVhZFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIn4KCkNoZWNrcG9pbnQSEQoJdGhyZWFkX2lkGAEgASgJEhUKDWNoZWNrcG9pbnRfbnMYAiABKAkSFQoNY2hlY2twb2ludF9pZBgDIAEoCRIvCg5jaGVja3BvaW50X21hcBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QixAEKD0NoZWNrcG9pbnRJbnB1dBIWCgl0aHJlYWRfaWQYASABKAlIAIgBARIaCg1jaGVja3BvaW50X25zGAIgASgJSAGIAQESGgoNY2hlY2twb2ludF9pZBgDIAEoCUgCiAEBEi8KDmNoZWNrcG9pbnRfbWFwGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIMCgpfdGhyZWFkX2lkQhAKDl9jaGVja3BvaW50X25zQhAKDl9jaGVja3BvaW50X2lkIswBCgpUaHJlYWRUYXNrEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSJQoFZXJyb3IYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKgoKaW50ZXJydXB0cxgEIAMoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIqCgpjaGVja3BvaW50GAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiUKBXN0YXRlGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlItYCCgtUaHJlYWRTdGF0ZRImCgZ2YWx1ZXMYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEbmV4dBgCIAMoCRIvCgV0YXNrcxgDIAMoCzIgLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZFRhc2sSKgoKY2hlY2twb2ludBgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoKY3JlYXRlZF9hdBgGIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIxChFwYXJlbnRfY2hlY2twb2ludBgHIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIqCgppbnRlcnJ1cHRzGAggAygLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIn4KFUdldFRocmVhZFN0YXRlUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSGgoNY2hlY2twb2ludF9pZBgCIAEoCUgAiAEBEhYKCXN1YmdyYXBocxgDIAEoCEgBiAEBQhAKDl9jaGVja3BvaW50X2lkQgwKCl9zdWJncmFwaHMilwEKIUdldFRocmVhZFN0YXRlQXRDaGVja3BvaW50UmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSOQoKY2hlY2twb2ludBgCIAEoCzIlLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNoZWNrcG9pbnRJbnB1dBIWCglzdWJncmFwaHMYAyABKAhIAIgBAUIMCgpfc3ViZ3JhcGhzIuABChhVcGRhdGVUaHJlYWRTdGF0ZVJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJEiYKBnZhbHVlcxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIUCgdhc19ub2RlGAMgASgJSACIAQESOQoKY2hlY2twb2ludBgEIAEoCzIlLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNoZWNrcG9pbnRJbnB1dBIaCg1jaGVja3BvaW50X2lkGAUgASgJSAGIAQFCCgoIX2FzX25vZGVCEAoOX2NoZWNrcG9pbnRfaWQiUQoZVXBkYXRlVGhyZWFkU3RhdGVSZXNwb25zZRI0CgpjaGVja3BvaW50GAEgASgLMiAuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ2hlY2twb2ludCJXChdQYXRjaFRocmVhZFN0YXRlUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSKQoIbWV0YWRhdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ImsKGExpc3RUaHJlYWRIaXN0b3J5UmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARITCgZiZWZvcmUYAyABKAlIAYgBAUIICgZfbGltaXRCCQoHX2JlZm9yZSLbAQoaU2VhcmNoVGhyZWFkSGlzdG9yeVJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESJgoGYmVmb3JlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgpjaGVja3BvaW50GAUgASgLMiUuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ2hlY2twb2ludElucHV0QggKBl9saW1pdCJKChVUaHJlYWRIaXN0b3J5UmVzcG9uc2USMQoGc3RhdGVzGAEgAygLMiEuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkU3RhdGUyvQ8KDVRocmVhZFNlcnZpY2USbAoMQ3JlYXRlVGhyZWFkEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ3JlYXRlVGhyZWFkUmVxdWVzdBocLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZCITgtPkkwINOgEqIggvdGhyZWFkcxKNAQoNU2VhcmNoVGhyZWFkcxIqLmFnZW50cGxhbmUuYWdlbnRzLnYxLlNlYXJjaFRocmVhZHNSZXF1ZXN0GisuYWdlbnRwbGFuZS5hZ2VudHMudjEuU2VhcmNoVGhyZWFkc1Jlc3BvbnNlIiOC0+STAh06ASpiB3RocmVhZHMiDy90aHJlYWRzL3NlYXJjaBKHAQoMQ291bnRUaHJlYWRzEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ291bnRUaHJlYWRzUmVxdWVzdBoqLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNvdW50VGhyZWFkc1Jlc3BvbnNlIiCC0+STAho6ASpiBWNvdW50Ig4vdGhyZWFkcy9jb3VudBKAAQoMUHJ1bmVUaHJlYWRzEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuUHJ1bmVUaHJlYWRzUmVxdWVzdBoqLmFnZW50cGxhbmUuYWdlbnRzLnYxLlBydW5lVGhyZWFkc1Jlc3BvbnNlIhmC0+STAhM6ASoiDi90aHJlYWRzL3BydW5lEm8KCUdldFRocmVhZBImLmFnZW50cGxhbmUuYWdlbnRzLnYxLkdldFRocmVhZFJlcXVlc3QaHC5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWQiHILT5JMCFhIUL3RocmVhZHMve3RocmVhZF9pZH0SeAoMVXBkYXRlVGhyZWFkEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuVXBkYXRlVGhyZWFkUmVxdWVzdBocLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZCIfgtPkkwIZOgEqMhQvdGhyZWFkcy97dGhyZWFkX2lkfRJvCgxEZWxldGVUaHJlYWQSKS5hZ2VudHBsYW5lLmFnZW50cy52MS5EZWxldGVUaHJlYWRSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IhyC0+STAhYqFC90aHJlYWRzL3t0aHJlYWRfaWR9EnkKCkNvcHlUaHJlYWQSJy5hZ2VudHBsYW5lLmFnZW50cy52MS5Db3B5VGhyZWFkUmVxdWVzdBocLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZCIkgtPkkwIeOgEqIhkvdGhyZWFkcy97dGhyZWFkX2lkfS9jb3B5ErIBCg5HZXRUaHJlYWRTdGF0ZRIrLmFnZW50cGxhbmUuYWdlbnRzLnYxLkdldFRocmVhZFN0YXRlUmVxdWVzdBohLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZFN0YXRlIlCC0+STAkpaLBIqL3RocmVhZHMve3RocmVhZF9pZH0vc3RhdGUve2NoZWNrcG9pbnRfaWR9EhovdGhyZWFkcy97dGhyZWFkX2lkfS9zdGF0ZRKqAQoaR2V0VGhyZWFkU3RhdGVBdENoZWNrcG9pbnQSNy5hZ2VudHBsYW5lLmFnZW50cy52MS5HZXRUaHJlYWRTdGF0ZUF0Q2hlY2twb2ludFJlcXVlc3QaIS5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWRTdGF0ZSIwgtPkkwIqOgEqIiUvdGhyZWFkcy97dGhyZWFkX2lkfS9zdGF0ZS9jaGVja3BvaW50EpsBChFVcGRhdGVUaHJlYWRTdGF0ZRIuLmFnZW50cGxhbmUuYWdlbnRzLnYxLlVwZGF0ZVRocmVhZFN0YXRlUmVxdWVzdBovLmFnZW50cGxhbmUuYWdlbnRzLnYxLlVwZGF0ZVRocmVhZFN0YXRlUmVzcG9uc2UiJYLT5JMCHzoBKiIaL3RocmVhZHMve3RocmVhZF9pZH0vc3RhdGUSgAEKEFBhdGNoVGhyZWFkU3RhdGUSLS5hZ2VudHBsYW5lLmFnZW50cy52MS5QYXRjaFRocmVhZFN0YXRlUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIlgtPkkwIfOgEqMhovdGhyZWFkcy97dGhyZWFkX2lkfS9zdGF0ZRKeAQoRTGlzdFRocmVhZEhpc3RvcnkSLi5hZ2VudHBsYW5lLmFnZW50cy52MS5MaXN0VGhyZWFkSGlzdG9yeVJlcXVlc3QaKy5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWRIaXN0b3J5UmVzcG9uc2UiLILT5JMCJmIGc3RhdGVzEhwvdGhyZWFkcy97dGhyZWFkX2lkfS9oaXN0b3J5EqUBChNTZWFyY2hUaHJlYWRIaXN0b3J5EjAuYWdlbnRwbGFuZS5hZ2VudHMudjEuU2VhcmNoVGhyZWFkSGlzdG9yeVJlcXVlc3QaKy5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWRIaXN0b3J5UmVzcG9uc2UiL4LT5JMCKToBKmIGc3RhdGVzIhwvdGhyZWFkcy97dGhyZWFkX2lkfS9oaXN0b3J5YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CilhZ2VudHBsYW5lL2FnZW50cy92MS90aHJlYWRfc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5hZ2VudHMudjEihQQKBlRocmVhZBIWCgl0aHJlYWRfaWQYASABKAlIAIgBARIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBzdGF0ZV91cGRhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGY29uZmlnGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZzdGF0dXMYByABKAlIAYgBARImCgZ2YWx1ZXMYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoKaW50ZXJydXB0cxgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoFZXJyb3IYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoDdHRsGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEioKCWV4dHJhY3RlZBgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDAoKX3RocmVhZF9pZEIJCgdfc3RhdHVzIk4KDlRocmVhZFR0bElucHV0EhUKCHN0cmF0ZWd5GAEgASgJSACIAQESEAoDdHRsGAIgASgBSAGIAQFCCwoJX3N0cmF0ZWd5QgYKBF90dGwihAEKD1N1cGVyc3RlcFVwZGF0ZRImCgZ2YWx1ZXMYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJwoHY29tbWFuZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIUCgdhc19ub2RlGAMgASgJSACIAQFCCgoIX2FzX25vZGUiQwoJU3VwZXJzdGVwEjYKB3VwZGF0ZXMYASADKAsyJS5hZ2VudHBsYW5lLmFnZW50cy52MS5TdXBlcnN0ZXBVcGRhdGUi9AEKE0NyZWF0ZVRocmVhZFJlcXVlc3QSFgoJdGhyZWFkX2lkGAEgASgJSACIAQESKQoIbWV0YWRhdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKCWlmX2V4aXN0cxgDIAEoCUgBiAEBEjEKA3R0bBgEIAEoCzIkLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZFR0bElucHV0EjMKCnN1cGVyc3RlcHMYBSADKAsyHy5hZ2VudHBsYW5lLmFnZW50cy52MS5TdXBlcnN0ZXBCDAoKX3RocmVhZF9pZEIMCgpfaWZfZXhpc3RzItkCChRTZWFyY2hUaHJlYWRzUmVxdWVzdBIpCghtZXRhZGF0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCwoDaWRzGAIgAygJEicKBnZhbHVlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RhdHVzGAQgASgJSACIAQESEgoFbGltaXQYBSABKAVIAYgBARITCgZvZmZzZXQYBiABKAVIAogBARIUCgdzb3J0X2J5GAcgASgJSAOIAQESFwoKc29ydF9vcmRlchgIIAEoCUgEiAEBEg4KBnNlbGVjdBgJIAMoCRIoCgdleHRyYWN0GAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIJCgdfc3RhdHVzQggKBl9saW1pdEIJCgdfb2Zmc2V0QgoKCF9zb3J0X2J5Qg0KC19zb3J0X29yZGVyIkYKFVNlYXJjaFRocmVhZHNSZXNwb25zZRItCgd0aHJlYWRzGAEgAygLMhwuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkIokBChNDb3VudFRocmVhZHNSZXF1ZXN0EikKCG1ldGFkYXRhGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZ2YWx1ZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0YXR1cxgDIAEoCUgAiAEBQgkKB19zdGF0dXMiJQoUQ291bnRUaHJlYWRzUmVzcG9uc2USDQoFY291bnQYASABKAUiTQoTUHJ1bmVUaHJlYWRzUmVxdWVzdBISCgp0aHJlYWRfaWRzGAEgAygJEhUKCHN0cmF0ZWd5GAIgASgJSACIAQFCCwoJX3N0cmF0ZWd5IiwKFFBydW5lVGhyZWFkc1Jlc3BvbnNlEhQKDHBydW5lZF9jb3VudBgBIAEoBSI2ChBHZXRUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRIPCgdpbmNsdWRlGAIgAygJIoYBChNVcGRhdGVUaHJlYWRSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRIpCghtZXRhZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMQoDdHRsGAMgASgLMiQuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkVHRsSW5wdXQiKAoTRGVsZXRlVGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkiLAoXR2V0VGhyZWFkU3RvcmFnZVJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJIioKClN0b3JhZ2VVc2USDQoFY291bnQYASABKAUSDQoFYnl0ZXMYAiABKAEiNAoRQ2hhbm5lbFN0b3JhZ2VVc2USEAoIdmVyc2lvbnMYASABKAUSDQoFYnl0ZXMYAiABKAEi5AEKF0NoYW5uZWxWYWx1ZXNTdG9yYWdlVXNlEg0KBWNvdW50GAEgASgFEg0KBWJ5dGVzGAIgASgBElAKCmJ5X2NoYW5uZWwYAyADKAsyPC5hZ2VudHBsYW5lLmFnZW50cy52MS5DaGFubmVsVmFsdWVzU3RvcmFnZVVzZS5CeUNoYW5uZWxFbnRyeRpZCg5CeUNoYW5uZWxFbnRyeRILCgNrZXkYASABKAkSNgoFdmFsdWUYAiABKAsyJy5hZ2VudHBsYW5lLmFnZW50cy52MS5DaGFubmVsU3RvcmFnZVVzZToCOAEi7wEKDVRocmVhZFN0b3JhZ2USEQoJdGhyZWFkX2lkGAEgASgJEhMKC3RvdGFsX2J5dGVzGAIgASgBEjUKC2NoZWNrcG9pbnRzGAMgASgLMiAuYWdlbnRwbGFuZS5hZ2VudHMudjEuU3RvcmFnZVVzZRJFCg5jaGFubmVsX3ZhbHVlcxgEIAEoCzItLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNoYW5uZWxWYWx1ZXNTdG9yYWdlVXNlEjgKDnBlbmRpbmdfd3JpdGVzGAUgASgLMiAuYWdlbnRwbGFuZS5hZ2VudHMudjEuU3RvcmFnZVVzZSImChFDb3B5VGhyZWFkUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkifgoKQ2hlY2twb2ludBIRCgl0aHJlYWRfaWQYASABKAkSFQoNY2hlY2twb2ludF9ucxgCIAEoCRIVCg1jaGVja3BvaW50X2lkGAMgASgJEi8KDmNoZWNrcG9pbnRfbWFwGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCLEAQoPQ2hlY2twb2ludElucHV0EhYKCXRocmVhZF9pZBgBIAEoCUgAiAEBEhoKDWNoZWNrcG9pbnRfbnMYAiABKAlIAYgBARIaCg1jaGVja3BvaW50X2lkGAMgASgJSAKIAQESLwoOY2hlY2twb2ludF9tYXAYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgwKCl90aHJlYWRfaWRCEAoOX2NoZWNrcG9pbnRfbnNCEAoOX2NoZWNrcG9pbnRfaWQimgIKClRocmVhZFRhc2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIlCgVlcnJvchgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIqCgppbnRlcnJ1cHRzGAQgAygLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEioKCmNoZWNrcG9pbnQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFc3RhdGUYBiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJAoEcGF0aBgHIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRImCgZyZXN1bHQYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUi1gIKC1RocmVhZFN0YXRlEiYKBnZhbHVlcxgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIMCgRuZXh0GAIgAygJEi8KBXRhc2tzGAMgAygLMiAuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkVGFzaxIqCgpjaGVja3BvaW50GAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgpjcmVhdGVkX2F0GAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEjEKEXBhcmVudF9jaGVja3BvaW50GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEioKCmludGVycnVwdHMYCCADKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUijgEKFUdldFRocmVhZFN0YXRlUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSGgoNY2hlY2twb2ludF9pZBgCIAEoCUgAiAEBEhYKCXN1YmdyYXBocxgDIAEoCEgBiAEBEg4KBnNlbGVjdBgEIAMoCUIQCg5fY2hlY2twb2ludF9pZEIMCgpfc3ViZ3JhcGhzIqcBCiFHZXRUaHJlYWRTdGF0ZUF0Q2hlY2twb2ludFJlcXVlc3QSEQoJdGhyZWFkX2lkGAEgASgJEjkKCmNoZWNrcG9pbnQYAiABKAsyJS5hZ2VudHBsYW5lLmFnZW50cy52MS5DaGVja3BvaW50SW5wdXQSFgoJc3ViZ3JhcGhzGAMgASgISACIAQESDgoGc2VsZWN0GAQgAygJQgwKCl9zdWJncmFwaHMi4AEKGFVwZGF0ZVRocmVhZFN0YXRlUmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSJgoGdmFsdWVzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhQKB2FzX25vZGUYAyABKAlIAIgBARI5CgpjaGVja3BvaW50GAQgASgLMiUuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ2hlY2twb2ludElucHV0EhoKDWNoZWNrcG9pbnRfaWQYBSABKAlIAYgBAUIKCghfYXNfbm9kZUIQCg5fY2hlY2twb2ludF9pZCJRChlVcGRhdGVUaHJlYWRTdGF0ZVJlc3BvbnNlEjQKCmNoZWNrcG9pbnQYASABKAsyIC5hZ2VudHBsYW5lLmFnZW50cy52MS5DaGVja3BvaW50IlcKF1BhdGNoVGhyZWFkU3RhdGVSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRIpCghtZXRhZGF0YRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiawoYTGlzdFRocmVhZEhpc3RvcnlSZXF1ZXN0EhEKCXRocmVhZF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmJlZm9yZRgDIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfYmVmb3JlIusBChpTZWFyY2hUaHJlYWRIaXN0b3J5UmVxdWVzdBIRCgl0aHJlYWRfaWQYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARImCgZiZWZvcmUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjkKCmNoZWNrcG9pbnQYBSABKAsyJS5hZ2VudHBsYW5lLmFnZW50cy52MS5DaGVja3BvaW50SW5wdXQSDgoGc2VsZWN0GAYgAygJQggKBl9saW1pdCJKChVUaHJlYWRIaXN0b3J5UmVzcG9uc2USMQoGc3RhdGVzGAEgAygLMiEuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkU3RhdGUyzBAKDVRocmVhZFNlcnZpY2USbAoMQ3JlYXRlVGhyZWFkEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ3JlYXRlVGhyZWFkUmVxdWVzdBocLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZCITgtPkkwINOgEqIggvdGhyZWFkcxKNAQoNU2VhcmNoVGhyZWFkcxIqLmFnZW50cGxhbmUuYWdlbnRzLnYxLlNlYXJjaFRocmVhZHNSZXF1ZXN0GisuYWdlbnRwbGFuZS5hZ2VudHMudjEuU2VhcmNoVGhyZWFkc1Jlc3BvbnNlIiOC0+STAh06ASpiB3RocmVhZHMiDy90aHJlYWRzL3NlYXJjaBKHAQoMQ291bnRUaHJlYWRzEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuQ291bnRUaHJlYWRzUmVxdWVzdBoqLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNvdW50VGhyZWFkc1Jlc3BvbnNlIiCC0+STAho6ASpiBWNvdW50Ig4vdGhyZWFkcy9jb3VudBKAAQoMUHJ1bmVUaHJlYWRzEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuUHJ1bmVUaHJlYWRzUmVxdWVzdBoqLmFnZW50cGxhbmUuYWdlbnRzLnYxLlBydW5lVGhyZWFkc1Jlc3BvbnNlIhmC0+STAhM6ASoiDi90aHJlYWRzL3BydW5lEm8KCUdldFRocmVhZBImLmFnZW50cGxhbmUuYWdlbnRzLnYxLkdldFRocmVhZFJlcXVlc3QaHC5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWQiHILT5JMCFhIUL3RocmVhZHMve3RocmVhZF9pZH0SeAoMVXBkYXRlVGhyZWFkEikuYWdlbnRwbGFuZS5hZ2VudHMudjEuVXBkYXRlVGhyZWFkUmVxdWVzdBocLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZCIfgtPkkwIZOgEqMhQvdGhyZWFkcy97dGhyZWFkX2lkfRJvCgxEZWxldGVUaHJlYWQSKS5hZ2VudHBsYW5lLmFnZW50cy52MS5EZWxldGVUaHJlYWRSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IhyC0+STAhYqFC90aHJlYWRzL3t0aHJlYWRfaWR9EowBChBHZXRUaHJlYWRTdG9yYWdlEi0uYWdlbnRwbGFuZS5hZ2VudHMudjEuR2V0VGhyZWFkU3RvcmFnZVJlcXVlc3QaIy5hZ2VudHBsYW5lLmFnZW50cy52MS5UaHJlYWRTdG9yYWdlIiSC0+STAh4SHC90aHJlYWRzL3t0aHJlYWRfaWR9L3N0b3JhZ2USeQoKQ29weVRocmVhZBInLmFnZW50cGxhbmUuYWdlbnRzLnYxLkNvcHlUaHJlYWRSZXF1ZXN0GhwuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkIiSC0+STAh46ASoiGS90aHJlYWRzL3t0aHJlYWRfaWR9L2NvcHkSsgEKDkdldFRocmVhZFN0YXRlEisuYWdlbnRwbGFuZS5hZ2VudHMudjEuR2V0VGhyZWFkU3RhdGVSZXF1ZXN0GiEuYWdlbnRwbGFuZS5hZ2VudHMudjEuVGhyZWFkU3RhdGUiUILT5JMCSlosEiovdGhyZWFkcy97dGhyZWFkX2lkfS9zdGF0ZS97Y2hlY2twb2ludF9pZH0SGi90aHJlYWRzL3t0aHJlYWRfaWR9L3N0YXRlEqoBChpHZXRUaHJlYWRTdGF0ZUF0Q2hlY2twb2ludBI3LmFnZW50cGxhbmUuYWdlbnRzLnYxLkdldFRocmVhZFN0YXRlQXRDaGVja3BvaW50UmVxdWVzdBohLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZFN0YXRlIjCC0+STAio6ASoiJS90aHJlYWRzL3t0aHJlYWRfaWR9L3N0YXRlL2NoZWNrcG9pbnQSmwEKEVVwZGF0ZVRocmVhZFN0YXRlEi4uYWdlbnRwbGFuZS5hZ2VudHMudjEuVXBkYXRlVGhyZWFkU3RhdGVSZXF1ZXN0Gi8uYWdlbnRwbGFuZS5hZ2VudHMudjEuVXBkYXRlVGhyZWFkU3RhdGVSZXNwb25zZSIlgtPkkwIfOgEqIhovdGhyZWFkcy97dGhyZWFkX2lkfS9zdGF0ZRKAAQoQUGF0Y2hUaHJlYWRTdGF0ZRItLmFnZW50cGxhbmUuYWdlbnRzLnYxLlBhdGNoVGhyZWFkU3RhdGVSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiWC0+STAh86ASoyGi90aHJlYWRzL3t0aHJlYWRfaWR9L3N0YXRlEp4BChFMaXN0VGhyZWFkSGlzdG9yeRIuLmFnZW50cGxhbmUuYWdlbnRzLnYxLkxpc3RUaHJlYWRIaXN0b3J5UmVxdWVzdBorLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZEhpc3RvcnlSZXNwb25zZSIsgtPkkwImYgZzdGF0ZXMSHC90aHJlYWRzL3t0aHJlYWRfaWR9L2hpc3RvcnkSpQEKE1NlYXJjaFRocmVhZEhpc3RvcnkSMC5hZ2VudHBsYW5lLmFnZW50cy52MS5TZWFyY2hUaHJlYWRIaXN0b3J5UmVxdWVzdBorLmFnZW50cGxhbmUuYWdlbnRzLnYxLlRocmVhZEhpc3RvcnlSZXNwb25zZSIvgtPkkwIpOgEqYgZzdGF0ZXMiHC90aHJlYWRzL3t0aHJlYWRfaWR9L2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A thread. Fields left out by a search's `select` are absent.
@@ -543,6 +543,168 @@ export const DeleteThreadRequestSchema: GenMessage<DeleteThreadRequest> = /*@__P
   messageDesc(file_agentplane_agents_v1_thread_service, 13);
 
 /**
+ * Request for ThreadService.GetThreadStorage.
+ *
+ * @generated from message agentplane.agents.v1.GetThreadStorageRequest
+ */
+export type GetThreadStorageRequest = Message<"agentplane.agents.v1.GetThreadStorageRequest"> & {
+  /**
+   * UUID of the thread.
+   *
+   * @generated from field: string thread_id = 1;
+   */
+  threadId: string;
+};
+
+/**
+ * Describes the message agentplane.agents.v1.GetThreadStorageRequest.
+ * Use `create(GetThreadStorageRequestSchema)` to create a new message.
+ */
+export const GetThreadStorageRequestSchema: GenMessage<GetThreadStorageRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_agents_v1_thread_service, 14);
+
+/**
+ * Rows of one kind and their bytes. Bytes are doubles so that they stay JSON numbers (exact up to
+ * 2^53) where an int64 would be a JSON string.
+ *
+ * @generated from message agentplane.agents.v1.StorageUse
+ */
+export type StorageUse = Message<"agentplane.agents.v1.StorageUse"> & {
+  /**
+   * Rows stored.
+   *
+   * @generated from field: int32 count = 1;
+   */
+  count: number;
+
+  /**
+   * Their bytes (the serialized values, before Postgres compresses them).
+   *
+   * @generated from field: double bytes = 2;
+   */
+  bytes: number;
+};
+
+/**
+ * Describes the message agentplane.agents.v1.StorageUse.
+ * Use `create(StorageUseSchema)` to create a new message.
+ */
+export const StorageUseSchema: GenMessage<StorageUse> = /*@__PURE__*/
+  messageDesc(file_agentplane_agents_v1_thread_service, 15);
+
+/**
+ * One channel's stored values.
+ *
+ * @generated from message agentplane.agents.v1.ChannelStorageUse
+ */
+export type ChannelStorageUse = Message<"agentplane.agents.v1.ChannelStorageUse"> & {
+  /**
+   * Versions of the channel stored (each checkpoint that changed it made one).
+   *
+   * @generated from field: int32 versions = 1;
+   */
+  versions: number;
+
+  /**
+   * Their bytes.
+   *
+   * @generated from field: double bytes = 2;
+   */
+  bytes: number;
+};
+
+/**
+ * Describes the message agentplane.agents.v1.ChannelStorageUse.
+ * Use `create(ChannelStorageUseSchema)` to create a new message.
+ */
+export const ChannelStorageUseSchema: GenMessage<ChannelStorageUse> = /*@__PURE__*/
+  messageDesc(file_agentplane_agents_v1_thread_service, 16);
+
+/**
+ * The channel values of a thread.
+ *
+ * @generated from message agentplane.agents.v1.ChannelValuesStorageUse
+ */
+export type ChannelValuesStorageUse = Message<"agentplane.agents.v1.ChannelValuesStorageUse"> & {
+  /**
+   * Values stored, every channel and version.
+   *
+   * @generated from field: int32 count = 1;
+   */
+  count: number;
+
+  /**
+   * Their bytes.
+   *
+   * @generated from field: double bytes = 2;
+   */
+  bytes: number;
+
+  /**
+   * Channel name → its versions and bytes.
+   *
+   * @generated from field: map<string, agentplane.agents.v1.ChannelStorageUse> by_channel = 3;
+   */
+  byChannel: { [key: string]: ChannelStorageUse };
+};
+
+/**
+ * Describes the message agentplane.agents.v1.ChannelValuesStorageUse.
+ * Use `create(ChannelValuesStorageUseSchema)` to create a new message.
+ */
+export const ChannelValuesStorageUseSchema: GenMessage<ChannelValuesStorageUse> = /*@__PURE__*/
+  messageDesc(file_agentplane_agents_v1_thread_service, 17);
+
+/**
+ * What a thread's checkpoints occupy (the Agent Server's ThreadStorage).
+ *
+ * @generated from message agentplane.agents.v1.ThreadStorage
+ */
+export type ThreadStorage = Message<"agentplane.agents.v1.ThreadStorage"> & {
+  /**
+   * UUID of the thread.
+   *
+   * @generated from field: string thread_id = 1;
+   */
+  threadId: string;
+
+  /**
+   * Bytes of checkpoints, channel values and pending writes together.
+   *
+   * @generated from field: double total_bytes = 2;
+   */
+  totalBytes: number;
+
+  /**
+   * The checkpoints themselves (without channel values): serialized checkpoint and metadata.
+   *
+   * @generated from field: agentplane.agents.v1.StorageUse checkpoints = 3;
+   */
+  checkpoints?: StorageUse | undefined;
+
+  /**
+   * The channel values the checkpoints refer to.
+   *
+   * @generated from field: agentplane.agents.v1.ChannelValuesStorageUse channel_values = 4;
+   */
+  channelValues?: ChannelValuesStorageUse | undefined;
+
+  /**
+   * Pending writes of tasks (interrupts, errors, writes of an unfinished step).
+   *
+   * @generated from field: agentplane.agents.v1.StorageUse pending_writes = 5;
+   */
+  pendingWrites?: StorageUse | undefined;
+};
+
+/**
+ * Describes the message agentplane.agents.v1.ThreadStorage.
+ * Use `create(ThreadStorageSchema)` to create a new message.
+ */
+export const ThreadStorageSchema: GenMessage<ThreadStorage> = /*@__PURE__*/
+  messageDesc(file_agentplane_agents_v1_thread_service, 18);
+
+/**
  * Request for ThreadService.CopyThread.
  *
  * @generated from message agentplane.agents.v1.CopyThreadRequest
@@ -561,7 +723,7 @@ export type CopyThreadRequest = Message<"agentplane.agents.v1.CopyThreadRequest"
  * Use `create(CopyThreadRequestSchema)` to create a new message.
  */
 export const CopyThreadRequestSchema: GenMessage<CopyThreadRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 14);
+  messageDesc(file_agentplane_agents_v1_thread_service, 19);
 
 /**
  * A checkpoint of a thread.
@@ -603,7 +765,7 @@ export type Checkpoint = Message<"agentplane.agents.v1.Checkpoint"> & {
  * Use `create(CheckpointSchema)` to create a new message.
  */
 export const CheckpointSchema: GenMessage<Checkpoint> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 15);
+  messageDesc(file_agentplane_agents_v1_thread_service, 20);
 
 /**
  * A checkpoint named by a client; every field may be left out.
@@ -645,7 +807,7 @@ export type CheckpointInput = Message<"agentplane.agents.v1.CheckpointInput"> & 
  * Use `create(CheckpointInputSchema)` to create a new message.
  */
 export const CheckpointInputSchema: GenMessage<CheckpointInput> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 16);
+  messageDesc(file_agentplane_agents_v1_thread_service, 21);
 
 /**
  * A task of a state: a node to run, or that ran and failed or interrupted.
@@ -694,6 +856,20 @@ export type ThreadTask = Message<"agentplane.agents.v1.ThreadTask"> & {
    * @generated from field: google.protobuf.Value state = 6;
    */
   state?: Value | undefined;
+
+  /**
+   * Where the task sits in the graph (`["__pregel_pull", node]` for a node), or null.
+   *
+   * @generated from field: google.protobuf.Value path = 7;
+   */
+  path?: Value | undefined;
+
+  /**
+   * What the task wrote, once it ran, or null.
+   *
+   * @generated from field: google.protobuf.Value result = 8;
+   */
+  result?: Value | undefined;
 };
 
 /**
@@ -701,7 +877,7 @@ export type ThreadTask = Message<"agentplane.agents.v1.ThreadTask"> & {
  * Use `create(ThreadTaskSchema)` to create a new message.
  */
 export const ThreadTaskSchema: GenMessage<ThreadTask> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 17);
+  messageDesc(file_agentplane_agents_v1_thread_service, 22);
 
 /**
  * The state of a thread at one checkpoint.
@@ -771,7 +947,7 @@ export type ThreadState = Message<"agentplane.agents.v1.ThreadState"> & {
  * Use `create(ThreadStateSchema)` to create a new message.
  */
 export const ThreadStateSchema: GenMessage<ThreadState> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 18);
+  messageDesc(file_agentplane_agents_v1_thread_service, 23);
 
 /**
  * Request for ThreadService.GetThreadState.
@@ -799,6 +975,15 @@ export type GetThreadStateRequest = Message<"agentplane.agents.v1.GetThreadState
    * @generated from field: optional bool subgraphs = 3;
    */
   subgraphs?: boolean | undefined;
+
+  /**
+   * Fields to answer (default all): values, next, tasks, checkpoint, metadata, created_at,
+   * parent_checkpoint, interrupts, or `values.<key>` for one key of the values. A JSON array is
+   * accepted too.
+   *
+   * @generated from field: repeated string select = 4;
+   */
+  select: string[];
 };
 
 /**
@@ -806,7 +991,7 @@ export type GetThreadStateRequest = Message<"agentplane.agents.v1.GetThreadState
  * Use `create(GetThreadStateRequestSchema)` to create a new message.
  */
 export const GetThreadStateRequestSchema: GenMessage<GetThreadStateRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 19);
+  messageDesc(file_agentplane_agents_v1_thread_service, 24);
 
 /**
  * Request for ThreadService.GetThreadStateAtCheckpoint.
@@ -834,6 +1019,15 @@ export type GetThreadStateAtCheckpointRequest = Message<"agentplane.agents.v1.Ge
    * @generated from field: optional bool subgraphs = 3;
    */
   subgraphs?: boolean | undefined;
+
+  /**
+   * Fields to answer (default all): values, next, tasks, checkpoint, metadata, created_at,
+   * parent_checkpoint, interrupts, or `values.<key>` for one key of the values. A JSON array is
+   * accepted too.
+   *
+   * @generated from field: repeated string select = 4;
+   */
+  select: string[];
 };
 
 /**
@@ -841,7 +1035,7 @@ export type GetThreadStateAtCheckpointRequest = Message<"agentplane.agents.v1.Ge
  * Use `create(GetThreadStateAtCheckpointRequestSchema)` to create a new message.
  */
 export const GetThreadStateAtCheckpointRequestSchema: GenMessage<GetThreadStateAtCheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 20);
+  messageDesc(file_agentplane_agents_v1_thread_service, 25);
 
 /**
  * Request for ThreadService.UpdateThreadState.
@@ -890,7 +1084,7 @@ export type UpdateThreadStateRequest = Message<"agentplane.agents.v1.UpdateThrea
  * Use `create(UpdateThreadStateRequestSchema)` to create a new message.
  */
 export const UpdateThreadStateRequestSchema: GenMessage<UpdateThreadStateRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 21);
+  messageDesc(file_agentplane_agents_v1_thread_service, 26);
 
 /**
  * Response of ThreadService.UpdateThreadState.
@@ -911,7 +1105,7 @@ export type UpdateThreadStateResponse = Message<"agentplane.agents.v1.UpdateThre
  * Use `create(UpdateThreadStateResponseSchema)` to create a new message.
  */
 export const UpdateThreadStateResponseSchema: GenMessage<UpdateThreadStateResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 22);
+  messageDesc(file_agentplane_agents_v1_thread_service, 27);
 
 /**
  * Request for ThreadService.PatchThreadState.
@@ -939,7 +1133,7 @@ export type PatchThreadStateRequest = Message<"agentplane.agents.v1.PatchThreadS
  * Use `create(PatchThreadStateRequestSchema)` to create a new message.
  */
 export const PatchThreadStateRequestSchema: GenMessage<PatchThreadStateRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 23);
+  messageDesc(file_agentplane_agents_v1_thread_service, 28);
 
 /**
  * Request for ThreadService.ListThreadHistory.
@@ -974,7 +1168,7 @@ export type ListThreadHistoryRequest = Message<"agentplane.agents.v1.ListThreadH
  * Use `create(ListThreadHistoryRequestSchema)` to create a new message.
  */
 export const ListThreadHistoryRequestSchema: GenMessage<ListThreadHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 24);
+  messageDesc(file_agentplane_agents_v1_thread_service, 29);
 
 /**
  * Request for ThreadService.SearchThreadHistory.
@@ -1017,6 +1211,13 @@ export type SearchThreadHistoryRequest = Message<"agentplane.agents.v1.SearchThr
    * @generated from field: agentplane.agents.v1.CheckpointInput checkpoint = 5;
    */
   checkpoint?: CheckpointInput | undefined;
+
+  /**
+   * Fields of each state to answer, as GetThreadState's `select`.
+   *
+   * @generated from field: repeated string select = 6;
+   */
+  select: string[];
 };
 
 /**
@@ -1024,7 +1225,7 @@ export type SearchThreadHistoryRequest = Message<"agentplane.agents.v1.SearchThr
  * Use `create(SearchThreadHistoryRequestSchema)` to create a new message.
  */
 export const SearchThreadHistoryRequestSchema: GenMessage<SearchThreadHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 25);
+  messageDesc(file_agentplane_agents_v1_thread_service, 30);
 
 /**
  * Response of the history RPCs.
@@ -1045,7 +1246,7 @@ export type ThreadHistoryResponse = Message<"agentplane.agents.v1.ThreadHistoryR
  * Use `create(ThreadHistoryResponseSchema)` to create a new message.
  */
 export const ThreadHistoryResponseSchema: GenMessage<ThreadHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentplane_agents_v1_thread_service, 26);
+  messageDesc(file_agentplane_agents_v1_thread_service, 31);
 
 /**
  * Threads of the Agent Server: conversations whose state a graph keeps in checkpoints. The REST
@@ -1126,6 +1327,17 @@ export const ThreadService: GenService<{
     methodKind: "unary";
     input: typeof DeleteThreadRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * The bytes the thread's checkpoints occupy in Postgres: checkpoints, channel values (per
+   * channel) and pending writes, of every subgraph namespace.
+   *
+   * @generated from rpc agentplane.agents.v1.ThreadService.GetThreadStorage
+   */
+  getThreadStorage: {
+    methodKind: "unary";
+    input: typeof GetThreadStorageRequestSchema;
+    output: typeof ThreadStorageSchema;
   },
   /**
    * A new thread with the same metadata and a copy of every checkpoint.

@@ -19,6 +19,9 @@ export const file_agentplane_api_v1_server_sent_event: GenFile = /*@__PURE__*/
  * server-streaming RPC returns this message, its REST/SSE form writes `id:` from `id` (omitted when
  * empty), `event:` from `event` (`message` when empty) and one `data:` line holding `data` as JSON.
  * Streams of any other message type are framed as `event: message` with the whole message as data.
+ * A message with no `id`, `event` or `data` is a comment line in the SSE form: a producer sends one
+ * to have the response's headers go out before its first event; gRPC and Connect clients receive it
+ * as an empty message, which they skip.
  *
  * @generated from message agentplane.api.v1.ServerSentEvent
  */

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/system/v1/system_service.proto.
  */
 export const file_agentplane_system_v1_system_service: GenFile = /*@__PURE__*/
-  fileDesc("CilhZ2VudHBsYW5lL3N5c3RlbS92MS9zeXN0ZW1fc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5zeXN0ZW0udjEiHQoJT2tSZXF1ZXN0EhAKCGNoZWNrX2RiGAEgASgIIhgKCk9rUmVzcG9uc2USCgoCb2sYASABKAgiEAoOR2V0SW5mb1JlcXVlc3QiXAoPR2V0SW5mb1Jlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkSKgoFZmxhZ3MYAiABKAsyGy5hZ2VudHBsYW5lLnN5c3RlbS52MS5GbGFncxIMCgRyb2xlGAMgASgJIncKBUZsYWdzEhIKCmFzc2lzdGFudHMYASABKAgSDQoFY3JvbnMYAiABKAgSDwoHdHJhY2luZxgDIAEoCBIXCg91c2FnZV9yZXBvcnRpbmcYBCABKAgSEwoLYnVsa19leHBvcnQYBSABKAgSDAoEYXV0aBgGIAEoCDLMAQoNU3lzdGVtU2VydmljZRJUCgJPaxIfLmFnZW50cGxhbmUuc3lzdGVtLnYxLk9rUmVxdWVzdBogLmFnZW50cGxhbmUuc3lzdGVtLnYxLk9rUmVzcG9uc2UiC4LT5JMCBRIDL29rEmUKB0dldEluZm8SJC5hZ2VudHBsYW5lLnN5c3RlbS52MS5HZXRJbmZvUmVxdWVzdBolLmFnZW50cGxhbmUuc3lzdGVtLnYxLkdldEluZm9SZXNwb25zZSINgtPkkwIHEgUvaW5mb2IGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("CilhZ2VudHBsYW5lL3N5c3RlbS92MS9zeXN0ZW1fc2VydmljZS5wcm90bxIUYWdlbnRwbGFuZS5zeXN0ZW0udjEiHQoJT2tSZXF1ZXN0EhAKCGNoZWNrX2RiGAEgASgIIosBCgpPa1Jlc3BvbnNlEgoKAm9rGAEgASgIEkAKCHNlcnZpY2VzGAIgAygLMi4uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZS5TZXJ2aWNlc0VudHJ5Gi8KDVNlcnZpY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIQCg5HZXRJbmZvUmVxdWVzdCJcCg9HZXRJbmZvUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIqCgVmbGFncxgCIAEoCzIbLmFnZW50cGxhbmUuc3lzdGVtLnYxLkZsYWdzEgwKBHJvbGUYAyABKAkiqQEKBUZsYWdzEhIKCmFzc2lzdGFudHMYASABKAgSDQoFY3JvbnMYAiABKAgSDwoHdHJhY2luZxgDIAEoCBIXCg91c2FnZV9yZXBvcnRpbmcYBCABKAgSEwoLYnVsa19leHBvcnQYBSABKAgSDAoEYXV0aBgGIAEoCBIVCg1zdHJpY3RfcmVzdW1lGAcgASgIEhkKEXN0cmVhbV9uYW1lc3BhY2VzGAggASgIMswBCg1TeXN0ZW1TZXJ2aWNlElQKAk9rEh8uYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXF1ZXN0GiAuYWdlbnRwbGFuZS5zeXN0ZW0udjEuT2tSZXNwb25zZSILgtPkkwIFEgMvb2sSZQoHR2V0SW5mbxIkLmFnZW50cGxhbmUuc3lzdGVtLnYxLkdldEluZm9SZXF1ZXN0GiUuYWdlbnRwbGFuZS5zeXN0ZW0udjEuR2V0SW5mb1Jlc3BvbnNlIg2C0+STAgcSBS9pbmZvYgZwcm90bzM", [file_google_api_annotations]);
 
 /**
  * Request for SystemService.Ok.
@@ -46,6 +46,15 @@ export type OkResponse = Message<"agentplane.system.v1.OkResponse"> & {
    * @generated from field: bool ok = 1;
    */
   ok: boolean;
+
+  /**
+   * Each dependency this process checks, and its state (`ok`): `postgres`, `queue` (the job
+   * queue's tables) and `workers` (this process's job worker loops). When one is not `ok` the call
+   * fails with UNAVAILABLE, naming every one that is down.
+   *
+   * @generated from field: map<string, string> services = 2;
+   */
+  services: { [key: string]: string };
 };
 
 /**
@@ -152,6 +161,21 @@ export type Flags = Message<"agentplane.system.v1.Flags"> & {
    * @generated from field: bool auth = 6;
    */
   auth: boolean;
+
+  /**
+   * Runs take `strict_resume` (a resume of interrupts that are not waiting fails instead of doing
+   * nothing).
+   *
+   * @generated from field: bool strict_resume = 7;
+   */
+  strictResume: boolean;
+
+  /**
+   * Run streams and joins take `namespace`: only those namespaces' events.
+   *
+   * @generated from field: bool stream_namespaces = 8;
+   */
+  streamNamespaces: boolean;
 };
 
 /**
@@ -168,8 +192,9 @@ export const FlagsSchema: GenMessage<Flags> = /*@__PURE__*/
  */
 export const SystemService: GenService<{
   /**
-   * Liveness and readiness. Fails with UNAVAILABLE (HTTP 503) when Postgres or the job queue is
-   * down; `check_db` also runs a query against Postgres before answering.
+   * Liveness and readiness. Answers the state of each dependency under `services`; fails with
+   * UNAVAILABLE (HTTP 503) when Postgres, the job queue or a job worker loop is down, naming each;
+   * `check_db` also runs a query against Postgres before answering.
    *
    * @generated from rpc agentplane.system.v1.SystemService.Ok
    */

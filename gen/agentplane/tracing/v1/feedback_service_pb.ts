@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentplane/tracing/v1/feedback_service.proto.
  */
 export const file_agentplane_tracing_v1_feedback_service: GenFile = /*@__PURE__*/
-  fileDesc("CixhZ2VudHBsYW5lL3RyYWNpbmcvdjEvZmVlZGJhY2tfc2VydmljZS5wcm90bxIVYWdlbnRwbGFuZS50cmFjaW5nLnYxIq4DCghGZWVkYmFjaxIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAkSFQoIdHJhY2VfaWQYAyABKAlIAIgBARILCgNrZXkYBCABKAkSJQoFc2NvcmUYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFdmFsdWUYBiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFAoHY29tbWVudBgHIAEoCUgBiAEBEioKCmNvcnJlY3Rpb24YCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSMAoPZmVlZGJhY2tfc291cmNlGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCgpzZXNzaW9uX2lkGAogASgJSAKIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV90cmFjZV9pZEIKCghfY29tbWVudEINCgtfc2Vzc2lvbl9pZCLeBQoVQ3JlYXRlRmVlZGJhY2tSZXF1ZXN0Eg8KAmlkGAEgASgJSACIAQESEwoGcnVuX2lkGAIgASgJSAGIAQESFQoIdHJhY2VfaWQYAyABKAlIAogBARILCgNrZXkYBCABKAkSJQoFc2NvcmUYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFdmFsdWUYBiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFAoHY29tbWVudBgHIAEoCUgDiAEBEioKCmNvcnJlY3Rpb24YCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSMAoPZmVlZGJhY2tfc291cmNlGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCgpzZXNzaW9uX2lkGAogASgJSASIAQESJgoZY29tcGFyYXRpdmVfZXhwZXJpbWVudF9pZBgLIAEoCUgFiAEBEjAKD2ZlZWRiYWNrX2NvbmZpZxgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc3RhcnRfdGltZRgNIAEoCUgGiAEBEiMKFmV4dGVuZF90cmFjZV9yZXRlbnRpb24YDiABKAhIB4gBARIXCgpjcmVhdGVkX2F0GA8gASgJSAiIAQESGAoLbW9kaWZpZWRfYXQYECABKAlICYgBARIeChFmZWVkYmFja19ncm91cF9pZBgRIAEoCUgKiAEBQgUKA19pZEIJCgdfcnVuX2lkQgsKCV90cmFjZV9pZEIKCghfY29tbWVudEINCgtfc2Vzc2lvbl9pZEIcChpfY29tcGFyYXRpdmVfZXhwZXJpbWVudF9pZEINCgtfc3RhcnRfdGltZUIZChdfZXh0ZW5kX3RyYWNlX3JldGVudGlvbkINCgtfY3JlYXRlZF9hdEIOCgxfbW9kaWZpZWRfYXRCFAoSX2ZlZWRiYWNrX2dyb3VwX2lkIo4BChNMaXN0RmVlZGJhY2tSZXF1ZXN0EgsKA3J1bhgBIAMoCRILCgNrZXkYAiADKAkSDgoGc291cmNlGAMgAygJEg8KB3Nlc3Npb24YBCADKAkSEwoGb2Zmc2V0GAUgASgFSACIAQESEgoFbGltaXQYBiABKAVIAYgBAUIJCgdfb2Zmc2V0QggKBl9saW1pdCJJChRMaXN0RmVlZGJhY2tSZXNwb25zZRIxCghmZWVkYmFjaxgBIAMoCzIfLmFnZW50cGxhbmUudHJhY2luZy52MS5GZWVkYmFjayIpChJHZXRGZWVkYmFja1JlcXVlc3QSEwoLZmVlZGJhY2tfaWQYASABKAkirAEKDkZlZWRiYWNrVXBkYXRlEiUKBXNjb3JlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiUKBXZhbHVlGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhQKB2NvbW1lbnQYAyABKAlIAIgBARIqCgpjb3JyZWN0aW9uGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgoKCF9jb21tZW50ImMKFVVwZGF0ZUZlZWRiYWNrUmVxdWVzdBITCgtmZWVkYmFja19pZBgBIAEoCRI1CgZ1cGRhdGUYAiABKAsyJS5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2tVcGRhdGUiLAoVRGVsZXRlRmVlZGJhY2tSZXF1ZXN0EhMKC2ZlZWRiYWNrX2lkGAEgASgJMrMFCg9GZWVkYmFja1NlcnZpY2USfAoOQ3JlYXRlRmVlZGJhY2sSLC5hZ2VudHBsYW5lLnRyYWNpbmcudjEuQ3JlYXRlRmVlZGJhY2tSZXF1ZXN0Gh8uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkZlZWRiYWNrIhuC0+STAhU6ASoiEC9hcGkvdjEvZmVlZGJhY2sSiwEKDExpc3RGZWVkYmFjaxIqLmFnZW50cGxhbmUudHJhY2luZy52MS5MaXN0RmVlZGJhY2tSZXF1ZXN0GisuYWdlbnRwbGFuZS50cmFjaW5nLnYxLkxpc3RGZWVkYmFja1Jlc3BvbnNlIiKC0+STAhxiCGZlZWRiYWNrEhAvYXBpL3YxL2ZlZWRiYWNrEoEBCgtHZXRGZWVkYmFjaxIpLmFnZW50cGxhbmUudHJhY2luZy52MS5HZXRGZWVkYmFja1JlcXVlc3QaHy5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2siJoLT5JMCIBIeL2FwaS92MS9mZWVkYmFjay97ZmVlZGJhY2tfaWR9Eo8BCg5VcGRhdGVGZWVkYmFjaxIsLmFnZW50cGxhbmUudHJhY2luZy52MS5VcGRhdGVGZWVkYmFja1JlcXVlc3QaHy5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2siLoLT5JMCKDoGdXBkYXRlMh4vYXBpL3YxL2ZlZWRiYWNrL3tmZWVkYmFja19pZH0SfgoORGVsZXRlRmVlZGJhY2sSLC5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRGVsZXRlRmVlZGJhY2tSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiaC0+STAiAqHi9hcGkvdjEvZmVlZGJhY2sve2ZlZWRiYWNrX2lkfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CixhZ2VudHBsYW5lL3RyYWNpbmcvdjEvZmVlZGJhY2tfc2VydmljZS5wcm90bxIVYWdlbnRwbGFuZS50cmFjaW5nLnYxIq4DCghGZWVkYmFjaxIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAkSFQoIdHJhY2VfaWQYAyABKAlIAIgBARILCgNrZXkYBCABKAkSJQoFc2NvcmUYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFdmFsdWUYBiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFAoHY29tbWVudBgHIAEoCUgBiAEBEioKCmNvcnJlY3Rpb24YCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSMAoPZmVlZGJhY2tfc291cmNlGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCgpzZXNzaW9uX2lkGAogASgJSAKIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbW9kaWZpZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV90cmFjZV9pZEIKCghfY29tbWVudEINCgtfc2Vzc2lvbl9pZCLeBQoVQ3JlYXRlRmVlZGJhY2tSZXF1ZXN0Eg8KAmlkGAEgASgJSACIAQESEwoGcnVuX2lkGAIgASgJSAGIAQESFQoIdHJhY2VfaWQYAyABKAlIAogBARILCgNrZXkYBCABKAkSJQoFc2NvcmUYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFdmFsdWUYBiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFAoHY29tbWVudBgHIAEoCUgDiAEBEioKCmNvcnJlY3Rpb24YCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSMAoPZmVlZGJhY2tfc291cmNlGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCgpzZXNzaW9uX2lkGAogASgJSASIAQESJgoZY29tcGFyYXRpdmVfZXhwZXJpbWVudF9pZBgLIAEoCUgFiAEBEjAKD2ZlZWRiYWNrX2NvbmZpZxgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc3RhcnRfdGltZRgNIAEoCUgGiAEBEiMKFmV4dGVuZF90cmFjZV9yZXRlbnRpb24YDiABKAhIB4gBARIXCgpjcmVhdGVkX2F0GA8gASgJSAiIAQESGAoLbW9kaWZpZWRfYXQYECABKAlICYgBARIeChFmZWVkYmFja19ncm91cF9pZBgRIAEoCUgKiAEBQgUKA19pZEIJCgdfcnVuX2lkQgsKCV90cmFjZV9pZEIKCghfY29tbWVudEINCgtfc2Vzc2lvbl9pZEIcChpfY29tcGFyYXRpdmVfZXhwZXJpbWVudF9pZEINCgtfc3RhcnRfdGltZUIZChdfZXh0ZW5kX3RyYWNlX3JldGVudGlvbkINCgtfY3JlYXRlZF9hdEIOCgxfbW9kaWZpZWRfYXRCFAoSX2ZlZWRiYWNrX2dyb3VwX2lkIo4BChNMaXN0RmVlZGJhY2tSZXF1ZXN0EgsKA3J1bhgBIAMoCRILCgNrZXkYAiADKAkSDgoGc291cmNlGAMgAygJEg8KB3Nlc3Npb24YBCADKAkSEwoGb2Zmc2V0GAUgASgFSACIAQESEgoFbGltaXQYBiABKAVIAYgBAUIJCgdfb2Zmc2V0QggKBl9saW1pdCJJChRMaXN0RmVlZGJhY2tSZXNwb25zZRIxCghmZWVkYmFjaxgBIAMoCzIfLmFnZW50cGxhbmUudHJhY2luZy52MS5GZWVkYmFjayIpChJHZXRGZWVkYmFja1JlcXVlc3QSEwoLZmVlZGJhY2tfaWQYASABKAkirAEKDkZlZWRiYWNrVXBkYXRlEiUKBXNjb3JlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiUKBXZhbHVlGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhQKB2NvbW1lbnQYAyABKAlIAIgBARIqCgpjb3JyZWN0aW9uGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgoKCF9jb21tZW50ImMKFVVwZGF0ZUZlZWRiYWNrUmVxdWVzdBITCgtmZWVkYmFja19pZBgBIAEoCRI1CgZ1cGRhdGUYAiABKAsyJS5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2tVcGRhdGUiLAoVRGVsZXRlRmVlZGJhY2tSZXF1ZXN0EhMKC2ZlZWRiYWNrX2lkGAEgASgJImsKDVRva2VuTGlmZXRpbWUSEQoEZGF5cxgBIAEoAUgAiAEBEhIKBWhvdXJzGAIgASgBSAGIAQESFAoHbWludXRlcxgDIAEoAUgCiAEBQgcKBV9kYXlzQggKBl9ob3Vyc0IKCghfbWludXRlcyLWAQoaQ3JlYXRlRmVlZGJhY2tUb2tlblJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhQKDGZlZWRiYWNrX2tleRgCIAEoCRI4CgpleHBpcmVzX2luGAMgASgLMiQuYWdlbnRwbGFuZS50cmFjaW5nLnYxLlRva2VuTGlmZXRpbWUSFwoKZXhwaXJlc19hdBgEIAEoCUgAiAEBEjAKD2ZlZWRiYWNrX2NvbmZpZxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDQoLX2V4cGlyZXNfYXQiXgoTRmVlZGJhY2tJbmdlc3RUb2tlbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaQoZTGlzdEZlZWRiYWNrVG9rZW5zUmVxdWVzdBIOCgZydW5faWQYASABKAkSEwoGb2Zmc2V0GAIgASgFSACIAQESEgoFbGltaXQYAyABKAVIAYgBAUIJCgdfb2Zmc2V0QggKBl9saW1pdCJYChpMaXN0RmVlZGJhY2tUb2tlbnNSZXNwb25zZRI6CgZ0b2tlbnMYASADKAsyKi5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2tJbmdlc3RUb2tlbjLzBwoPRmVlZGJhY2tTZXJ2aWNlEnwKDkNyZWF0ZUZlZWRiYWNrEiwuYWdlbnRwbGFuZS50cmFjaW5nLnYxLkNyZWF0ZUZlZWRiYWNrUmVxdWVzdBofLmFnZW50cGxhbmUudHJhY2luZy52MS5GZWVkYmFjayIbgtPkkwIVOgEqIhAvYXBpL3YxL2ZlZWRiYWNrEosBCgxMaXN0RmVlZGJhY2sSKi5hZ2VudHBsYW5lLnRyYWNpbmcudjEuTGlzdEZlZWRiYWNrUmVxdWVzdBorLmFnZW50cGxhbmUudHJhY2luZy52MS5MaXN0RmVlZGJhY2tSZXNwb25zZSIigtPkkwIcYghmZWVkYmFjaxIQL2FwaS92MS9mZWVkYmFjaxKBAQoLR2V0RmVlZGJhY2sSKS5hZ2VudHBsYW5lLnRyYWNpbmcudjEuR2V0RmVlZGJhY2tSZXF1ZXN0Gh8uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkZlZWRiYWNrIiaC0+STAiASHi9hcGkvdjEvZmVlZGJhY2sve2ZlZWRiYWNrX2lkfRKPAQoOVXBkYXRlRmVlZGJhY2sSLC5hZ2VudHBsYW5lLnRyYWNpbmcudjEuVXBkYXRlRmVlZGJhY2tSZXF1ZXN0Gh8uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkZlZWRiYWNrIi6C0+STAig6BnVwZGF0ZTIeL2FwaS92MS9mZWVkYmFjay97ZmVlZGJhY2tfaWR9En4KDkRlbGV0ZUZlZWRiYWNrEiwuYWdlbnRwbGFuZS50cmFjaW5nLnYxLkRlbGV0ZUZlZWRiYWNrUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSImgtPkkwIgKh4vYXBpL3YxL2ZlZWRiYWNrL3tmZWVkYmFja19pZH0SmAEKE0NyZWF0ZUZlZWRiYWNrVG9rZW4SMS5hZ2VudHBsYW5lLnRyYWNpbmcudjEuQ3JlYXRlRmVlZGJhY2tUb2tlblJlcXVlc3QaKi5hZ2VudHBsYW5lLnRyYWNpbmcudjEuRmVlZGJhY2tJbmdlc3RUb2tlbiIigtPkkwIcOgEqIhcvYXBpL3YxL2ZlZWRiYWNrL3Rva2VucxKiAQoSTGlzdEZlZWRiYWNrVG9rZW5zEjAuYWdlbnRwbGFuZS50cmFjaW5nLnYxLkxpc3RGZWVkYmFja1Rva2Vuc1JlcXVlc3QaMS5hZ2VudHBsYW5lLnRyYWNpbmcudjEuTGlzdEZlZWRiYWNrVG9rZW5zUmVzcG9uc2UiJ4LT5JMCIWIGdG9rZW5zEhcvYXBpL3YxL2ZlZWRiYWNrL3Rva2Vuc2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A stored feedback item.
@@ -437,6 +437,182 @@ export const DeleteFeedbackRequestSchema: GenMessage<DeleteFeedbackRequest> = /*
   messageDesc(file_agentplane_tracing_v1_feedback_service, 7);
 
 /**
+ * How long a presigned token lives: the sum of the parts, above zero.
+ *
+ * @generated from message agentplane.tracing.v1.TokenLifetime
+ */
+export type TokenLifetime = Message<"agentplane.tracing.v1.TokenLifetime"> & {
+  /**
+   * Days.
+   *
+   * @generated from field: optional double days = 1;
+   */
+  days?: number | undefined;
+
+  /**
+   * Hours.
+   *
+   * @generated from field: optional double hours = 2;
+   */
+  hours?: number | undefined;
+
+  /**
+   * Minutes.
+   *
+   * @generated from field: optional double minutes = 3;
+   */
+  minutes?: number | undefined;
+};
+
+/**
+ * Describes the message agentplane.tracing.v1.TokenLifetime.
+ * Use `create(TokenLifetimeSchema)` to create a new message.
+ */
+export const TokenLifetimeSchema: GenMessage<TokenLifetime> = /*@__PURE__*/
+  messageDesc(file_agentplane_tracing_v1_feedback_service, 8);
+
+/**
+ * Request for FeedbackService.CreateFeedbackToken: the body createPresignedFeedbackToken sends.
+ *
+ * @generated from message agentplane.tracing.v1.CreateFeedbackTokenRequest
+ */
+export type CreateFeedbackTokenRequest = Message<"agentplane.tracing.v1.CreateFeedbackTokenRequest"> & {
+  /**
+   * UUID of the run the feedback will be about (an agent run's id is its trace's root run).
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The feedback key, such as `user_liked`.
+   *
+   * @generated from field: string feedback_key = 2;
+   */
+  feedbackKey: string;
+
+  /**
+   * Lifetime from now (default 3 hours); at most 30 days.
+   *
+   * @generated from field: agentplane.tracing.v1.TokenLifetime expires_in = 3;
+   */
+  expiresIn?: TokenLifetime | undefined;
+
+  /**
+   * Or the expiry time (RFC 3339), in the future and within 30 days.
+   *
+   * @generated from field: optional string expires_at = 4;
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * Optional rules for the feedback given with the token: `{"type": "continuous", "min", "max"}`,
+   * `{"type": "categorical", "categories": [{"value", "label"}]}` or `{"type": "freeform"}`.
+   *
+   * @generated from field: google.protobuf.Struct feedback_config = 5;
+   */
+  feedbackConfig?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message agentplane.tracing.v1.CreateFeedbackTokenRequest.
+ * Use `create(CreateFeedbackTokenRequestSchema)` to create a new message.
+ */
+export const CreateFeedbackTokenRequestSchema: GenMessage<CreateFeedbackTokenRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_tracing_v1_feedback_service, 9);
+
+/**
+ * A presigned feedback token.
+ *
+ * @generated from message agentplane.tracing.v1.FeedbackIngestToken
+ */
+export type FeedbackIngestToken = Message<"agentplane.tracing.v1.FeedbackIngestToken"> & {
+  /**
+   * The token's id (random).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The URL to POST feedback to: `<server>/api/v1/feedback/tokens/<id>`.
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * When it stops being accepted.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentplane.tracing.v1.FeedbackIngestToken.
+ * Use `create(FeedbackIngestTokenSchema)` to create a new message.
+ */
+export const FeedbackIngestTokenSchema: GenMessage<FeedbackIngestToken> = /*@__PURE__*/
+  messageDesc(file_agentplane_tracing_v1_feedback_service, 10);
+
+/**
+ * Request for FeedbackService.ListFeedbackTokens.
+ *
+ * @generated from message agentplane.tracing.v1.ListFeedbackTokensRequest
+ */
+export type ListFeedbackTokensRequest = Message<"agentplane.tracing.v1.ListFeedbackTokensRequest"> & {
+  /**
+   * UUID of the run.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Tokens to skip.
+   *
+   * @generated from field: optional int32 offset = 2;
+   */
+  offset?: number | undefined;
+
+  /**
+   * Page size, 1 to 100; 100 when absent.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message agentplane.tracing.v1.ListFeedbackTokensRequest.
+ * Use `create(ListFeedbackTokensRequestSchema)` to create a new message.
+ */
+export const ListFeedbackTokensRequestSchema: GenMessage<ListFeedbackTokensRequest> = /*@__PURE__*/
+  messageDesc(file_agentplane_tracing_v1_feedback_service, 11);
+
+/**
+ * Response of FeedbackService.ListFeedbackTokens.
+ *
+ * @generated from message agentplane.tracing.v1.ListFeedbackTokensResponse
+ */
+export type ListFeedbackTokensResponse = Message<"agentplane.tracing.v1.ListFeedbackTokensResponse"> & {
+  /**
+   * The run's unexpired tokens, oldest first.
+   *
+   * @generated from field: repeated agentplane.tracing.v1.FeedbackIngestToken tokens = 1;
+   */
+  tokens: FeedbackIngestToken[];
+};
+
+/**
+ * Describes the message agentplane.tracing.v1.ListFeedbackTokensResponse.
+ * Use `create(ListFeedbackTokensResponseSchema)` to create a new message.
+ */
+export const ListFeedbackTokensResponseSchema: GenMessage<ListFeedbackTokensResponse> = /*@__PURE__*/
+  messageDesc(file_agentplane_tracing_v1_feedback_service, 12);
+
+/**
  * Feedback on trace runs (scores, labels, comments, corrections), as the `langsmith` SDK's
  * createFeedback, listFeedback, readFeedback, updateFeedback and deleteFeedback call it. Every
  * change updates the run's `feedback_stats` in the same transaction. Reading needs `runs:read`,
@@ -495,6 +671,28 @@ export const FeedbackService: GenService<{
     methodKind: "unary";
     input: typeof DeleteFeedbackRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * Presigns a feedback URL for one key on one run, as the SDK's createPresignedFeedbackToken
+   * asks: whoever holds the URL may POST feedback to it without an API key until it expires
+   * (FeedbackTokenService). Needs `runs:create`.
+   *
+   * @generated from rpc agentplane.tracing.v1.FeedbackService.CreateFeedbackToken
+   */
+  createFeedbackToken: {
+    methodKind: "unary";
+    input: typeof CreateFeedbackTokenRequestSchema;
+    output: typeof FeedbackIngestTokenSchema;
+  },
+  /**
+   * The unexpired presigned tokens of a run, oldest first (listPresignedFeedbackTokens).
+   *
+   * @generated from rpc agentplane.tracing.v1.FeedbackService.ListFeedbackTokens
+   */
+  listFeedbackTokens: {
+    methodKind: "unary";
+    input: typeof ListFeedbackTokensRequestSchema;
+    output: typeof ListFeedbackTokensResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentplane_tracing_v1_feedback_service, 0);

@@ -5,15 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentplane/tracing/v1/usage_service.proto.
  */
 export const file_agentplane_tracing_v1_usage_service: GenFile = /*@__PURE__*/
-  fileDesc("CilhZ2VudHBsYW5lL3RyYWNpbmcvdjEvdXNhZ2Vfc2VydmljZS5wcm90bxIVYWdlbnRwbGFuZS50cmFjaW5nLnYxIrUBChdHZXRHcmFudWxhclVzYWdlUmVxdWVzdBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNd29ya3NwYWNlX2lkcxgDIAMoCRIQCghncm91cF9ieRgEIAEoCRITCgthZ2dyZWdhdGlvbhgFIAEoCSKRAQoYR2V0R3JhbnVsYXJVc2FnZVJlc3BvbnNlEjoKBnN0cmlkZRgBIAEoCzIqLmFnZW50cGxhbmUudHJhY2luZy52MS5HcmFudWxhclVzYWdlU3RyaWRlEjkKBXVzYWdlGAIgAygLMiouYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdyYW51bGFyVXNhZ2VSZWNvcmQiMgoTR3JhbnVsYXJVc2FnZVN0cmlkZRIMCgRkYXlzGAEgASgFEg0KBWhvdXJzGAIgASgFIpoBChNHcmFudWxhclVzYWdlUmVjb3JkEi8KC3RpbWVfYnVja2V0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJCCgpkaW1lbnNpb25zGAIgASgLMi4uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdyYW51bGFyVXNhZ2VEaW1lbnNpb25zEg4KBnRyYWNlcxgDIAEoBSLJAgoXR3JhbnVsYXJVc2FnZURpbWVuc2lvbnMSGQoMd29ya3NwYWNlX2lkGAEgASgJSACIAQESGwoOd29ya3NwYWNlX25hbWUYAiABKAlIAYgBARIXCgpwcm9qZWN0X2lkGAMgASgJSAKIAQESGQoMcHJvamVjdF9uYW1lGAQgASgJSAOIAQESFAoHdXNlcl9pZBgFIAEoCUgEiAEBEhcKCnVzZXJfZW1haWwYBiABKAlIBYgBARIeChFhcGlfa2V5X3Nob3J0X2tleRgHIAEoCUgGiAEBQg8KDV93b3Jrc3BhY2VfaWRCEQoPX3dvcmtzcGFjZV9uYW1lQg0KC19wcm9qZWN0X2lkQg8KDV9wcm9qZWN0X25hbWVCCgoIX3VzZXJfaWRCDQoLX3VzZXJfZW1haWxCFAoSX2FwaV9rZXlfc2hvcnRfa2V5MrkBCgxVc2FnZVNlcnZpY2USqAEKEEdldEdyYW51bGFyVXNhZ2USLi5hZ2VudHBsYW5lLnRyYWNpbmcudjEuR2V0R3JhbnVsYXJVc2FnZVJlcXVlc3QaLy5hZ2VudHBsYW5lLnRyYWNpbmcudjEuR2V0R3JhbnVsYXJVc2FnZVJlc3BvbnNlIjOC0+STAi0SKy9hcGkvdjEvb3Jncy9jdXJyZW50L2JpbGxpbmcvZ3JhbnVsYXItdXNhZ2ViBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CilhZ2VudHBsYW5lL3RyYWNpbmcvdjEvdXNhZ2Vfc2VydmljZS5wcm90bxIVYWdlbnRwbGFuZS50cmFjaW5nLnYxIrUBChdHZXRHcmFudWxhclVzYWdlUmVxdWVzdBIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNd29ya3NwYWNlX2lkcxgDIAMoCRIQCghncm91cF9ieRgEIAEoCRITCgthZ2dyZWdhdGlvbhgFIAEoCSKRAQoYR2V0R3JhbnVsYXJVc2FnZVJlc3BvbnNlEjoKBnN0cmlkZRgBIAEoCzIqLmFnZW50cGxhbmUudHJhY2luZy52MS5HcmFudWxhclVzYWdlU3RyaWRlEjkKBXVzYWdlGAIgAygLMiouYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdyYW51bGFyVXNhZ2VSZWNvcmQiMgoTR3JhbnVsYXJVc2FnZVN0cmlkZRIMCgRkYXlzGAEgASgFEg0KBWhvdXJzGAIgASgFIpoBChNHcmFudWxhclVzYWdlUmVjb3JkEi8KC3RpbWVfYnVja2V0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJCCgpkaW1lbnNpb25zGAIgASgLMi4uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdyYW51bGFyVXNhZ2VEaW1lbnNpb25zEg4KBnRyYWNlcxgDIAEoBSLfAgoXR3JhbnVsYXJVc2FnZURpbWVuc2lvbnMSLAoMd29ya3NwYWNlX2lkGAggASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEi4KDndvcmtzcGFjZV9uYW1lGAkgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEioKCnByb2plY3RfaWQYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSLAoMcHJvamVjdF9uYW1lGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEicKB3VzZXJfaWQYDCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKgoKdXNlcl9lbWFpbBgNIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIxChFhcGlfa2V5X3Nob3J0X2tleRgOIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUoECAEQCDK5AQoMVXNhZ2VTZXJ2aWNlEqgBChBHZXRHcmFudWxhclVzYWdlEi4uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdldEdyYW51bGFyVXNhZ2VSZXF1ZXN0Gi8uYWdlbnRwbGFuZS50cmFjaW5nLnYxLkdldEdyYW51bGFyVXNhZ2VSZXNwb25zZSIzgtPkkwItEisvYXBpL3YxL29yZ3MvY3VycmVudC9iaWxsaW5nL2dyYW51bGFyLXVzYWdlYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Request for UsageService.GetGranularUsage.
@@ -50,8 +50,8 @@ export type GetGranularUsageRequest = Message<"agentplane.tracing.v1.GetGranular
   groupBy: string;
 
   /**
-   * Overrides the bucket size derived from the range: `hourly`, `daily`, `weekly` or `monthly`
-   * (agentplane extension; empty = derived).
+   * Overrides the bucket size derived from the range: `daily`, `weekly` or `monthly` (agentplane
+   * extension; empty = derived).
    *
    * @generated from field: string aggregation = 5;
    */
@@ -137,7 +137,7 @@ export type GranularUsageRecord = Message<"agentplane.tracing.v1.GranularUsageRe
   timeBucket?: Timestamp | undefined;
 
   /**
-   * Which dimension value; only the keys of the requested group_by are set.
+   * Which dimension value: the keys of the requested group_by, each a string or null.
    *
    * @generated from field: agentplane.tracing.v1.GranularUsageDimensions dimensions = 2;
    */
@@ -159,9 +159,12 @@ export const GranularUsageRecordSchema: GenMessage<GranularUsageRecord> = /*@__P
   messageDesc(file_agentplane_tracing_v1_usage_service, 3);
 
 /**
- * Dimension keys of a record. group_by workspace sets workspace_id and workspace_name; project sets
- * project_id and project_name; user sets user_id and user_email (absent for traces sent with a
- * service key); api_key sets api_key_short_key (absent when the key no longer exists).
+ * Dimension keys of a record: exactly the keys of the requested group_by are set, each to a string,
+ * or to null when the traces have no such value. group_by workspace sets workspace_id and
+ * workspace_name; project sets project_id and project_name (the name null once the project was
+ * deleted); user sets user_id and user_email (both null for traces sent with a service key or
+ * without a key); api_key sets api_key_short_key (null for traces sent without a key, or once the
+ * key was deleted). Values, not strings, so that JSON shows a key of the group with a null value.
  *
  * @generated from message agentplane.tracing.v1.GranularUsageDimensions
  */
@@ -169,51 +172,51 @@ export type GranularUsageDimensions = Message<"agentplane.tracing.v1.GranularUsa
   /**
    * Workspace UUID.
    *
-   * @generated from field: optional string workspace_id = 1;
+   * @generated from field: google.protobuf.Value workspace_id = 8;
    */
-  workspaceId?: string | undefined;
+  workspaceId?: Value | undefined;
 
   /**
    * Workspace display name.
    *
-   * @generated from field: optional string workspace_name = 2;
+   * @generated from field: google.protobuf.Value workspace_name = 9;
    */
-  workspaceName?: string | undefined;
+  workspaceName?: Value | undefined;
 
   /**
    * Tracing project UUID.
    *
-   * @generated from field: optional string project_id = 3;
+   * @generated from field: google.protobuf.Value project_id = 10;
    */
-  projectId?: string | undefined;
+  projectId?: Value | undefined;
 
   /**
-   * Tracing project name (absent when the project was deleted).
+   * Tracing project name.
    *
-   * @generated from field: optional string project_name = 4;
+   * @generated from field: google.protobuf.Value project_name = 11;
    */
-  projectName?: string | undefined;
+  projectName?: Value | undefined;
 
   /**
    * User UUID.
    *
-   * @generated from field: optional string user_id = 5;
+   * @generated from field: google.protobuf.Value user_id = 12;
    */
-  userId?: string | undefined;
+  userId?: Value | undefined;
 
   /**
    * User email.
    *
-   * @generated from field: optional string user_email = 6;
+   * @generated from field: google.protobuf.Value user_email = 13;
    */
-  userEmail?: string | undefined;
+  userEmail?: Value | undefined;
 
   /**
    * Short, redacted form of the API key that sent the traces.
    *
-   * @generated from field: optional string api_key_short_key = 7;
+   * @generated from field: google.protobuf.Value api_key_short_key = 14;
    */
-  apiKeyShortKey?: string | undefined;
+  apiKeyShortKey?: Value | undefined;
 };
 
 /**
