@@ -17,8 +17,8 @@ import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 
 /**
- * SHA-256 of the source text of `CallbackManager.prototype.copy` in @langchain/core 1.2.13, the
- * version whose behaviour {@link linearCallbackManagerCopy} reproduces.
+ * SHA-256 of the source text of `CallbackManager.prototype.copy` in @langchain/core 1.2.13, unchanged
+ * through 1.4.0 (the version pinned), whose behaviour {@link linearCallbackManagerCopy} reproduces.
  */
 const CHECKED_COPY_SHA256 = "3db910c718ee25f01548e12353dd719adbd631a16e4eabde564615f067fbcc27";
 /** The name the library's copy skips an additional handler for when a console handler has it. */

@@ -306,6 +306,7 @@ describe.each(PROTOCOLS)("event streams over %s", (protocol) => {
       "custom",
       "custom",
       "values",
+      "end",
     ]);
     expect(events[0]?.data).toMatchObject({ run_id: expect.any(String), attempt: 1 });
     expect(events.filter((e) => e.event === "custom").map((e) => e.data)).toEqual([

@@ -75,7 +75,7 @@ describe("select and include", () => {
   it("reads include as names or as the SDK's JSON array", () => {
     expect([...parseInclude(["ttl"])]).toEqual(["ttl"]);
     expect([...parseInclude(['["ttl"]'])]).toEqual(["ttl"]);
-    expect(() => parseInclude(["[oops"])).toThrow("include must be");
+    expect(() => parseInclude(["[oops"])).toThrow('include "[oops" is not a JSON array of strings');
     expect(() => parseInclude(["values"])).toThrow('include accepts only "ttl"');
   });
 });
