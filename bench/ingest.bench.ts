@@ -4,7 +4,10 @@
  * parts `post.<id>`, `.inputs`, `.outputs`, `.extra`; gzip, as with `gzip_body_enabled`), sent
  * `--concurrency` at a time (the SDK's `traceBatchConcurrency` is 5), beside the ceiling: a plain
  * Postgres `COPY` of the same rows into a scratch copy of the `runs` table, once after every round
- * (the ratio is given per round as well as best against best). Then the read side on the ingested
+ * (the ratio is given per round as well as best against best). The OTLP cells store the same runs
+ * as rows of their own (run ids from span ids, as LangSmith derives them, and the span's OTel
+ * fields in `extra.otel`): they are measured against a COPY of those rows as well, read back from
+ * the first OTLP cell's table, beside the COPY of multipart's. Then the read side on the ingested
  * runs: `POST /api/v1/runs/query` (a page of root runs; a filter with `or` and `search`) and
  * `GET /api/v1/runs/{id}`, closed loop at each `--query-concurrency`.
  *
@@ -36,6 +39,7 @@ import { createSql, type Sql } from "../server/store/db.js";
 import type { NormalizedRun } from "../server/store/trace-rows.js";
 import { normalizeRun } from "../server/tracing/run-normalizer.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
+import { otlpBodies, sendOtlpGrpc, sendOtlpHttp } from "./ingest/otlp-load.js";
 import { createBenchApiKey } from "./support/bench-app.js";
 import { type BenchPostgres, createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { BASELINE_OPTION, baselineCheckouts, type Checkout, THIS_CHECKOUT } from "./support/checkouts.js";
@@ -85,6 +89,15 @@ const QUERY_FILTER = `and(eq(run_type, "llm"), or(gt(total_tokens, 150), search(
 const FILTER_PAGE = 20;
 /** The ingest cell's name in the report. */
 const INGEST_CELL = "POST /api/v1/runs/multipart (runs/s)";
+/** The OTLP cells: the same runs as spans, 100 per export. */
+const OTLP_HTTP_CELL = "OTLP/HTTP protobuf /v1/traces (spans/s)";
+const OTLP_GRPC_CELL = "OTLP/gRPC TraceService/Export (spans/s)";
+
+/** How one ingest protocol's cell sends the round's bodies to a server. */
+interface IngestProtocol {
+  cell: string;
+  send(port: number): Promise<void>;
+}
 
 interface Settings {
   runs: number;
@@ -298,6 +311,20 @@ async function copyOnce(sql: Sql, text: string, rows: number): Promise<number> {
   return rows / seconds;
 }
 
+/** The rows of `runs` as COPY text of {@link COPY_COLUMNS}, as the ingest stored them. */
+async function storedRowsText(sql: Sql): Promise<string> {
+  const chunks: Buffer[] = [];
+  const stream =
+    await sql`copy (select ${sql.unsafe(COPY_COLUMNS.join(", "))} from runs) to stdout`.readable();
+  // Read by its events: postgres.js's COPY stream never ends an async iteration (3.4.9).
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 /** A checkout under test: its server, a pool on its database, and the meter of their CPU. */
 interface Target {
   checkout: Checkout;
@@ -323,6 +350,8 @@ interface Sample {
 interface Ceiling {
   rate: number;
   cpuMs: number;
+  /** The same of a COPY of the rows the OTLP cells stored (their ids and `extra`). */
+  otlp: { rate: number; cpuMs: number };
 }
 
 /** A meter reading cut down to one process, so that CPU between readings counts that process alone. */
@@ -349,40 +378,47 @@ function inRoundOrder<T>(items: readonly T[], round: number): T[] {
 async function measureIngest(
   settings: Settings,
   targets: Target[],
-  apiKey: string,
-  bodies: { body: Buffer; boundary: string }[],
+  protocols: readonly IngestProtocol[],
   cells: Cells,
   ceiling: () => Promise<Ceiling>,
+  /** Called once a cell's runs are stored and counted, before the next cell empties them. */
+  afterCell: (target: Target, cell: string) => Promise<void>,
 ): Promise<Ceiling[]> {
   const ceilings: Ceiling[] = [];
   for (let round = 0; round < settings.rounds; round++) {
     for (const target of inRoundOrder(targets, round)) {
-      await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
-      await target.sql`vacuum analyze runs`;
-      const before = await target.meter.read();
-      const started = performance.now();
-      const clientBefore = process.cpuUsage();
-      await sendAll(target.child.port, apiKey, bodies, settings.concurrency);
-      const client = process.cpuUsage(clientBefore);
-      const rate = settings.runs / ((performance.now() - started) / 1000);
-      const after = await target.meter.read();
-      const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
-      const cpuMs = perRun(cpuSecondsBetween(before, after));
-      const nodeMs = perRun(cpuSecondsBetween(onlyPid(before, target.child.pid), after));
-      const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
-      if (stored?.n !== settings.runs)
-        throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
-      record(cells, INGEST_CELL, target.checkout.label, { rate, cpuMs, nodeMs });
-      console.log(
-        `  ingest round ${round + 1} ${target.checkout.label}: ${rate.toFixed(0)} runs/s; CPU per ${BATCH_SIZE} runs: ` +
-          `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
-          `the load generator ${(perRun((client.user + client.system) / 1e6) * BATCH_SIZE).toFixed(1)} ms`,
-      );
+      for (const protocol of inRoundOrder(protocols, round)) {
+        await target.sql`truncate runs, run_feedback, run_attachments, usage_rollups`;
+        // Spans that wait for a parent (none here: a trace's spans share their request).
+        await target.sql`truncate otel_pending_spans`.catch(() => undefined);
+        await target.sql`vacuum analyze runs`;
+        const before = await target.meter.read();
+        const started = performance.now();
+        const clientBefore = process.cpuUsage();
+        await protocol.send(target.child.port);
+        const client = process.cpuUsage(clientBefore);
+        const rate = settings.runs / ((performance.now() - started) / 1000);
+        const after = await target.meter.read();
+        const perRun = (seconds: number) => (seconds * 1000) / settings.runs;
+        const cpuMs = perRun(cpuSecondsBetween(before, after));
+        const nodeMs = perRun(cpuSecondsBetween(onlyPid(before, target.child.pid), after));
+        const [stored] = await target.sql<{ n: number }[]>`select count(*)::int as n from runs`;
+        if (stored?.n !== settings.runs)
+          throw new Error(`${target.checkout.label} stored ${stored?.n} runs, expected ${settings.runs}`);
+        record(cells, protocol.cell, target.checkout.label, { rate, cpuMs, nodeMs });
+        await afterCell(target, protocol.cell);
+        console.log(
+          `  ingest round ${round + 1} ${target.checkout.label} ${protocol.cell.replace(/ \(.*\)$/, "")}: ${rate.toFixed(0)}/s; CPU per ${BATCH_SIZE}: ` +
+            `Node ${(nodeMs * BATCH_SIZE).toFixed(1)} ms, Postgres ${((cpuMs - nodeMs) * BATCH_SIZE).toFixed(1)} ms; ` +
+            `the load generator ${(perRun((client.user + client.system) / 1e6) * BATCH_SIZE).toFixed(1)} ms`,
+        );
+      }
     }
     const copy = await ceiling();
     ceilings.push(copy);
     console.log(
-      `  ingest round ${round + 1} COPY: ${copy.rate.toFixed(0)} rows/s; Postgres CPU per ${BATCH_SIZE} rows ${copy.cpuMs.toFixed(1)} ms`,
+      `  ingest round ${round + 1} COPY: ${copy.rate.toFixed(0)} rows/s; Postgres CPU per ${BATCH_SIZE} rows ${copy.cpuMs.toFixed(1)} ms; ` +
+        `of the OTLP cells' rows: ${copy.otlp.rate.toFixed(0)} rows/s, ${copy.otlp.cpuMs.toFixed(1)} ms`,
     );
   }
   return ceilings;
@@ -527,16 +563,30 @@ function printReport(settings: Settings, cells: Cells): void {
 function printCeiling(cells: Cells, ceilings: readonly Ceiling[]): void {
   const ours = (cells.get(INGEST_CELL)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate);
   const copies = ceilings.map((c) => c.rate);
+  const otlpCopies = ceilings.map((c) => c.otlp.rate);
   const perRound = ours.map((rate, round) => rate / (copies[round] ?? Number.NaN));
   console.log(
     `\nceiling: one COPY of the same rows per round: best ${Math.max(...copies).toFixed(0)} rows/s ` +
       `(${Math.min(...copies).toFixed(0)}–${Math.max(...copies).toFixed(0)}), Postgres CPU ` +
-      `${median(ceilings.map((c) => c.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median)`,
+      `${median(ceilings.map((c) => c.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median); ` +
+      `of the OTLP cells' rows: best ${Math.max(...otlpCopies).toFixed(0)} rows/s, Postgres CPU ` +
+      `${median(ceilings.map((c) => c.otlp.cpuMs)).toFixed(1)} ms per ${BATCH_SIZE} rows (median)`,
   );
   console.log(
     `ratio agentplane / COPY: best ÷ best ${(Math.max(...ours) / Math.max(...copies)).toFixed(2)}; ` +
       `per round median ${median(perRound).toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)})`,
   );
+  for (const cell of [OTLP_HTTP_CELL, OTLP_GRPC_CELL]) {
+    const spans = (cells.get(cell)?.get(THIS_CHECKOUT.label) ?? []).map((s) => s.rate);
+    const ratio = (against: readonly number[]) => {
+      const rounds = spans.map((rate, round) => rate / (against[round] ?? Number.NaN));
+      return `best ÷ best ${(Math.max(...spans) / Math.max(...against)).toFixed(2)}; per round median ${median(rounds).toFixed(2)} (${Math.min(...rounds).toFixed(2)}–${Math.max(...rounds).toFixed(2)})`;
+    };
+    const name = cell.replace(/ \(.*\)$/, "");
+    console.log(`ratio ${name} spans/s ÷ multipart runs/s: ${ratio(ours)}`);
+    console.log(`ratio ${name} spans/s ÷ COPY rows/s: ${ratio(copies)}`);
+    console.log(`ratio ${name} spans/s ÷ COPY of its own rows (rows/s): ${ratio(otlpCopies)}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -573,7 +623,7 @@ async function main(): Promise<void> {
     );
     const project = `bench-${randomUUID()}`;
     const runs = buildRuns(settings, project);
-    const bodies = [];
+    const bodies: { body: Buffer; boundary: string }[] = [];
     for (let i = 0; i < runs.length; i += BATCH_SIZE) {
       const boundary = `----LangSmithFormBoundary${randomBytes(6).toString("hex")}`;
       bodies.push({ body: multipartBody(runs.slice(i, i + BATCH_SIZE), boundary), boundary });
@@ -581,11 +631,27 @@ async function main(): Promise<void> {
     // Warm-up, untimed: one batch alone (the project row), then `--warmup-runs` at the bench's
     // concurrency, so that the pool's connections and their plans, the JIT and the heap are those of
     // a server that has been running. Each round empties the runs again before it starts.
-    const warmup = bodies.slice(0, Math.ceil(Math.min(settings.warmupRuns, settings.runs) / BATCH_SIZE));
+    const warmupBatches = Math.ceil(Math.min(settings.warmupRuns, settings.runs) / BATCH_SIZE);
+    const warmup = bodies.slice(0, warmupBatches);
+    const otlp = otlpBodies(runs, BATCH_SIZE);
     for (const target of targets) {
       await sendAll(target.child.port, apiKey, bodies.slice(0, 1), 1);
       await sendAll(target.child.port, apiKey, warmup, settings.concurrency);
+      const port = target.child.port;
+      await sendOtlpHttp(port, apiKey, project, otlp.slice(0, warmupBatches), settings.concurrency);
+      await sendOtlpGrpc(port, apiKey, project, otlp.slice(0, warmupBatches), settings.concurrency);
     }
+    const protocols: IngestProtocol[] = [
+      { cell: INGEST_CELL, send: (port) => sendAll(port, apiKey, bodies, settings.concurrency) },
+      {
+        cell: OTLP_HTTP_CELL,
+        send: (port) => sendOtlpHttp(port, apiKey, project, otlp, settings.concurrency),
+      },
+      {
+        cell: OTLP_GRPC_CELL,
+        send: (port) => sendOtlpGrpc(port, apiKey, project, otlp, settings.concurrency),
+      },
+    ];
 
     const [ids] = await first.sql<{ workspace_id: string; id: string }[]>`
       select workspace_id, id from tracing_projects where name = ${project}`;
@@ -594,19 +660,29 @@ async function main(): Promise<void> {
       ids!.workspace_id,
       ids!.id,
     );
-    const ceiling = async (): Promise<Ceiling> => {
+    // The rows the OTLP cells store, as COPY text: read back once, after the first of them.
+    let otlpCopyText: string | undefined;
+    const captureOtlpRows = async (target: Target, cell: string) => {
+      if (target === first && cell !== INGEST_CELL && otlpCopyText === undefined)
+        otlpCopyText = await storedRowsText(first.sql);
+    };
+    const copyOf = async (text: string) => {
       const before = await first.meter.read();
-      const rate = await copyOnce(first.sql, copyText, runs.length);
+      const rate = await copyOnce(first.sql, text, runs.length);
       const after = await first.meter.read();
       // The COPY runs on the bench's own connection, so the server process is left out.
       const seconds =
         cpuSecondsBetween(before, after) - cpuSecondsBetween(onlyPid(before, first.child.pid), after);
       return { rate, cpuMs: (seconds * 1000 * BATCH_SIZE) / runs.length };
     };
+    const ceiling = async (): Promise<Ceiling> => ({
+      ...(await copyOf(copyText)),
+      otlp: await copyOf(otlpCopyText ?? ""),
+    });
 
     const cells: Cells = new Map();
     if (settings.statements > 0) for (const target of targets) await resetStatementStats(target.sql);
-    const ceilings = await measureIngest(settings, targets, apiKey, bodies, cells, ceiling);
+    const ceilings = await measureIngest(settings, targets, protocols, cells, ceiling, captureOtlpRows);
     for (const target of targets) {
       const peak = await residentBytes([target.child.pid], "VmHWM");
       console.log(

@@ -19,6 +19,7 @@ import { createAgentRunWorker } from "./jobs/agent-run-job.js";
 import { startRunMaintenance } from "./jobs/agent-run-maintenance.js";
 import { scheduleExportMaintenance } from "./jobs/bulk-export-maintenance-job.js";
 import { allJobs, createJobRegistry } from "./jobs/job-registry.js";
+import { scheduleOtelOrphanSweep } from "./jobs/otel-orphan-sweep-job.js";
 import { createQueue } from "./jobs/queue.js";
 import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
@@ -262,6 +263,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
       bulkExport: { settings: bulkExport, secrets, clock: hooks.clock ?? systemClock, log },
       agentRuns,
       webhookDelivery,
+      tracing: { ingest, log },
       crons: {
         clock: hooks.clock ?? systemClock,
         log,
@@ -288,6 +290,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
     await queue.start();
     if (config.role !== "api") await scheduleThreadTtlSweep(queue, jobs.threadTtlSweep, 0);
     if (config.role !== "api") await scheduleStoreTtlSweep(queue, jobs.storeTtlSweep, 0);
+    if (config.role !== "api") await scheduleOtelOrphanSweep(queue, jobs.otelOrphanSweep, 0);
     if (config.role !== "api") await scheduleExportMaintenance(queue, jobs.bulkExportMaintenance, 0);
     if (config.role !== "api") await scheduleCronTick(queue, jobs.agentCronTick, 0);
     onStop("job queue", () => queue.stop({ graceMs: config.shutdownGraceMs }));

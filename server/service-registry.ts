@@ -18,6 +18,7 @@ import { UsageService } from "../gen/agentplane/tracing/v1/usage_service_pb.js";
 import { RunService as V2RunService } from "../gen/agentplane/tracing/v2/run_service_pb.js";
 import { ThreadService as V2ThreadService } from "../gen/agentplane/tracing/v2/thread_service_pb.js";
 import { TraceService as V2TraceService } from "../gen/agentplane/tracing/v2/trace_service_pb.js";
+import { TraceService as OtlpTraceService } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import type { Clock } from "./clock.js";
 import {
   type Config,
@@ -59,6 +60,7 @@ import { createMemberService } from "./services/iam/member-service.js";
 import { createWorkspaceService } from "./services/iam/workspace-service.js";
 import { createFeedbackService } from "./services/tracing/feedback-service.js";
 import { createFeedbackTokenService } from "./services/tracing/feedback-token-service.js";
+import { createOtlpTraceService } from "./services/tracing/otlp-trace-service.js";
 import { createProjectService } from "./services/tracing/project-service.js";
 import { createRunService } from "./services/tracing/run-service.js";
 import { createRunStatsService } from "./services/tracing/run-stats-service.js";
@@ -77,6 +79,9 @@ import type { AdapterRoute, HttpAdapter } from "./transport/http-adapter.js";
 import { createIndexAdapter, INDEX_ROUTES } from "./transport/index-adapter.js";
 import { createIngestAdapter, INGEST_ROUTES } from "./transport/ingest/ingest-adapter.js";
 import { createMcpAdapter, MCP_ROUTES } from "./transport/mcp/mcp-adapter.js";
+import { createOtlpHttpAdapter, OTLP_HTTP_ROUTES } from "./transport/otlp/otlp-http-adapter.js";
+import { decodeBinaryExportRequest } from "./transport/otlp/otlp-request.js";
+import { otlpSpanScreen } from "./transport/otlp/otlp-span-screen.js";
 import { createOutOfScopeAdapter, OUT_OF_SCOPE_ROUTES } from "./transport/out-of-scope-adapter.js";
 import { createUiAdapter, UI_ROUTES } from "./transport/ui-adapter.js";
 import { createUsageExportAdapter, USAGE_EXPORT_ROUTES } from "./transport/usage-export-adapter.js";
@@ -186,6 +191,13 @@ export function createApiServices(
     bindService(FeedbackService, createFeedbackService({ sql }), bind),
     // The presigned token is the credential: no API-key guard (the database gate still applies).
     bindService(FeedbackTokenService, createFeedbackTokenService({ sql }), { ...bind, guard: undefined }),
+    bindService(
+      OtlpTraceService,
+      createOtlpTraceService({ ingest: deps.ingest, screen: otlpSpanScreen }),
+      bind,
+      // OTel exporters' gRPC calls are decoded by hand, and their spans screened one by one.
+      { export: decodeBinaryExportRequest },
+    ),
     bindService(RunStatsService, createRunStatsService({ sql }), bind),
     bindService(
       BulkExportService,
@@ -223,6 +235,10 @@ export const REST_ADAPTERS: readonly RestAdapterDefinition[] = [
   {
     routes: INGEST_ROUTES,
     create: (deps, auth) => createIngestAdapter({ ingest: deps.ingest, auth }),
+  },
+  {
+    routes: OTLP_HTTP_ROUTES,
+    create: (deps, auth) => createOtlpHttpAdapter({ ingest: deps.ingest, auth }),
   },
   { routes: OUT_OF_SCOPE_ROUTES, undocumented: true, create: () => createOutOfScopeAdapter() },
   {

@@ -14,3 +14,5 @@ export * as systemV1 from "./agentplane/system/v1/index.js";
 export * as tracingV1 from "./agentplane/tracing/v1/index.js";
 /** The messages, enums and service descriptors of `agentplane.tracing.v2`. */
 export * as tracingV2 from "./agentplane/tracing/v2/index.js";
+/** The messages, enums and service descriptors of `opentelemetry.proto.collector.trace.v1`. */
+export * as opentelemetryProtoCollectorTraceV1 from "./opentelemetry/proto/collector/trace/v1/index.js";

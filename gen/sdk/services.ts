@@ -6,6 +6,7 @@ import * as iamV1 from "./agentplane/iam/v1/index.js";
 import * as systemV1 from "./agentplane/system/v1/index.js";
 import * as tracingV1 from "./agentplane/tracing/v1/index.js";
 import * as tracingV2 from "./agentplane/tracing/v2/index.js";
+import * as opentelemetryProtoCollectorTraceV1 from "./opentelemetry/proto/collector/trace/v1/index.js";
 
 /**
  * Every service the SDK has a client for, by domain and client name (the rules are in
@@ -114,6 +115,15 @@ export const services = {
      * `agentplane.iam.v1.WorkspaceService`
      */
     workspaces: iamV1.WorkspaceService,
+  },
+  /** Services of `opentelemetry.proto.collector.trace.v1`. */
+  otlp: {
+    /**
+     * OTLP/gRPC trace export: what an OpenTelemetry SDK or collector pushes its spans to.
+     *
+     * `opentelemetry.proto.collector.trace.v1.TraceService`
+     */
+    traces: opentelemetryProtoCollectorTraceV1.TraceService,
   },
   /** Services of `agentplane.system.v1`. */
   system: {

@@ -4,11 +4,13 @@ import type { Logger } from "../logger.js";
 import type { GraphRegistry } from "../runtime/graph-registry.js";
 import type { Sql } from "../store/db.js";
 import type { SecretBox } from "../store/secret-box.js";
+import type { IngestService } from "../tracing/ingest-service.js";
 import { type CronTickDeps, createCronJobs } from "./agent-cron-tick.js";
 import type { AgentRunWorker } from "./agent-run-job.js";
 import { createExportMaintenanceJob } from "./bulk-export-maintenance-job.js";
 import { createExportRunJob } from "./bulk-export-run-job.js";
 import type { JobDefinition } from "./job-definition.js";
+import { createOtelOrphanSweepJob } from "./otel-orphan-sweep-job.js";
 import type { Queue } from "./queue.js";
 import { createStoreTtlSweepJob } from "./store-ttl-sweep-job.js";
 import { createThreadTtlSweepJob } from "./thread-ttl-sweep-job.js";
@@ -23,6 +25,8 @@ export interface JobRegistry {
   readonly threadTtlSweep: ReturnType<typeof createThreadTtlSweepJob>;
   /** Deletes expired store items; reschedules itself. */
   readonly storeTtlSweep: ReturnType<typeof createStoreTtlSweepJob>;
+  /** Stores OTLP spans whose parent never came as runs of their own; reschedules itself. */
+  readonly otelOrphanSweep: ReturnType<typeof createOtelOrphanSweepJob>;
   /** Exports one partition of a bulk export. */
   readonly bulkExportRun: ReturnType<typeof createExportRunJob>;
   /** Resumes orphaned export runs, times exports out, spawns scheduled exports; reschedules itself. */
@@ -52,6 +56,8 @@ export function createJobRegistry(deps: {
   webhookDelivery: JobDefinition<WebhookPayload>;
   /** How crons fire, and the clock that decides when. */
   crons: Omit<CronTickDeps, "sql" | "queue">;
+  /** The trace ingest the orphan sweep stores spans through, and where it logs what it stored. */
+  tracing: { ingest: IngestService; log: Logger };
 }): JobRegistry {
   const bulkExportRun = createExportRunJob({ sql: deps.sql, queue: deps.queue, ...deps.bulkExport });
   const crons = createCronJobs({ sql: deps.sql, queue: deps.queue, ...deps.crons });
@@ -79,6 +85,7 @@ export function createJobRegistry(deps: {
       queue: deps.queue,
       intervalMinutes: deps.settings.store.ttl?.sweepIntervalMinutes,
     }),
+    otelOrphanSweep: createOtelOrphanSweepJob({ sql: deps.sql, queue: deps.queue, ...deps.tracing }),
   };
 }
 

@@ -9,6 +9,8 @@ export const LOCK_SEED = {
   trace: 0,
   /** A run's feedback stats (feedback-store.ts). */
   runFeedback: 1,
+  /** An OTel trace's spans waiting for their parents (otel-pending-store.ts). */
+  otelTrace: 2,
 } as const;
 
 /**

@@ -78,6 +78,24 @@ const OWN_SQL = {
 };
 
 /**
+ * A run's end time as stored: never before its start (migration 0034). The langsmith JS SDK sends
+ * start_time with its dotted_order's microseconds, which count runs within a millisecond, and
+ * end_time in milliseconds: an end inside the start's millisecond is, at the end's precision, the
+ * same instant, and is stored as the start; so is any other end before the start, whose latency
+ * would otherwise be negative everywhere it is read. Null stays null.
+ */
+function endNotBeforeStart(end: string, start: string): string {
+  return `case when ${end} < ${start} then ${start} else ${end} end`;
+}
+
+/** The end_time of a new row, from the batch's `excluded` row. */
+const INSERTED_END = endNotBeforeStart("end_time", "start_time");
+/** The end_time of a stored run a post merges into: the posted start is the run's start. */
+const POSTED_END = endNotBeforeStart("coalesce(runs.end_time, excluded.end_time)", "excluded.start_time");
+/** The end_time of a stored run a patch merges into: the stored start stays. */
+const PATCHED_END = endNotBeforeStart("coalesce(excluded.end_time, runs.end_time)", "runs.start_time");
+
+/**
  * A new row's status as the `runs_derive_status` trigger derives it (migration 0006), so that the
  * trigger, which runs only when the row's status differs from this (migration 0023), is not called.
  */
@@ -99,7 +117,7 @@ function insertRuns(
       prompt_cost, completion_cost, first_token_time, user_id, api_key_id, ${q.unsafe(OWN_SQL.columns)})
     select
       id, ${workspaceId}::uuid, session_id, trace_id, parent_run_id, parent_run_ids, reference_example_id, name,
-      run_type, start_time, end_time, ${q.unsafe(DERIVED_STATUS)}, is_root, dotted_order, trace_tier, inputs, outputs, error,
+      run_type, start_time, ${q.unsafe(INSERTED_END)}, ${q.unsafe(DERIVED_STATUS)}, is_root, dotted_order, trace_tier, inputs, outputs, error,
       extra, events, serialized, tags, total_tokens, prompt_tokens, completion_tokens, total_cost,
       prompt_cost, completion_cost, first_token_time, ${sender.userId}::uuid, ${sender.apiKeyId}::uuid,
       ${q.unsafe(OWN_SQL.values)}
@@ -137,7 +155,7 @@ export async function upsertPostedRuns(
       serialized = coalesce(excluded.serialized, runs.serialized),
       reference_example_id = coalesce(excluded.reference_example_id, runs.reference_example_id),
       trace_tier = coalesce(runs.trace_tier, excluded.trace_tier),
-      end_time = coalesce(runs.end_time, excluded.end_time),
+      end_time = ${q.unsafe(POSTED_END)},
       outputs = coalesce(runs.outputs, excluded.outputs),
       error = coalesce(runs.error, excluded.error),
       events = coalesce(runs.events, excluded.events),
@@ -163,7 +181,7 @@ export async function upsertPostedRuns(
  */
 function patchAssignments(q: Queryable) {
   return q`
-    end_time = coalesce(excluded.end_time, runs.end_time),
+    end_time = ${q.unsafe(PATCHED_END)},
     outputs = coalesce(excluded.outputs, runs.outputs),
     error = coalesce(excluded.error, runs.error),
     events = coalesce(excluded.events, runs.events),

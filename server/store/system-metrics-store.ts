@@ -49,3 +49,21 @@ export async function countPoolConnections(
     group by 1`;
   return new Map(rows.map((row) => [row.state, row.connections]));
 }
+
+/** How many spans wait for a parent, in every workspace, and how long the oldest has waited. */
+export interface WaitingSpanCounts {
+  readonly spans: number;
+  readonly oldestWaitSeconds: number;
+}
+
+/**
+ * {@link WaitingSpanCounts}, across workspaces (as every count here). The table
+ * holds only spans in flight, so the count stays small; the age reads otel_pending_spans_received_idx.
+ */
+export async function countWaitingSpans(q: Queryable): Promise<WaitingSpanCounts> {
+  const [row] = await q<{ spans: number; oldest: number }[]>`
+    select count(*)::int as spans,
+      coalesce(extract(epoch from now() - min(received_at)), 0)::float8 as oldest
+    from otel_pending_spans`;
+  return { spans: row?.spans ?? 0, oldestWaitSeconds: row?.oldest ?? 0 };
+}

@@ -30,6 +30,8 @@ import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-
 import type { NormalizedFeedback, NormalizedRun } from "../store/trace-rows.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
+import type { SpanDraft } from "./otlp/span-draft.js";
+import { placeOrphans, placeSpans, type SpanPlacement } from "./otlp/span-placement.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";
 import { recordTracesUsage } from "./usage-recorder.js";
 
@@ -62,6 +64,23 @@ export interface IngestResult {
   newTraces: number;
 }
 
+/** One OTLP export's spans, as drafts whose runs name their project. */
+export interface SpanBatch {
+  drafts: readonly SpanDraft[];
+  /** The JSON texts the drafts' documents were parsed from (store/json-text.ts). */
+  texts: JsonTexts;
+}
+
+/** What an OTLP export stored, and which of its spans it refused. */
+export interface SpanIngestResult {
+  /** Runs written (the export's spans placed in their traces, and spans that waited for them). */
+  runs: number;
+  /** Spans stored to wait for a parent not stored yet. */
+  waiting: number;
+  /** Spans refused, with why: the rest of the export is stored. */
+  rejected: { runId: string; reason: string }[];
+}
+
 /** The ingest API. */
 export interface IngestService {
   /**
@@ -70,6 +89,19 @@ export interface IngestService {
    * patch without dotted_order of a run that is not stored.
    */
   ingestRuns(actor: IngestActor, batch: IngestBatch): Promise<IngestResult>;
+  /**
+   * Stores OTLP spans (as drafts) for a workspace, atomically: each is placed under its parent (in
+   * the batch or stored) and written as a run, with the spans that waited for it; a span whose
+   * parent is not stored yet waits (otel-pending-store.ts). A span the ingest refuses (an unknown
+   * project id, a field it rejects) is left out and reported; the rest are stored.
+   */
+  ingestSpans(actor: IngestActor, batch: SpanBatch): Promise<SpanIngestResult>;
+  /**
+   * Stores the spans waiting in the given OTel traces (ids as UUIDs) of the actor's workspace,
+   * whose parents never came, as runs (span-placement.ts, placeOrphans), atomically; `rejected`
+   * lists those that could not be (a field the ingest refuses), which are dropped.
+   */
+  storeOrphanedSpans(actor: IngestActor, otelTraceIds: readonly string[]): Promise<SpanIngestResult>;
 }
 
 /** Dependencies of {@link createIngestService}. */
@@ -91,6 +123,70 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
   // Documents go to Postgres as the text they arrived in, unless the pool encrypts JSON as it sends it.
   const plainJson = storedCipherOf(sql) === undefined;
   const remembered = new ProjectIdsByName();
+  /**
+   * Writes one batch in its transaction; `prepare` gives its items in that transaction (the OTLP
+   * path looks up parents there). Retried once with the projects looked up when a remembered id
+   * proved stale; Postgres errors a retry resolves become UNAVAILABLE.
+   */
+  const transact = async <T>(
+    actor: IngestActor,
+    texts: JsonTexts | undefined,
+    prepare: (tx: WorkspaceBound) => { items: NormalizedBatch; extra: T; later?: () => Promise<LaterItems> },
+  ): Promise<{ result: IngestResult; extra: T }> => {
+    const writeOptions = plainJson ? { sourceTexts: texts ?? new JsonTexts() } : {};
+    const write = (projectIds: ProjectIdsByName | undefined) =>
+      // Planned once per connection: a batch's statements are the same every time, each by its keys.
+      inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], async (tx, commit) => {
+        const { items, extra, later } = prepare(tx);
+        const written = await writeBatch({
+          tx,
+          commit,
+          actor,
+          items,
+          later,
+          writeOptions,
+          usageReporting,
+          projectIds,
+        });
+        return { written, extra };
+      });
+    try {
+      let done: Awaited<ReturnType<typeof write>>;
+      try {
+        done = await write(remembered);
+      } catch (error) {
+        if (!(error instanceof StaleProjectIds)) throw error;
+        // Once, with the names looked up: the batch saw no remembered id it could trust.
+        remembered.forget(actor.workspaceId, error.names);
+        done = await write(undefined);
+      }
+      remembered.remember(actor.workspaceId, done.written.projectIds);
+      return { result: done.written.result, extra: done.extra };
+    } catch (error) {
+      const code = pgErrorCode(error) ?? "";
+      if (RETRYABLE_CODES.has(code)) {
+        // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
+        throw new ConnectError(
+          "the batch conflicted with a concurrent change (a deleted workspace or a deadlock); send it again",
+          Code.Unavailable,
+        );
+      }
+      throw explainUnstorableInput(error) ?? error;
+    }
+  };
+  /** Writes the runs of a span placement in one transaction (see `transact`). */
+  const placed = async (
+    actor: IngestActor,
+    texts: JsonTexts | undefined,
+    place: (tx: WorkspaceBound) => SpanPlacement,
+  ): Promise<SpanIngestResult> => {
+    const { result, extra } = await transact(actor, texts, (tx) => {
+      const placement = place(tx);
+      const items = { posts: placement.posts, patches: [], feedback: [], attachments: [] };
+      return { items, extra: placement, later: placement.rest };
+    });
+    return { runs: result.runs, waiting: extra.waiting(), rejected: extra.rejected };
+  };
   return {
     async ingestRuns(actor, batch) {
       const now = new Date();
@@ -100,45 +196,34 @@ export function createIngestService({ sql, usageReporting }: IngestServiceDeps):
         feedback: (batch.feedback ?? []).map(normalizeFeedback),
         attachments: batch.attachments ?? [],
       };
-      const writeOptions = plainJson ? { sourceTexts: batch.texts ?? new JsonTexts() } : {};
-      const write = (projectIds: ProjectIdsByName | undefined) =>
-        // Planned once per connection: a batch's statements are the same every time, each by its keys.
-        inWorkspaceScopeWithGenericPlans(sql, [actor.workspaceId], (tx, commit) =>
-          writeBatch({ tx, commit, actor, items, writeOptions, usageReporting, projectIds }),
-        );
-      try {
-        let written: WrittenBatch;
-        try {
-          written = await write(remembered);
-        } catch (error) {
-          if (!(error instanceof StaleProjectIds)) throw error;
-          // Once, with the names looked up: the batch saw no remembered id it could trust.
-          remembered.forget(actor.workspaceId, error.names);
-          written = await write(undefined);
-        }
-        remembered.remember(actor.workspaceId, written.projectIds);
-        return written.result;
-      } catch (error) {
-        const code = pgErrorCode(error) ?? "";
-        if (RETRYABLE_CODES.has(code)) {
-          // 503: the SDKs retry it, and the retry re-resolves (or re-creates) the batch's projects.
-          throw new ConnectError(
-            "the batch conflicted with a concurrent change (a deleted workspace or a deadlock); send it again",
-            Code.Unavailable,
-          );
-        }
-        throw explainUnstorableInput(error) ?? error;
-      }
+      return (await transact(actor, batch.texts, () => ({ items, extra: undefined }))).result;
+    },
+    ingestSpans(actor, { drafts, texts }) {
+      // Placed as far as the batch alone places them; the rest once the first statements answer.
+      return placed(actor, texts, (tx) => placeSpans(tx, actor.workspaceId, drafts, actor));
+    },
+    storeOrphanedSpans(actor, otelTraceIds) {
+      return placed(actor, undefined, (tx) => placeOrphans(tx, actor.workspaceId, otelTraceIds));
     },
   };
 }
 
 /** A batch's items once validated. */
-interface NormalizedBatch {
+export interface NormalizedBatch {
   posts: NormalizedRun[];
   patches: NormalizedRun[];
   feedback: NormalizedFeedback[];
   attachments: readonly RunAttachment[];
+}
+
+/**
+ * Runs of a batch known only once its first statements are answered (OTLP spans under a stored or
+ * waiting parent, span-placement.ts), and the writes that go with them.
+ */
+export interface LaterItems {
+  posts: NormalizedRun[];
+  /** Starts the writes that go with the runs, in the pipeline of the batch's last statements. */
+  writes(): Promise<unknown>[];
 }
 
 /** What one transaction of {@link writeBatch} needs. */
@@ -148,6 +233,8 @@ interface BatchWrite {
   commit: () => Promise<void>;
   actor: IngestActor;
   items: NormalizedBatch;
+  /** Called once the first statements are answered: more runs, written with the last ones. */
+  later: (() => Promise<LaterItems>) | undefined;
   writeOptions: RunWriteOptions;
   usageReporting: boolean;
   /** Project ids to use without a lookup, confirmed in the same pipeline; undefined: look them up. */
@@ -173,13 +260,15 @@ class StaleProjectIds extends Error {
 /**
  * Writes one batch in its transaction, in two round trips when its runs are positioned (the SDKs
  * send dotted_order with every patch) and its projects known: the locks, the projects' lock and the
- * runs' writes go out together; then the rollups, the feedback, the usage counts and COMMIT.
+ * runs' writes go out together; then the later runs (`later`), the rollups, the feedback, the usage
+ * counts and COMMIT.
  */
 async function writeBatch({
   tx,
   commit,
   actor,
   items,
+  later,
   writeOptions,
   usageReporting,
   projectIds,
@@ -233,15 +322,43 @@ async function writeBatch({
     );
   }
   const written: WrittenRun[] = [...posted, ...patched];
-  const inserted = written.filter((w) => w.inserted);
-  const newTraces = inserted.filter((w) => w.isRoot);
   // The statements below need none of each other's results: they are sent together, in this
   // order, with COMMIT behind them, and postgres.js pipelines them on the transaction's connection,
   // so they cost one round trip instead of one each. Postgres runs them in order; when one fails, the
   // rest fail as the transaction is aborted, COMMIT answers ROLLBACK, and the first failure is the
   // one that rejects.
+  const pipelined: Promise<unknown>[] = [];
+  /** Runs written in the pipeline below, whose answers (inserted or not) are not awaited. */
+  const unansweredIds: string[] = [];
   const touched = new Set([...written, ...updatedRuns].map((r) => r.traceId));
-  const pipelined: Promise<unknown>[] = [
+  const more = later === undefined ? undefined : await later();
+  const laterPosts = more?.posts ?? [];
+  if (more) {
+    const idOf = await projectsOfLater(tx, workspaceId, laterPosts, projects);
+    const laterRows = laterPosts.map((run) => toRow(run, idOf));
+    for (const run of laterPosts) touched.add(run.traceId);
+    // Their traces locked first (those of stored parents are not yet), in the same pipeline.
+    const lockedLater = lockTraces(
+      tx,
+      workspaceId,
+      [...touched].filter((id) => !locked.has(id)),
+    );
+    for (const id of touched) locked.add(id);
+    const upserted = upsertPostedRuns(tx, workspaceId, sender, laterRows, writeOptions);
+    if (laterPosts.some((run) => run.isRoot)) {
+      // A new root counts as a trace in usage: its write is awaited to know whether it is new.
+      written.push(...(await Promise.all([lockedLater, upserted]))[1]);
+    } else {
+      // Not awaited: which of them are new matters only for their feedback stats, refreshed below
+      // for all of them (a statement that writes nothing where none has feedback).
+      unansweredIds.push(...laterPosts.map((run) => run.id));
+      pipelined.push(lockedLater, upserted);
+    }
+    pipelined.push(...more.writes());
+  }
+  const inserted = written.filter((w) => w.inserted);
+  const newTraces = inserted.filter((w) => w.isRoot);
+  pipelined.push(
     // A run stored by a concurrent batch after the lookup above names its trace only now: locked
     // here, before the rollups read it (rarely anything, as the SDKs send dotted_order with every
     // patch).
@@ -251,14 +368,14 @@ async function writeBatch({
       [...touched].filter((id) => !locked.has(id)),
     ),
     rollUpTraces(tx, workspaceId, [...touched]),
-  ];
+  );
   // Their runs were locked with the batch's: the refresh sees every committed item. Feedback sent
   // before its run is counted once the run arrives: the stats of inserted runs are refreshed too
   // (a statement that writes no row when none of them has feedback).
   if (feedback.length > 0) pipelined.push(insertFeedback(tx, workspaceId, feedback));
   pipelined.push(
     refreshFeedbackStats(tx, workspaceId, [
-      ...new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id)]),
+      ...new Set([...feedback.map((f) => f.runId), ...inserted.map((w) => w.id), ...unansweredIds]),
     ]),
   );
   if (usageReporting) {
@@ -280,9 +397,34 @@ async function writeBatch({
   await Promise.all(pipelined);
   await upsertAttachments(tx, workspaceId, attachments);
   return {
-    result: { runs: posts.length + patches.length, feedback: feedback.length, newTraces: newTraces.length },
+    result: {
+      runs: posts.length + patches.length + laterPosts.length,
+      feedback: feedback.length,
+      newTraces: newTraces.length,
+    },
     projectIds: projects.byName,
   };
+}
+
+/**
+ * The project id of each later run: those of the batch's projects as resolved, projects named by
+ * id as they are (the placement checked them), and the other names ensured (one more round trip,
+ * for a waiting span sent to a project the batch's own runs do not name).
+ */
+async function projectsOfLater(
+  tx: WorkspaceBound,
+  workspaceId: string,
+  runs: readonly NormalizedRun[],
+  projects: ResolvedProjects,
+): Promise<(run: NormalizedRun) => string> {
+  const missing = new Set<string>();
+  for (const run of runs) {
+    if ("name" in run.project && !projects.byName.has(run.project.name)) missing.add(run.project.name);
+  }
+  if (missing.size === 0) return projects.idOf;
+  const more = await ensureProjectsByName(tx, workspaceId, [...missing].sort());
+  return (run) =>
+    "name" in run.project ? (more.get(run.project.name) ?? projects.idOf(run)) : run.project.id;
 }
 
 /**

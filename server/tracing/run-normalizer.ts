@@ -6,6 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../ids.js";
 import type { JsonObject, NormalizedFeedback, NormalizedRun, ProjectRef } from "../store/trace-rows.js";
+import { projectOfAddress } from "./agent-address.js";
 import { DottedOrderError, parseDottedOrder, rootDottedOrder } from "./dotted-order.js";
 import { normalizeTimestamp } from "./timestamp.js";
 
@@ -36,6 +37,8 @@ export interface RunInput {
   tags?: string[] | null;
   reference_example_id?: string | null;
   trace_tier?: string | null;
+  /** `lrn:agents/{id}/environments/{env}`: the agent project of a run that names no project. */
+  address?: string | null;
   [field: string]: unknown;
 }
 
@@ -269,7 +272,15 @@ function projectOf(run: RunInput, fail: Fail): ProjectRef {
   const name = optionalString(run.session_name, "session_name", fail)?.trim();
   if (name !== undefined && name.length > MAX_PROJECT_NAME)
     throw fail(`session_name must be at most ${MAX_PROJECT_NAME} characters`);
-  return { name: name || DEFAULT_PROJECT_NAME };
+  if (name) return { name };
+  // A run sent to an agent names its address instead of a project (langsmith 0.12).
+  const address = optionalString(run.address, "address", fail);
+  if (address !== undefined) {
+    const project = projectOfAddress(address);
+    if ("error" in project) throw fail(project.error);
+    return project;
+  }
+  return { name: DEFAULT_PROJECT_NAME };
 }
 
 /** The time of the first `new_token` event: when a streamed LLM run produced its first token. */

@@ -19,7 +19,19 @@ export interface BoundService {
   readonly service: DescService;
   /** The wrapped implementation, keyed by method `localName`. */
   readonly impl: Record<string, BoundMethod>;
+  /** The methods that decode their binary request themselves (see {@link OwnDecoders}). */
+  readonly decoders?: OwnDecoders;
 }
+
+/**
+ * Methods, by `localName`, that decode their binary request themselves and judge what it holds
+ * (OTLP export: a hand-written decoder, and a screen that refuses only the spans that cannot be
+ * stored). The gRPC unary path decodes their messages with the given function instead of the
+ * binary screen and protobuf-es; it throws a ConnectError (INVALID_ARGUMENT) for bytes it refuses.
+ * The generic message screen does not run on these methods' requests on any protocol: their
+ * implementations screen them.
+ */
+export type OwnDecoders = Readonly<Record<string, (bytes: Uint8Array) => unknown>>;
 
 /** A wrapped unary or server-streaming method. */
 export type BoundMethod = (request: unknown, ctx: HandlerContext) => unknown;
@@ -70,25 +82,28 @@ export function bindService<S extends DescService>(
   service: S,
   impl: ServiceImpl<S>,
   options: BindOptions,
+  decoders?: OwnDecoders,
 ): BoundService {
   const wrapped: Record<string, BoundMethod> = {};
   const methods = impl as unknown as Record<string, BoundMethod>;
   for (const method of service.methods) {
     const fn = methods[method.localName];
     if (!fn) throw new Error(`${service.typeName} has no implementation of ${method.name}`);
-    wrapped[method.localName] = wrapMethod(method, fn.bind(impl), options);
+    const screened = decoders?.[method.localName] === undefined;
+    wrapped[method.localName] = wrapMethod(method, fn.bind(impl), options, screened);
   }
-  return { service, impl: wrapped };
+  return decoders ? { service, impl: wrapped, decoders } : { service, impl: wrapped };
 }
 
 function wrapMethod(
   method: DescMethod,
   fn: BoundMethod,
   { guard, onInternalError, explainError, gate }: BindOptions,
+  screened: boolean,
 ): BoundMethod {
   const toPublic = (error: unknown, ctx: HandlerContext) =>
     toPublicError(explainError?.(error) ?? error, ctx, onInternalError);
-  const screen = messageScreen(method.input);
+  const screen = screened ? messageScreen(method.input) : undefined;
   const admit = (request: unknown): void => {
     const problem = screen?.(request);
     if (problem) throw problemError(problem);

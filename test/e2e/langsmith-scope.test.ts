@@ -22,10 +22,10 @@ describe("GET /api/v1/info", () => {
     const [major = 0, minor = 0] = info.version.split(".").map(Number);
     // langsmith 0.10.5 warns below 0.16.0 (client.runs, traces, threads).
     expect(major > 0 || minor >= 16).toBe(true);
-    // No flag claims a feature agentplane does not serve.
+    // No flag claims a feature agentplane does not serve: gzip and zstd multipart bodies it decodes.
     expect(info.instance_flags).toEqual({
       gzip_body_enabled: true,
-      zstd_compression_enabled: false,
+      zstd_compression_enabled: true,
       dataset_examples_multipart_enabled: false,
       examples_multipart_enabled: false,
     });

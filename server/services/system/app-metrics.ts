@@ -7,6 +7,7 @@ import {
   countExportPartitions,
   countLiveRuns,
   countPoolConnections,
+  countWaitingSpans,
 } from "../../store/system-metrics-store.js";
 import type { IngestService } from "../../tracing/ingest-service.js";
 
@@ -26,6 +27,8 @@ export interface AppMetrics {
   recordRunEnded(run: EndedRun): void;
   /** Counts trace rows this process ingested. */
   recordIngest(rows: { runs: number; feedback: number }): void;
+  /** Counts OTLP spans whose parent never came that this process stored as runs, or refused. */
+  recordOrphanedSpans(spans: { stored: number; refused: number }): void;
   /**
    * Counts the request members and query parameters a lenient API ignored in one request (each name
    * once), by API (`area`: a service's full name, `a2a` or `mcp`) and name.
@@ -167,6 +170,22 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     labelNames: ["kind"] as const,
     registers,
   });
+  const orphanedSpans = new Counter({
+    name: "agentplane_otel_orphaned_spans_total",
+    help: "OTLP spans whose parent never came, stored as runs by this process's orphan sweep (or refused), by outcome.",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  const waitingSpans = new Gauge({
+    name: "agentplane_otel_waiting_spans",
+    help: "OTLP spans waiting for their parent in the installation (read from Postgres at scrape time).",
+    registers,
+  });
+  const waitingOldest = new Gauge({
+    name: "agentplane_otel_waiting_oldest_seconds",
+    help: "How long the longest-waiting OTLP span has waited for its parent (0 when none waits); past the orphan wait plus a sweep interval, the sweep is behind.",
+    registers,
+  });
   const ignoredFields = new Counter({
     name: "agentplane_ignored_request_fields_total",
     help: "Requests to the LangGraph- and LangSmith-compatible APIs that carried a field or query parameter the API does not know (ignored), by API and name.",
@@ -199,6 +218,7 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
   poolMax.set(sources.pool.max);
   // Statuses start at zero, so that a rate over them exists before the first run ends.
   for (const status of ENDED_STATUSES) runsEnded.inc({ status }, 0);
+  for (const outcome of ["stored", "refused"]) orphanedSpans.inc({ outcome }, 0);
 
   /** The gauges of this process's memory: always available. */
   const readProcessGauges = (): void => {
@@ -212,19 +232,28 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     for (const loop of sources.workerLoops()) workerUp.set({ queue: loop.queue }, loop.alive ? 1 : 0);
   };
 
-  const databaseGauges = [liveRuns, queueJobs, queueWait, exportPartitions, poolConnections];
+  const databaseGauges = [
+    liveRuns,
+    queueJobs,
+    queueWait,
+    exportPartitions,
+    poolConnections,
+    waitingSpans,
+    waitingOldest,
+  ];
   /**
    * The gauges read from Postgres. Old values go and new ones are set in one synchronous step once
    * every read is back, so a scrape rendering meanwhile sees either set, never a mix or a gap.
    */
   const readDatabaseGauges = async (): Promise<void> => {
     const { sql } = sources;
-    const [runs, queues, partitions, connections] = await withTimeout(
+    const [runs, queues, partitions, connections, waiting] = await withTimeout(
       Promise.all([
         countLiveRuns(sql),
         readQueueStats(sql, sources.queueSchema()),
         countExportPartitions(sql),
         countPoolConnections(sql, sources.pool.applicationName),
+        countWaitingSpans(sql),
       ]),
       DATABASE_READ_TIMEOUT_MS,
     );
@@ -235,6 +264,8 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     for (const status of EXPORT_PARTITION_STATUSES)
       exportPartitions.set({ status }, partitions.get(status) ?? 0);
     for (const [state, count] of connections) poolConnections.set({ state }, count);
+    waitingSpans.set(waiting.spans);
+    waitingOldest.set(waiting.oldestWaitSeconds);
   };
 
   const setQueueStats = (stats: QueueStats): void => {
@@ -278,6 +309,10 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
       if (runs > 0) ingestRows.inc({ kind: "run" }, runs);
       if (feedback > 0) ingestRows.inc({ kind: "feedback" }, feedback);
     },
+    recordOrphanedSpans({ stored, refused }) {
+      if (stored > 0) orphanedSpans.inc({ outcome: "stored" }, stored);
+      if (refused > 0) orphanedSpans.inc({ outcome: "refused" }, refused);
+    },
     recordIgnoredFields(area, names) {
       for (const name of new Set(names)) {
         let field =
@@ -302,12 +337,23 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
 /** `ingest`, counting the rows of every batch it stores into `metrics`. */
 export function countingIngest(
   ingest: IngestService,
-  metrics: Pick<AppMetrics, "recordIngest">,
+  metrics: Pick<AppMetrics, "recordIngest" | "recordOrphanedSpans">,
 ): IngestService {
   return {
     async ingestRuns(actor, batch) {
       const result = await ingest.ingestRuns(actor, batch);
       metrics.recordIngest(result);
+      return result;
+    },
+    async ingestSpans(actor, batch) {
+      const result = await ingest.ingestSpans(actor, batch);
+      metrics.recordIngest({ runs: result.runs, feedback: 0 });
+      return result;
+    },
+    async storeOrphanedSpans(actor, otelTraceIds) {
+      const result = await ingest.storeOrphanedSpans(actor, otelTraceIds);
+      metrics.recordIngest({ runs: result.runs, feedback: 0 });
+      metrics.recordOrphanedSpans({ stored: result.runs, refused: result.rejected.length });
       return result;
     },
   };

@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { malformedRequestError, unsupportedEncodingError } from "../rest/http-status.js";
 import type { NodeServerRequest } from "../rest/node-types.js";
 import { bodyTooLargeError, maxRequestBodyBytes } from "./body-limit.js";
+import { unzstdBody } from "./zstd-body.js";
 
 /**
  * Output chunk of the gzip decoder: zlib's 16 KiB default makes a body that inflates to the limit
@@ -42,17 +43,19 @@ export async function* rawRequestChunks(
 const gunzipBuffer = promisify(gunzip);
 
 /**
- * The whole body of a request as one buffer, decompressed per its Content-Encoding (identity or
- * gzip; 415 for anything else), at most {@link maxRequestBodyBytes} before and after decompression
- * (413), and 400 for data that is not gzip; an empty gzip body is an empty body. A gzip body is
- * inflated in one call: a stream pipeline cost trace ingest about twice the CPU of the inflation.
+ * The whole body of a request as one buffer, decompressed per its Content-Encoding (identity, gzip
+ * or zstd; 415 for anything else), at most {@link maxRequestBodyBytes} before and after
+ * decompression (413), and 400 for data that is not in its encoding; an empty compressed body is an
+ * empty body. A gzip body is inflated in one call: a stream pipeline cost trace ingest about twice
+ * the CPU of the inflation.
  */
 export async function requestBytes(req: NodeServerRequest): Promise<Buffer> {
-  const gzipped = isGzipped(req);
+  const encoding = encodingOf(req);
   const chunks: Buffer[] = [];
   for await (const chunk of rawRequestChunks(req)) chunks.push(chunk);
   const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-  if (!gzipped || raw.length === 0) return raw;
+  if (encoding === "identity" || raw.length === 0) return raw;
+  if (encoding === "zstd") return unzstdBody(raw);
   try {
     return await gunzipBuffer(raw, { chunkSize: GUNZIP_CHUNK_BYTES, maxOutputLength: maxRequestBodyBytes });
   } catch (error) {
@@ -61,14 +64,13 @@ export async function requestBytes(req: NodeServerRequest): Promise<Buffer> {
   }
 }
 
-/** Whether the body is gzip; throws 415 for an encoding other than gzip and identity. */
-function isGzipped(req: NodeServerRequest): boolean {
+/** The body's encoding; throws 415 for an encoding other than gzip, zstd and identity. */
+function encodingOf(req: NodeServerRequest): "identity" | "gzip" | "zstd" {
   const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
-  const gzipped = encoding === "gzip" || encoding === "x-gzip";
-  if (encoding !== undefined && encoding !== "identity" && !gzipped) {
-    throw unsupportedEncodingError(
-      `Content-Encoding "${encoding}" is not supported; send the body uncompressed or with gzip`,
-    );
-  }
-  return gzipped;
+  if (encoding === undefined || encoding === "" || encoding === "identity") return "identity";
+  if (encoding === "gzip" || encoding === "x-gzip") return "gzip";
+  if (encoding === "zstd") return "zstd";
+  throw unsupportedEncodingError(
+    `Content-Encoding "${encoding}" is not supported; send the body uncompressed, with gzip or with zstd`,
+  );
 }

@@ -23,6 +23,7 @@ import {
 } from "@connectrpc/connect/protocol-grpc";
 import { requestScopeKey } from "../../request-scope.js";
 import { scopeOf } from "../access-log.js";
+import type { OwnDecoders } from "../bound-service.js";
 import { problemError } from "../input/input-problem.js";
 import { findRpcBodyProblem } from "../input/rpc-body.js";
 import type { NodeServerRequest, NodeServerResponse } from "../rest/node-types.js";
@@ -33,6 +34,8 @@ import { readRequestBody, unaryRequestMessage } from "./grpc-request-message.js"
 export interface ServedService {
   readonly service: DescService;
   readonly impl: object;
+  /** Methods that decode their binary request themselves (bound-service.ts). */
+  readonly decoders?: OwnDecoders;
 }
 
 /** Options of {@link createGrpcUnaryPaths}. */
@@ -72,12 +75,13 @@ export function createGrpcUnaryPaths(options: GrpcUnaryOptions): Map<string, Grp
   const paths = new Map<string, GrpcUnaryPath>();
   // Interceptors run inside connect-es's pipeline only: with any, every call stays there.
   if (opt.interceptors.length > 0) return paths;
-  for (const { service, impl } of options.services) {
+  for (const { service, impl, decoders } of options.services) {
     for (const method of service.methods) {
       const fn = (impl as Record<string, unknown>)[method.localName];
       if (method.methodKind !== "unary" || typeof fn !== "function") continue;
       const call = fn.bind(impl) as UnaryImpl;
-      paths.set(`/${service.typeName}/${method.name}`, unaryPath(method, call, opt, options));
+      const decoder = decoders?.[method.localName];
+      paths.set(`/${service.typeName}/${method.name}`, unaryPath(method, call, opt, options, decoder));
     }
   }
   return paths;
@@ -85,14 +89,20 @@ export function createGrpcUnaryPaths(options: GrpcUnaryOptions): Map<string, Grp
 
 type HandlerOptions = ReturnType<typeof validateUniversalHandlerOptions>;
 
+/**
+ * The fast path of one method. With `decoder` (the method's own, bound-service.ts), the message is
+ * decoded by it, which also judges it, instead of by the binary screen and connect-es's parser.
+ */
 function unaryPath(
   method: DescMethod,
   call: UnaryImpl,
   opt: HandlerOptions,
   options: GrpcUnaryOptions,
+  decoder: ((bytes: Uint8Array) => unknown) | undefined,
 ): GrpcUnaryPath {
   const serialization = createMethodSerializationLookup(method, opt.binaryOptions, opt.jsonOptions, opt);
   const input = serialization.getI(true);
+  const parse = decoder ?? ((data: Uint8Array) => input.parse(data));
   const output = serialization.getO(true);
   const rpc = `${method.parent.typeName}/${method.name}`;
   return (req, res) => {
@@ -121,12 +131,14 @@ function unaryPath(
       if (compression.error) throw compression.error;
       if (timeout.error) throw timeout.error;
       const body = await readRequestBody(req, options.bodyMaxBytes);
-      const problem = await findRpcBodyProblem(method.input, req.headers, body, options.bodyMaxBytes);
-      if (problem) throw problemError(problem);
+      if (decoder === undefined) {
+        const problem = await findRpcBodyProblem(method.input, req.headers, body, options.bodyMaxBytes);
+        if (problem) throw problemError(problem);
+      }
       const message = await unaryRequestMessage(body, {
         readMaxBytes: opt.readMaxBytes,
         compression: compression.request,
-        parse: (data) => input.parse(data),
+        parse,
       });
       const result = await call(message, call$.ctx);
       const bytes = output.serialize(create(method.output as DescMessage, result as never));

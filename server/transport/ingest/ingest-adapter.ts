@@ -7,7 +7,7 @@
  * - `POST /api/v1/runs/batch`: `{post: [...], patch: [...]}` (the SDK's fallback)
  * - `POST /api/v1/runs`, `PATCH /api/v1/runs/{run_id}`: one run (SDK without auto-batching)
  *
- * Bodies may be gzip-compressed (`Content-Encoding: gzip`). Success is 202 `{}`; errors are
+ * Bodies may be compressed (`Content-Encoding: gzip` or `zstd`). Success is 202 `{}`; errors are
  * `{"detail": ...}`. Not served at the root: the Agent Server API owns `/runs/...` there.
  */
 import { Code, ConnectError } from "@connectrpc/connect";

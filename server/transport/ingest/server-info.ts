@@ -1,7 +1,8 @@
 /**
  * The body of `GET /api/v1/info`, which the `langsmith` SDKs read before their first flush. The SDKs
  * act on `batch_ingest_config` (multipart or batch endpoint, batch limits) and `instance_flags`
- * (`gzip_body_enabled` makes the JS SDK gzip its multipart stream, which we decode).
+ * (`gzip_body_enabled` and `zstd_compression_enabled` make the SDKs compress their multipart
+ * bodies, gzip or zstd, which we decode).
  */
 export interface ServerInfo {
   version: string;
@@ -35,7 +36,7 @@ export const LANGSMITH_API_VERSION = "0.16.0";
 
 /**
  * The server info. Values other than the flags are LangSmith's defaults; the flags say which
- * optional features we serve (gzip bodies) and which we do not.
+ * optional features we serve (gzip and zstd bodies) and which we do not.
  */
 export function serverInfo(): ServerInfo {
   return {
@@ -51,8 +52,8 @@ export function serverInfo(): ServerInfo {
     },
     instance_flags: {
       gzip_body_enabled: true,
-      // The Python SDK's zstd bodies need Node's zstd (22.15+); we run on Node 20.
-      zstd_compression_enabled: false,
+      // langsmith 0.12 (JS on Node 22.15+, where zlib has zstd) and the Python SDK then send zstd.
+      zstd_compression_enabled: true,
       dataset_examples_multipart_enabled: false,
       examples_multipart_enabled: false,
     },
