@@ -51,9 +51,9 @@ describe("runKwargsOf", () => {
   });
 
   it("keeps keys it does not know, both ways", () => {
-    const read = runKwargsOf({ ...runKwargsJson(kwargs), protocol: { version: 2 } });
-    expect(read.extra).toEqual({ protocol: { version: 2 } });
-    expect(runKwargsJson(read).protocol).toEqual({ version: 2 });
+    const read = runKwargsOf({ ...runKwargsJson(kwargs), future_option: { version: 2 } });
+    expect(read.extra).toEqual({ future_option: { version: 2 } });
+    expect(runKwargsJson(read).future_option).toEqual({ version: 2 });
   });
 
   it.each([

@@ -50,7 +50,7 @@ const cases: [string, Buffer[], Record<string, string>, unknown][] = [
     { "content-encoding": "br" },
     refused(
       unsupportedEncodingError(
-        'Content-Encoding "br" is not supported; send the body uncompressed or with gzip',
+        'Content-Encoding "br" is not supported; send the body uncompressed, with gzip or with zstd',
       ),
     ),
   ],
