@@ -3,8 +3,11 @@
  * processes: an API process (role api, in this process) takes the requests and a worker process
  * (role worker, a child process) on the same database executes and traces the runs. A run created
  * with a personal key counts under that key and its user, one created with a service key under
- * that key and no user, and a cron's runs under the key that created the cron (fired by a second
- * worker, in this process, whose clock the test moves). Runs and crons go through the official
+ * that key and no user, and a cron's runs under the key that created the cron: the cron is created
+ * through the API process, whose clock the test holds, and once the worker process has stopped a
+ * second worker (in this process, on the same clock) fires and executes its run. The worker process
+ * stops first because a cron tick is one job that any worker may take, and one on the real clock
+ * would find nothing due. Runs and crons go through the official
  * `@langchain/langgraph-sdk`; usage is read back through the REST API.
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -16,7 +19,7 @@ import { type AgentplaneProcess, startAgentplaneProcess } from "../support/agent
 import { RUNS_GRAPHS, sdkClient, waitFor } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
-/** The cron clock of both processes; the cron's first time is 10:05. */
+/** The cron clock of the API process and the ticking worker; the cron's first time is 10:05. */
 const clock: Clock & { at: Date } = { at: new Date("2032-06-01T10:00:00.000Z"), now: () => clock.at };
 const HOUR_MS = 3_600_000;
 
@@ -62,7 +65,7 @@ async function serviceKey(): Promise<{ key: string; shortKey: string }> {
 }
 
 beforeAll(async () => {
-  api = await startTestApp({ graphConfigPath: RUNS_GRAPHS, role: "api" });
+  api = await startTestApp({ graphConfigPath: RUNS_GRAPHS, role: "api" }, { hooks: { clock } });
   dataDir = await mkdtemp(join(tmpdir(), "agentplane-usage-runs-"));
   worker = await startAgentplaneProcess({
     AGENTPLANE_ROLE: "worker",
@@ -99,7 +102,10 @@ it("counts each agent run's trace under the key and user that created the run, c
     onRunCompleted: "keep",
   });
   expect(cron.cron_id).toBeTruthy();
-  // The cron fires on a second worker's tick, at its clock's 10:05; either worker executes the run.
+  expect(cron.next_run_date).toBe("2032-06-01T10:05:00.000Z");
+  // The cron fires on a second worker's tick, at its clock's 10:05, and that worker executes the run.
+  worker.child.kill("SIGTERM");
+  await worker.exited;
   ticker = await startTestApp(
     {
       graphConfigPath: RUNS_GRAPHS,
