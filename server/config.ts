@@ -13,7 +13,7 @@ import {
   parseSystemAssistantDefaults,
   type SystemAssistantDefaults,
 } from "./runtime/system-assistant-defaults.js";
-import { type AesSettings, parseAesSettings } from "./store/stored-data-cipher.js";
+import { type AesSettings, parseAesSettings } from "./store/crypto/stored-data-cipher.js";
 
 /** The parts of the product one process runs. */
 export type ProcessRole = "all" | "api" | "worker";

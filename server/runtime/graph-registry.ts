@@ -3,7 +3,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseCheckpointSaver, BaseStore, Pregel } from "@langchain/langgraph";
 import type { Logger } from "../logger.js";
 import type { AssistantSettings } from "./assistant-settings.js";
-import { exampleGraphConfig } from "./example/example-config.js";
+import { exampleGraphConfig } from "./bundled-example-config.js";
 import {
   findGraphConfigFile,
   type GraphConfig,

@@ -1,6 +1,7 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import type { ThreadBatches } from "../../store/thread-batches.js";
-import type { JsonObject, ThreadKey, ThreadRecord } from "../../store/thread-store.js";
+import type { ThreadKey, ThreadRecord } from "../../store/agents/thread-store.js";
+import type { ThreadBatches } from "../../store/batching/thread-batches.js";
+import type { JsonObject } from "../../store/json-value.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { requireUuid } from "../request-validation.js";
 
