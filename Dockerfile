@@ -1,4 +1,4 @@
-# agentplane in a container: the commands are the README's ("Running in production").
+# agentplane in a container: the commands are docs/operations.md's ("In a container").
 #   docker build -t agentplane .
 #   docker run --init -p 2024:2024 -v agentplane-data:/data agentplane
 # Without DATABASE_URL the server runs its embedded Postgres under /data; set DATABASE_URL to use

@@ -26,9 +26,9 @@ export interface TransportOptions {
 
 /**
  * How deep protobuf-es may recurse reading answers. The server accepts JSON values nested 128
- * levels (README, "Input limits") and hands them back; protobuf-es counts up to one step per level
- * in JSON and two in binary (a Value holding a Struct), past its default of 100. The margins match
- * the server's own decoder settings.
+ * levels (docs/api.md, "Input limits") and hands them back; protobuf-es counts up to one step per
+ * level in JSON and two in binary (a Value holding a Struct), past its default of 100. The margins
+ * match the server's own decoder settings.
  */
 const RECURSION_LIMITS = { json: 128 + 8, binary: 2 * 128 + 16 } as const;
 

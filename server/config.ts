@@ -1,6 +1,6 @@
 /**
  * The environment contract of one process: every setting, its default and its validation. Kept in
- * one file past the usual size on purpose: it is read beside the README's configuration table, and
+ * one file past the usual size on purpose: it is read beside docs/configuration.md's table, and
  * `loadConfig` reports every problem at once, which splitting it would scatter.
  */
 import { isIP } from "node:net";
@@ -317,7 +317,8 @@ const DEFAULT_POOL_MAX = 10;
 const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 /**
  * 30 s: the LangGraph JS server's default. Reading an `Annotation` graph's types takes 5-10 s on a
- * 2-core machine when its tsconfig sets `skipLibCheck` (measured; see the README).
+ * 2-core machine when its tsconfig sets `skipLibCheck` (measured: docs/benchmarks.md, "Graph
+ * schemas").
  */
 const DEFAULT_SCHEMA_RESOLVE_TIMEOUT_MS = 30_000;
 /** One hour: far beyond any real extraction; a bound so a typo cannot mean "never give up". */

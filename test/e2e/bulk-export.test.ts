@@ -181,7 +181,7 @@ describe("a one-off export", () => {
     const types = await duckdb(
       `select column_name, column_type from (describe select * from read_parquet('${parquet[0]?.path}', hive_partitioning = false))`,
     );
-    // In this order (the README lists it): the columns of every file, with their types.
+    // In this order (docs/bulk-export.md lists it): the columns of every file, with their types.
     expect(types.map((r) => [r.column_name, r.column_type])).toEqual([
       ["id", "VARCHAR"],
       ["tenant_id", "VARCHAR"],

@@ -76,7 +76,7 @@ describe("schemas (items 3 and 9)", () => {
     for (const graph of ["trip", "chat", "dynamic", "notes", "inbox"] as const)
       expect.soft(ours[graph].schemas, graph).toEqual(js.schemas[graph].schemas);
     // Subgraphs: the same schemas, under the OpenAPI spec's names (state_schema…) where the JS
-    // server answers its internal ones (state…); see the README's Agent Server section.
+    // server answers its internal ones (state…); see docs/agent-server.md, "Schemas".
     for (const graph of SCHEMA_GRAPHS)
       expect
         .soft(ours[graph].subgraphs, graph)

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { build, transform } from "esbuild";
+import { build } from "esbuild";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { launchTestBrowser, type TestBrowser } from "../support/chromium.js";
 import {
@@ -22,6 +22,7 @@ import {
   type DocSample,
   docSamples,
   runnableSample,
+  runSamplesInNode,
   type SampleResult,
   sampleProblems,
 } from "../support/doc-samples.js";
@@ -226,33 +227,7 @@ await ap.agents.runs.createRun({ assistantId: "agent", streamMode: ["valuez"] })
 it(
   "runs every sample of the documents in Node",
   async () => {
-    await writeFile(
-      join(app, "run-sample.mjs"),
-      `import { pathToFileURL } from "node:url";
-${CHECK_HARNESS}
-let error;
-try {
-  await import(pathToFileURL(process.argv[2]).href);
-} catch (e) {
-  error = String(e?.stack ?? e);
-}
-console.log("__RESULT__" + JSON.stringify({ checks: globalThis.__checks, ...(error ? { error } : {}) }));
-`,
-    );
-    const problems: string[] = [];
-    for (const [i, sample] of samples.entries()) {
-      const file = join(app, `run-${i + 1}.mjs`);
-      const { code } = await transform(runnableSample(sample, t.baseUrl), { loader: "ts", format: "esm" });
-      await writeFile(file, code);
-      const { stdout } = await run(process.execPath, ["run-sample.mjs", file], {
-        cwd: app,
-        env: { ...process.env, AGENTPLANE_API_KEY: t.adminKey },
-      });
-      const line = stdout.split("\n").find((l) => l.startsWith("__RESULT__"));
-      problems.push(
-        ...sampleProblems(sample, line ? (JSON.parse(line.slice(10)) as SampleResult) : undefined),
-      );
-    }
+    const problems = await runSamplesInNode(samples, { dir: app, baseUrl: t.baseUrl, apiKey: t.adminKey });
     expect(problems).toEqual([]);
   },
   SAMPLES_TIMEOUT_MS,

@@ -5,6 +5,15 @@
  * whether the expression's value equals the expected one (a JavaScript expression, compared as
  * canonical JSON). A sample passes when it ends without an error and every check ran and held.
  */
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { transform } from "esbuild";
+
+const run = promisify(execFile);
+/** A sample's output is a few lines; a generous bound so a chatty one still reports its result. */
+const SAMPLE_OUTPUT_LIMIT_BYTES = 16 * 1024 * 1024;
 
 /** One ```ts block of a document. */
 export interface DocSample {
@@ -103,5 +112,54 @@ export function sampleProblems(sample: DocSample, result: SampleResult | undefin
   if (result.error) problems.push(`${sample.name} failed: ${result.error}`);
   else if (result.checks.length !== sample.checks)
     problems.push(`${sample.name} ran ${result.checks.length} of its ${sample.checks} checks`);
+  return problems;
+}
+
+/** What {@link runSamplesInNode} needs: where to write, and the server the samples call. */
+export interface NodeSampleRun {
+  /** A folder whose `node_modules` resolves the packages the samples import. */
+  readonly dir: string;
+  /** Replaces the documents' `http://127.0.0.1:2024`. */
+  readonly baseUrl: string;
+  /** Given to the samples as `AGENTPLANE_API_KEY`, as the documents tell users to set it. */
+  readonly apiKey: string;
+}
+
+/**
+ * Runs each sample as a Node ESM program of its own (TypeScript stripped by esbuild) from `dir`,
+ * one after another, and answers the problems of all of them ({@link sampleProblems}); empty when
+ * every sample ended without an error and every check held.
+ */
+export async function runSamplesInNode(samples: DocSample[], options: NodeSampleRun): Promise<string[]> {
+  const runner = join(options.dir, "run-sample.mjs");
+  await writeFile(
+    runner,
+    `import { pathToFileURL } from "node:url";
+${CHECK_HARNESS}
+let error;
+try {
+  await import(pathToFileURL(process.argv[2]).href);
+} catch (e) {
+  error = String(e?.stack ?? e);
+}
+console.log("__RESULT__" + JSON.stringify({ checks: globalThis.__checks, ...(error ? { error } : {}) }));
+`,
+  );
+  const problems: string[] = [];
+  for (const [i, sample] of samples.entries()) {
+    const file = join(options.dir, `run-${i + 1}.mjs`);
+    const { code } = await transform(runnableSample(sample, options.baseUrl), {
+      loader: "ts",
+      format: "esm",
+    });
+    await writeFile(file, code);
+    const { stdout } = await run(process.execPath, [runner, file], {
+      cwd: options.dir,
+      env: { ...process.env, AGENTPLANE_API_KEY: options.apiKey },
+      maxBuffer: SAMPLE_OUTPUT_LIMIT_BYTES,
+    });
+    const line = stdout.split("\n").find((l) => l.startsWith("__RESULT__"));
+    problems.push(...sampleProblems(sample, line ? (JSON.parse(line.slice(10)) as SampleResult) : undefined));
+  }
   return problems;
 }

@@ -12,8 +12,8 @@
  * A scope costs about 0.45 ms of CPU per request (begin, the scope and commit: three statements
  * more), measured with bench:ingest. That is noise beside a page of runs, an ingest batch or a
  * usage query, and is paid there; it would be a third of a read of one run by id, whose only
- * condition is the workspace and the key, so that read runs {@link unconfined} (README, "Tenant
- * isolation").
+ * condition is the workspace and the key, so that read runs {@link unconfined} (docs/operations.md,
+ * "Tenant isolation").
  */
 
 import { pipelinedTransaction } from "../batching/pipelined-transaction.js";

@@ -31,8 +31,8 @@ export function validateFilter(text: string): RunCondition {
  * names must exist, functions must suit the field (`gt` only on times and numbers, `has` only on
  * tags and metadata), values must have the field's type (UUIDs, ISO timestamps, numbers, durations
  * for latency, the statuses). Key/value comparisons that sit directly in one `and(...)` describe the
- * same entry when the `and` holds a value comparison of that family (see README, "Run filters").
- * Throws {@link FilterError} at the offending node.
+ * same entry when the `and` holds a value comparison of that family (see docs/tracing.md, "Run
+ * filters"). Throws {@link FilterError} at the offending node.
  */
 export function checkFilter(expression: FilterExpression): RunCondition {
   switch (expression.kind) {

@@ -295,7 +295,7 @@ function adapterOperation(
       ),
     };
   } else {
-    responses.default = { description: "See the README." };
+    responses.default = { description: "See the documents in docs/." };
   }
   const operation: Operation = {
     tags: [described.tag],

@@ -1,6 +1,6 @@
 /**
  * The limits every request is held to, on every protocol, before any handler or SQL sees it. The
- * README's "Input limits" section states them for users.
+ * "Input limits" section of docs/api.md states them for users.
  */
 
 /**

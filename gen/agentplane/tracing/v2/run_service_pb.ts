@@ -52,7 +52,7 @@ export type QueryRunsRequest = Message<"agentplane.tracing.v2.QueryRunsRequest">
   maxStartTime?: Timestamp | undefined;
 
   /**
-   * Filter expression every returned run must match (see README, "Run filters").
+   * Filter expression every returned run must match (see docs/tracing.md, "Run filters").
    *
    * @generated from field: optional string filter = 5;
    */
