@@ -135,8 +135,10 @@ describe("embedded Postgres under a running server", () => {
   }, async () => {
     // The postmaster and every backend: queries on open connections hang too, not only new ones.
     const pid = await postmasterPidOf(dataDir);
+    // The postmaster first: stopped, it forks no backend after its children are listed.
+    process.kill(pid, "SIGSTOP");
     const cluster = [pid, ...(await childrenOf(pid))];
-    for (const p of cluster) process.kill(p, "SIGSTOP");
+    for (const p of cluster.slice(1)) process.kill(p, "SIGSTOP");
     try {
       // A call made as Postgres freezes ends once the monitor notices (a check every 2 s, failing
       // after two attempts that time out after 3 s each).
@@ -183,8 +185,10 @@ describe("embedded Postgres under a running server", () => {
     timeout: 90_000,
   }, async () => {
     const pid = await postmasterPidOf(dataDir);
+    // The postmaster first: stopped, it forks no backend after its children are listed.
+    process.kill(pid, "SIGSTOP");
     const cluster = [pid, ...(await childrenOf(pid))];
-    for (const p of cluster) process.kill(p, "SIGSTOP");
+    for (const p of cluster.slice(1)) process.kill(p, "SIGSTOP");
     await expect.poll(async () => (await checkDb()).status, { timeout: 20_000, interval: POLL_MS }).toBe(503);
 
     const started = performance.now();
