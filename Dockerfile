@@ -14,8 +14,8 @@ ENV NODE_ENV=production \
 # Dependencies first, so that a code change does not reinstall them. The SDK is a workspace.
 COPY package.json package-lock.json ./
 COPY sdk/package.json sdk/
-# The postinstall step repairs the postgres.js driver (see the script).
-COPY scripts/ scripts/
+# The postinstall step repairs the postgres.js driver (see the script); start-up checks it did.
+COPY server/patches/postgres-driver-repair.mjs server/patches/
 RUN npm ci --omit=dev && npm cache clean --force
 
 COPY . .

@@ -14,7 +14,7 @@
  * callback handler, a no-op one (LangChain's callback machinery alone) and agentplane's run tracer
  * (its records built and buffered; the sink takes them and writes nothing, so this is the work done
  * inside the run, not the ingest after it). Each twice, with LangChain's own `CallbackManager.copy`
- * and with the linear copy the server installs (server/runtime/callback-manager-copy.ts).
+ * and with the linear copy the server installs (server/patches/langchain-callback-manager-copy.ts).
  *
  *   npm run bench:run-floor -- [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 3]
  */
@@ -28,7 +28,7 @@ import { createLogger } from "../server/logger.js";
 import {
   libraryCallbackManagerCopy,
   linearCallbackManagerCopy,
-} from "../server/runtime/callback-manager-copy.js";
+} from "../server/patches/langchain-callback-manager-copy.js";
 import { PostgresCheckpointer } from "../server/runtime/postgres-checkpointer.js";
 import { createRunTracing } from "../server/runtime/run-tracer.js";
 import { createSql } from "../server/store/db.js";

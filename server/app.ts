@@ -25,6 +25,8 @@ import { scheduleStoreTtlSweep } from "./jobs/store-ttl-sweep-job.js";
 import { scheduleThreadTtlSweep } from "./jobs/thread-ttl-sweep-job.js";
 import { createWebhookDeliveryJob } from "./jobs/webhook-delivery-job.js";
 import { type Logger, writesAt } from "./logger.js";
+import { applyDependencyPatches } from "./patches/dependency-patches.js";
+import { installQueryContextTags } from "./patches/postgres-query-context-tags.js";
 import { loadCustomAuth } from "./runtime/custom-auth-module.js";
 import { loadCustomEncryption } from "./runtime/custom-encryption-module.js";
 import type { AuthConfig } from "./runtime/graph-config-auth.js";
@@ -49,14 +51,17 @@ import { createHeapDumper } from "./services/system/heap-dump.js";
 import { createLogLevelControl } from "./services/system/log-level-control.js";
 import { createSystemService } from "./services/system/system-service.js";
 import { createCustomDataCipher } from "./store/crypto/custom-data-cipher.js";
-import { scopedHandler, withEncryptionScope } from "./store/crypto/encryption-scope.js";
+import {
+  currentEncryptionContext,
+  scopedHandler,
+  withEncryptionScope,
+} from "./store/crypto/encryption-scope.js";
 import { createSecretBox, loadSecretKey } from "./store/crypto/secret-box.js";
 import { createAesDataCipher } from "./store/crypto/stored-data-cipher.js";
 import { checkConnectable, createSql, type Sql, storedCipherOf } from "./store/db.js";
 import { listenForIdentityChanges } from "./store/iam/identity-changes.js";
 import { migrate } from "./store/migrate.js";
 import { startEmbeddedPostgres } from "./store/postgres/embedded-postgres.js";
-import { installQueryContextTags } from "./store/postgres/query-context-tags.js";
 import { explainUnstorableInput } from "./store/unstorable-input.js";
 import { createIngestRunTracing } from "./tracing/ingest-run-tracing.js";
 import { createIngestService } from "./tracing/ingest-service.js";
@@ -120,6 +125,8 @@ export interface AppHooks {
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}): Promise<App> {
+  // Before anything uses a dependency: a patch that did not apply stops the start here, by name.
+  await applyDependencyPatches(log);
   const cleanups: { step: string; run: () => Promise<void>; extraMs: number }[] = [];
   // `extraMs`: time this step may take beyond the shared grace (running runs get the background
   // grace); only the time it really took moves the deadline of the steps after it.
@@ -193,7 +200,7 @@ export async function startApp(config: Config, log: Logger, hooks: AppHooks = {}
         ? createAesDataCipher(config.aes)
         : customEncryption && createCustomDataCipher(customEncryption, log),
     });
-    if (customEncryption) installQueryContextTags(sql);
+    if (customEncryption) installQueryContextTags(sql, currentEncryptionContext);
     const gate = createDatabaseGate();
     // Queries still running after the drain get a few seconds; during an outage nothing will finish.
     onStop("database pool", () => sql.end({ timeout: gate.open() ? POOL_END_SECONDS : 0 }));

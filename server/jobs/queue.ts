@@ -1,10 +1,14 @@
-import { createRequire } from "node:module";
 import { Code, ConnectError } from "@connectrpc/connect";
 import PgBoss from "pg-boss";
+import {
+  applyPgBossManagerPatch,
+  observeManagerFetches,
+  reportCompletionWriteFailures,
+} from "../patches/pg-boss-manager.js";
 import type { Queryable, Sql } from "../store/db.js";
 import type { JobDefinition } from "./job-definition.js";
 import { createPgBossDb, createTransactionPgBossDb, type PgBossDb } from "./pg-boss-db.js";
-import { createWorkerLiveness, observeFetches, type WorkerLoopStatus } from "./worker-liveness.js";
+import { createWorkerLiveness, type WorkerLoopStatus } from "./worker-liveness.js";
 
 /** Severity of a queue log line. */
 export type QueueLogLevel = "debug" | "info" | "warn" | "error";
@@ -178,39 +182,6 @@ function trackQueries(db: PgBossDb): TrackedDb {
   };
 }
 
-/**
- * pg-boss 10's worker (src/manager.js, `onFetch`) records a finished job with `this.complete()` or
- * `this.fail()` without awaiting either, so when Postgres drops out at that moment the rejection is
- * unhandled and Node ends the process. Both methods live on its internal Manager class, which the
- * PgBoss facade keeps in a private field, so the patch goes on the class's prototype, once per
- * process: each returned promise gets a handler that logs (callers that await it still see the
- * error). A job whose outcome could not be written stays active and is retried after its
- * `expireInSeconds`, so nothing is lost; handlers are idempotent.
- */
-let completionWritesObserved = false;
-let completionLog: QueueLog = () => {};
-function observeCompletionWrites(log: QueueLog): void {
-  completionLog = log;
-  if (completionWritesObserved) return;
-  completionWritesObserved = true;
-  const manager = createRequire(import.meta.url)("pg-boss/src/manager.js") as {
-    prototype: Record<"complete" | "fail", (...args: unknown[]) => Promise<unknown>>;
-  };
-  for (const name of ["complete", "fail"] as const) {
-    const original = manager.prototype[name];
-    manager.prototype[name] = function (this: unknown, ...args: unknown[]) {
-      const written = original.apply(this, args);
-      written.catch((error: unknown) =>
-        completionLog("warn", `could not record a job's outcome (${name}); it is retried after it expires`, {
-          queue: args[0],
-          error: error instanceof Error ? error.message : String(error),
-        }),
-      );
-      return written;
-    };
-  }
-}
-
 /** Creates the queue; no I/O happens before {@link Queue.start}. */
 export function createQueue(options: QueueOptions): Queue {
   const { sql, log, runWorkers } = options;
@@ -246,7 +217,14 @@ export function createQueue(options: QueueOptions): Queue {
   boss.on("error", (error: Error & { queue?: string; worker?: string }) => {
     log("error", "job queue error", { error: error.message, queue: error.queue, worker: error.worker });
   });
-  observeCompletionWrites(log);
+  // The queue cannot run safely without it (server/patches/pg-boss-manager.ts); applying is idempotent.
+  applyPgBossManagerPatch();
+  reportCompletionWriteFailures((method, queue, error) =>
+    log("warn", `could not record a job's outcome (${method}); it is retried after it expires`, {
+      queue,
+      error: error instanceof Error ? error.message : String(error),
+    }),
+  );
 
   let state: "new" | "started" | "stopping" | "stopped" = "new";
   const workerIds = new Map<string, string[]>();
@@ -323,7 +301,7 @@ export function createQueue(options: QueueOptions): Queue {
   async function startWorkers(): Promise<void> {
     const listener = await sql.listen(JOBS_CHANNEL, wake, wakeAll);
     unlisten = listener.unlisten;
-    observeFetches(tracked.db, liveness.fetched);
+    observeManagerFetches(tracked.db, liveness.fetched);
     for (const job of registry.values()) {
       liveness.started(job.name);
       const ids: string[] = [];

@@ -1,5 +1,3 @@
-import { createRequire } from "node:module";
-
 /** How the worker loops of one queue are doing in this process. */
 export interface WorkerLoopStatus {
   /** The queue (job name). */
@@ -63,33 +61,5 @@ export function createWorkerLiveness(stallAfterMs: number): WorkerLiveness {
         return { queue, idleMs, batches: loop.batches, alive: loop.batches > 0 || quietMs <= stallAfterMs };
       });
     },
-  };
-}
-
-/** Where each pg-boss instance's fetches are reported, keyed by the `db` object it was built with. */
-const fetchObservers = new WeakMap<object, (queue: string) => void>();
-let fetchesObserved = false;
-
-/**
- * Calls `onFetched(queue)` after every fetch of the pg-boss instance built with `db`. pg-boss 10
- * keeps its worker loops (and their last fetch times) in its internal Manager, which the PgBoss
- * facade does not expose; a loop fetches through the Manager's `fetch` method, so the observation
- * goes on that class's prototype, once per process, and finds the instance's observer by the `db`
- * the Manager holds (see also queue.ts, which observes completion writes the same way).
- */
-export function observeFetches(db: object, onFetched: (queue: string) => void): void {
-  fetchObservers.set(db, onFetched);
-  if (fetchesObserved) return;
-  fetchesObserved = true;
-  const manager = createRequire(import.meta.url)("pg-boss/src/manager.js") as {
-    prototype: { fetch: (this: { db: object }, name: string, ...rest: unknown[]) => Promise<unknown> };
-  };
-  const original = manager.prototype.fetch;
-  manager.prototype.fetch = async function (this: { db: object }, name: string, ...rest: unknown[]) {
-    try {
-      return await original.call(this, name, ...rest);
-    } finally {
-      fetchObservers.get(this.db)?.(name);
-    }
   };
 }

@@ -1,7 +1,6 @@
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import { Command, Send } from "@langchain/langgraph";
-import { installLinearCallbackManagerCopy } from "./callback-manager-copy.js";
 import type { CompiledGraph } from "./graph-registry.js";
 import type { RunCommand, RunKwargs } from "./run-kwargs.js";
 import {
@@ -11,9 +10,6 @@ import {
   type RunStreamEvent,
   streamsSubgraphs,
 } from "./run-stream-modes.js";
-
-// Runs with callbacks (tracing, the callback event stream) copy a callback manager per runnable.
-installLinearCallbackManagerCopy();
 
 /** One execution (attempt) of a run. */
 export interface RunExecution {

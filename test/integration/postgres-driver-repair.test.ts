@@ -1,5 +1,5 @@
 /**
- * The postgres.js driver as `npm install` leaves it (scripts/patch-postgres-driver.mjs): a connection
+ * The postgres.js driver as `npm install` leaves it (server/patches/postgres-driver-repair.mjs): a connection
  * whose backend dies must fail its queries with CONNECTION_CLOSED, never throw from a timer and take
  * the process down. Run in a child process, since the unrepaired driver kills the process it is in.
  */

@@ -1,4 +1,4 @@
-import { pinSubmittedContext } from "../postgres/query-context-tags.js";
+import { pinSubmittedContext } from "../../patches/postgres-query-context-tags.js";
 
 /**
  * Turns many concurrent one-row statements into a few statements of many rows.

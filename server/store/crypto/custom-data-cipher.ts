@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
-import { contextOfDocument } from "../postgres/query-context-tags.js";
+import { contextOfDocument } from "../../patches/postgres-query-context-tags.js";
 import { currentEncryptionContext, type EncryptionContextValue } from "./encryption-scope.js";
 import { isObject, RESERVED_JSON_KEYS, type StoredDataCipher, toJsonable } from "./stored-data-cipher.js";
 

@@ -1,6 +1,9 @@
 /**
- * Repairs a crash in the postgres.js driver (3.4.9, the latest release), run by `npm install` as
- * this package's postinstall step.
+ * Repairs a crash in the postgres.js driver (3.4.9, the latest release): a repair of the driver's
+ * files on disk (its fixes are inside closures no runtime patch can reach), run by `npm install` as
+ * this package's postinstall step (`node server/patches/postgres-driver-repair.mjs`), and checked at
+ * start-up by {@link postgresDriverRepairState} (server/patches/dependency-patches.ts), which stops
+ * the server when an install skipped it (`npm install --ignore-scripts`).
  *
  * The driver defers small writes to a `setImmediate` and, when the connection's socket closes,
  * clears that timer without forgetting it. When Postgres drops connections (a crash, a restart,
@@ -19,9 +22,11 @@
  * Idempotent. It fails the install when the driver's code no longer reads as expected, so that a
  * driver upgrade is checked against this repair instead of silently losing it.
  */
+import { realpathSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** Marks a file this script already repaired. */
 const MARKER = "/* agentplane: write-after-close repair */";
@@ -60,27 +65,63 @@ const POOL_REPAIRS = [
 ];
 
 const require = createRequire(import.meta.url);
-// The package exports no package.json: its CommonJS entry is cjs/src/index.js under the root.
-const root = join(dirname(require.resolve("postgres")), "..", "..");
-const version = JSON.parse(await readFile(join(root, "package.json"), "utf8")).version;
 
-const FILES = ["src", join("cjs", "src")].flatMap((dir) => [
-  { file: join(root, dir, "connection.js"), repairs: CONNECTION_REPAIRS },
-  { file: join(root, dir, "index.js"), repairs: POOL_REPAIRS },
-]);
+/**
+ * Where the driver is installed: the package exports no package.json, and its CommonJS entry is
+ * cjs/src/index.js under the root.
+ */
+const INSTALLED_ROOT = join(dirname(require.resolve("postgres")), "..", "..");
 
-for (const { file, repairs } of FILES) {
-  let code = await readFile(file, "utf8");
-  if (code.includes(MARKER)) continue;
-  for (const repair of repairs) {
-    if (code.split(repair.from).length !== 2) {
-      console.error(
-        `postgres ${version}: ${file} no longer has the code this repair expects (${repair.what}); ` +
-          "check whether the driver fixed the write-after-close crash and update scripts/patch-postgres-driver.mjs",
-      );
-      process.exit(1);
+/** The driver's files this repair edits, each with its repairs, and the driver's version. */
+async function driverFiles(root) {
+  const version = JSON.parse(await readFile(join(root, "package.json"), "utf8")).version;
+  const files = ["src", join("cjs", "src")].flatMap((dir) => [
+    { file: join(root, dir, "connection.js"), repairs: CONNECTION_REPAIRS },
+    { file: join(root, dir, "index.js"), repairs: POOL_REPAIRS },
+  ]);
+  return { version, files };
+}
+
+/**
+ * Which of the driver's files lack the repair: an empty list when every file is repaired.
+ * @param {string} [root] the driver's package folder; the installed one by default
+ * @returns {Promise<{ version: string, unrepaired: string[] }>}
+ */
+export async function postgresDriverRepairState(root = INSTALLED_ROOT) {
+  const { version, files } = await driverFiles(root);
+  const unrepaired = [];
+  for (const { file } of files) if (!(await readFile(file, "utf8")).includes(MARKER)) unrepaired.push(file);
+  return { version, unrepaired };
+}
+
+/**
+ * Repairs every driver file not yet repaired; throws, naming the repair, when the driver's code no
+ * longer reads as this repair expects.
+ * @param {string} [root] the driver's package folder; the installed one by default
+ * @returns {Promise<void>}
+ */
+export async function repairPostgresDriver(root = INSTALLED_ROOT) {
+  const { version, files } = await driverFiles(root);
+  for (const { file, repairs } of files) {
+    let code = await readFile(file, "utf8");
+    if (code.includes(MARKER)) continue;
+    for (const repair of repairs) {
+      if (code.split(repair.from).length !== 2)
+        throw new Error(
+          `postgres ${version}: ${file} no longer has the code this repair expects (${repair.what}); ` +
+            "check whether the driver fixed the write-after-close crash and update server/patches/postgres-driver-repair.mjs",
+        );
+      code = code.replace(repair.from, repair.to);
     }
-    code = code.replace(repair.from, repair.to);
+    await writeFile(file, code);
   }
-  await writeFile(file, code);
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    await repairPostgresDriver();
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
 }

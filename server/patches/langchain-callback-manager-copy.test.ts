@@ -6,7 +6,7 @@ import {
   isCheckedLibraryCopy,
   libraryCallbackManagerCopy,
   linearCallbackManagerCopy,
-} from "./callback-manager-copy.js";
+} from "./langchain-callback-manager-copy.js";
 
 class Named extends BaseCallbackHandler {
   constructor(readonly name: string) {

@@ -1,5 +1,19 @@
 import type postgres from "postgres";
-import { currentEncryptionContext, type EncryptionContextValue } from "../crypto/encryption-scope.js";
+
+/**
+ * A patch of the postgres.js driver's `Query.prototype.handle` (the method that sends an awaited
+ * query), installed when custom encryption at rest is on. The driver has no hook between issuing a
+ * query and serializing its parameters (upstream: porsager/postgres serializes in the connection's
+ * socket callbacks), so nothing else can tell the serializer whose query a document belongs to.
+ * Installed once per process by {@link installQueryContextTags}, which checks the driver still has
+ * what it wraps and throws, naming the patch, when it does not.
+ */
+
+/** The name start-up reports this patch by. */
+export const QUERY_CONTEXT_TAGS_PATCH = "postgres Query.prototype.handle (encryption context tags)";
+
+/** An encryption context (store/crypto/encryption-scope.ts): the JSON object of the caller's context. */
+export type DocumentContext = Readonly<Record<string, unknown>>;
 
 /**
  * The encryption context of the JSON documents handed to queries, by document. The driver
@@ -9,16 +23,16 @@ import { currentEncryptionContext, type EncryptionContextValue } from "../crypto
  * is taken when the query is issued, which always happens in the caller's context, and pinned to
  * each document it carries; the JSON serializer looks it up here ({@link contextOfDocument}).
  */
-const documentContexts = new WeakMap<object, EncryptionContextValue | null>();
+const documentContexts = new WeakMap<object, DocumentContext | null>();
 /**
  * The context of documents submitted to a coalescer (store/batching/coalescer.ts), which sends the items of
  * many callers as one batch from whichever caller's turn flushes it: the submitter's context wins
  * over the flusher's.
  */
-const submittedContexts = new WeakMap<object, EncryptionContextValue | null>();
+const submittedContexts = new WeakMap<object, DocumentContext | null>();
 
 /** The context `document` was submitted or issued with; undefined when neither happened. */
-export function contextOfDocument(document: object): EncryptionContextValue | null | undefined {
+export function contextOfDocument(document: object): DocumentContext | null | undefined {
   const submitted = submittedContexts.get(document);
   return submitted !== undefined ? submitted : documentContexts.get(document);
 }
@@ -29,7 +43,7 @@ export function contextOfDocument(document: object): EncryptionContextValue | nu
  */
 export function pinSubmittedContext(item: unknown): void {
   if (!installed || typeof item !== "object" || item === null) return;
-  const context = currentEncryptionContext() ?? null;
+  const context = currentContext() ?? null;
   for (const value of Object.values(item as Record<string, unknown>))
     if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !(value instanceof Date))
       submittedContexts.set(value, context);
@@ -50,23 +64,32 @@ interface DriverClasses {
 
 /** Whether the driver's Query prototype is already patched (it is shared by every pool). */
 let installed = false;
+/** Reads the caller's encryption context; set by {@link installQueryContextTags}. */
+let currentContext: () => DocumentContext | undefined = () => undefined;
 
 /**
  * Pins the current encryption context to every JSON document of each query issued on any pool
  * (once per process; `sql` is only used to find the driver's classes).
  */
-export function installQueryContextTags(sql: postgres.Sql): void {
+export function installQueryContextTags(sql: postgres.Sql, context: () => DocumentContext | undefined): void {
+  currentContext = context;
   if (installed) return;
+  // Unexecuted: a query runs only once awaited.
+  const probe: object = sql`select 1`;
+  const queryPrototype = Object.getPrototypeOf(probe) as Partial<QueryShape> | null;
+  if (typeof queryPrototype?.handle !== "function" || !Array.isArray((probe as Partial<QueryShape>).args))
+    throw new Error(
+      `dependency patch "${QUERY_CONTEXT_TAGS_PATCH}" cannot apply: the driver's Query changed`,
+    );
   installed = true;
   const classes: DriverClasses = {
-    // Unexecuted: a query runs only once awaited.
-    queryPrototype: Object.getPrototypeOf(sql`select 1`) as QueryShape,
+    queryPrototype: queryPrototype as QueryShape,
     parameter: sql.json({}).constructor as DriverClasses["parameter"],
     builder: (sql({ a: 1 }) as object).constructor as DriverClasses["builder"],
   };
   const handle = classes.queryPrototype.handle;
   classes.queryPrototype.handle = function (this: QueryShape) {
-    tagArgs(this.args, currentEncryptionContext() ?? null, classes, classes.queryPrototype);
+    tagArgs(this.args, currentContext() ?? null, classes, classes.queryPrototype);
     return handle.call(this);
   };
 }
@@ -74,7 +97,7 @@ export function installQueryContextTags(sql: postgres.Sql): void {
 /** Tags the documents among a query's arguments, its fragments' and its helpers'. */
 function tagArgs(
   args: unknown[],
-  context: EncryptionContextValue | null,
+  context: DocumentContext | null,
   classes: DriverClasses,
   queryPrototype: QueryShape,
 ): void {
@@ -95,14 +118,14 @@ function isQuery(value: unknown, queryPrototype: QueryShape): value is QueryShap
 }
 
 /** Tags the column values of an insert/update helper's row or rows (`sql(rows)`). */
-function tagBuilder(first: unknown, context: EncryptionContextValue | null): void {
+function tagBuilder(first: unknown, context: DocumentContext | null): void {
   const rows = Array.isArray(first) ? first : [first];
   for (const row of rows)
     if (typeof row === "object" && row !== null)
       for (const value of Object.values(row as Record<string, unknown>)) tag(value, context);
 }
 
-function tag(value: unknown, context: EncryptionContextValue | null): void {
+function tag(value: unknown, context: DocumentContext | null): void {
   if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !(value instanceof Date))
     documentContexts.set(value, context);
 }

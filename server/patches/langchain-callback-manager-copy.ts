@@ -10,7 +10,10 @@
  * The replacement gives the same manager: the same handlers and tags, added the same way, and
  * metadata and inheritable metadata with the same keys in the same order. It builds each metadata
  * object once. It replaces only the copy it was checked against (recognised by a hash of its source
- * text). A library upgrade that changes `copy` keeps the library's own until it is checked again.
+ * text). A library upgrade that changes `copy` keeps the library's own until it is checked again:
+ * start-up (server/patches/dependency-patches.ts) logs that it fell back, since the library's copy
+ * is correct, only slower. Upstream: the quadratic copy is `CallbackManager.copy` in
+ * @langchain/core's callbacks/manager.js (addMetadata per key, each spreading both objects).
  */
 import { createHash } from "node:crypto";
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
@@ -68,6 +71,9 @@ export function linearCallbackManagerCopy(
 export function isCheckedLibraryCopy(copy: (...args: never[]) => unknown): boolean {
   return createHash("sha256").update(copy.toString()).digest("hex") === CHECKED_COPY_SHA256;
 }
+
+/** The name start-up reports this patch by. */
+export const CALLBACK_MANAGER_COPY_PATCH = "@langchain/core CallbackManager.prototype.copy";
 
 /**
  * Puts {@link linearCallbackManagerCopy} in place of the library's copy, once, when the library's
