@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type Config, DEFAULT_CORS_ORIGINS } from "../config.js";
+import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { CustomEncryptionModule } from "../runtime/custom-encryption-module.js";
 import { bootstrapIam } from "../services/iam/bootstrap.js";
@@ -71,7 +71,7 @@ export async function startDatabase(
   if (config.auth === "none" && config.role !== "worker")
     log.warn(
       "authentication is off (AGENTPLANE_AUTH=none): every caller that reaches this port acts as admin of the default workspace; browser pages may call only from AGENTPLANE_CORS_ORIGINS",
-      { corsOrigins: config.corsOrigins ?? DEFAULT_CORS_ORIGINS },
+      { corsOrigins: config.corsOrigins },
     );
   return { sql, databaseUrl, applicationName, gate };
 }

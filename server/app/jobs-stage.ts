@@ -1,11 +1,5 @@
 import { systemClock } from "../clock.js";
-import {
-  type Config,
-  DEFAULT_BULK_EXPORT_SETTINGS,
-  DEFAULT_RUN_SETTINGS,
-  DEFAULT_WEBHOOK_SETTINGS,
-  type RunSettings,
-} from "../config.js";
+import type { Config, RunSettings } from "../config.js";
 import { type AgentRunWorker, createAgentRunWorker } from "../jobs/agent-run-job.js";
 import { createJobRegistry, type JobRegistry } from "../jobs/job-registry.js";
 import type { Queue } from "../jobs/queue.js";
@@ -62,10 +56,8 @@ export async function buildJobs(inputs: {
   const { config, log, hooks, graphs, urls, queue } = inputs;
   const { sql, applicationName } = inputs.database;
   const http = graphs.settings.http;
-  const bulkExport = config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS;
   const secrets = createSecretBox(await loadSecretKey(config.secretKey, config.dataDir));
-  // A hand-built config without run settings takes the process's shutdown grace for runs too.
-  const runSettings = config.runs ?? { ...DEFAULT_RUN_SETTINGS, shutdownGraceMs: config.shutdownGraceMs };
+  const runSettings = config.runs;
   const runBus = await createRunEventBus(sql);
   inputs.onStop("run event bus", () => runBus.close());
   // The metrics read the run worker's slots, and the run worker counts ended runs in the metrics.
@@ -82,10 +74,7 @@ export async function buildJobs(inputs: {
   const ingest = countingIngest(createIngestService({ sql, usageReporting: config.usageReporting }), metrics);
   const runTracing =
     config.runTracing === false ? undefined : createIngestRunTracing(ingest, log, storedCipherOf(sql));
-  const configuredWebhooks = mergeWebhookSettings(
-    config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
-    graphs.settings.webhooks,
-  );
+  const configuredWebhooks = mergeWebhookSettings(config.webhooks, graphs.settings.webhooks);
   // `http.disable_webhooks` in the graphs file stops webhook calls as AGENTPLANE_DISABLE_WEBHOOKS does.
   const webhookSettings = http.disabledGroups?.includes("webhooks")
     ? { ...configuredWebhooks, enabled: false }
@@ -114,7 +103,7 @@ export async function buildJobs(inputs: {
     sql,
     queue: queueOf,
     settings: graphs.settings,
-    bulkExport: { settings: bulkExport, secrets, clock, log },
+    bulkExport: { settings: config.bulkExport, secrets, clock, log },
     agentRuns,
     webhookDelivery,
     tracing: { ingest, log },

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import type { ConnectError } from "@connectrpc/connect";
 import { SystemService } from "../../gen/agentplane/system/v1/system_service_pb.js";
 import { systemClock } from "../clock.js";
-import { type Config, DEFAULT_CUSTOM_AUTH_SETTINGS } from "../config.js";
+import type { Config } from "../config.js";
 import type { Queue } from "../jobs/queue.js";
 import type { Logger } from "../logger.js";
 import { loadCustomAuth } from "../runtime/custom-auth-module.js";
@@ -162,7 +162,7 @@ export function explainStoreError(error: unknown): ConnectError | undefined {
 /** The graphs file's custom auth (`auth.path`), loaded; a module that cannot be used stops start-up. */
 async function customAuthOf(auth: AuthConfig, config: Config, sql: Sql, log: Logger) {
   const handlers = await loadCustomAuth(auth);
-  const settings = config.customAuth ?? DEFAULT_CUSTOM_AUTH_SETTINGS;
+  const settings = config.customAuth;
   log.info("custom auth is on: requests authenticate with the graphs file's Auth object", {
     auth: `${auth.file}:${auth.exportName}`,
     apiKeys: settings.apiKeys,

@@ -1,4 +1,4 @@
-import { type Config, DEFAULT_CORS_ORIGINS } from "../config.js";
+import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { type CustomEncryptionModule, loadCustomEncryption } from "../runtime/custom-encryption-module.js";
 import { type GraphRegistry, loadGraphRegistry } from "../runtime/graph-registry.js";
@@ -42,7 +42,7 @@ export async function loadUserCode(config: Config, log: Logger, steps: ShutdownS
       }))) ||
     undefined;
   const userApp = http.app && config.role !== "worker" ? await loadHttpApp(http.app) : undefined;
-  const cors = corsPolicyFor(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, config.auth, http);
+  const cors = corsPolicyFor(config.corsOrigins, config.auth, http);
   // `http.disable_ui` serves no /ui routes (transport/graphs-file-http.ts), so nothing is bundled.
   const servesUi = config.role !== "worker" && !http.disabledGroups?.includes("ui");
   const uiBundles = await buildUiBundles(servesUi ? graphs.settings.ui : undefined, log);
