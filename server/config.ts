@@ -8,12 +8,12 @@ import { resolve } from "node:path";
 import { isUuid } from "./ids.js";
 import { parseWebhookHeaders } from "./net/webhook-headers.js";
 import type { WebhookUrlPolicy } from "./net/webhook-url-policy.js";
+import { type AesSettings, parseAesSettings } from "./settings/aes-settings.js";
 import {
   LANGGRAPH_CONFIG,
   parseSystemAssistantDefaults,
   type SystemAssistantDefaults,
-} from "./runtime/system-assistant-defaults.js";
-import { type AesSettings, parseAesSettings } from "./store/stored-data-cipher.js";
+} from "./settings/system-assistant-defaults.js";
 
 /** The parts of the product one process runs. */
 export type ProcessRole = "all" | "api" | "worker";

@@ -1,5 +1,5 @@
 import type { AuthFilter } from "./auth-filter-sql.js";
-import type { JsonObject, JsonValue } from "./thread-store.js";
+import type { JsonObject, JsonValue } from "./json-value.js";
 
 /**
  * A custom auth filter as data rather than SQL text: a row passes when, for at least one

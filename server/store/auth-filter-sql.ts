@@ -1,7 +1,7 @@
 import type { Queryable } from "./db.js";
+import type { JsonValue } from "./json-value.js";
 import type { SqlCondition } from "./sql-conditions.js";
 import { allOf } from "./sql-conditions.js";
-import type { JsonValue } from "./thread-store.js";
 
 /**
  * A custom auth handler's filter on a resource's `metadata`, validated (see {@link parseAuthFilter}).

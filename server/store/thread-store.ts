@@ -2,11 +2,9 @@ import { type FilterAlternatives, foldedContainment } from "./auth-filter-altern
 import { type AuthFilter, authFilterSql } from "./auth-filter-sql.js";
 import type { Queryable } from "./db.js";
 
-/** A JSON value as stored in a jsonb column. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+import type { JsonObject, JsonValue } from "./json-value.js";
 
-/** A JSON object as stored in a jsonb column. */
-export type JsonObject = { [key: string]: JsonValue };
+export type { JsonObject, JsonValue } from "./json-value.js";
 
 /** Thread status values, as the checks of migration 0005 allow. */
 export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
