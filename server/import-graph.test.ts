@@ -5,8 +5,20 @@ import { describe, expect, it } from "vitest";
 
 /** The folder whose files the graph covers. */
 const SERVER = dirname(fileURLToPath(import.meta.url));
-/** Folders of the layers (design.md): a leaf module at the top of server/ imports none of them. */
-const LAYERS = ["transport", "services", "jobs", "runtime", "tracing", "export", "store"];
+/**
+ * Folders of the layers (design.md) by tier: transport → services → {jobs, runtime, tracing,
+ * export} → store. A layer imports its own tier and those below; a leaf imports none of them.
+ */
+const LAYER_TIER: Record<string, number> = {
+  transport: 4,
+  services: 3,
+  jobs: 2,
+  runtime: 2,
+  tracing: 2,
+  export: 2,
+  store: 1,
+};
+const LAYERS = Object.keys(LAYER_TIER);
 /** Modules at the top of server/ that every layer may import, and so may import no layer. */
 const LEAVES = ["config.ts", "logger.ts", "clock.ts", "ids.ts", "json-bytes.ts", "stderr-lines.ts"];
 /**
@@ -82,5 +94,15 @@ describe("the import graph of server/", () => {
         .map((target) => `${leaf} → ${target}`),
     );
     expect(violations).toEqual([]);
+  });
+
+  it("has no layer importing a layer above it", () => {
+    const tierOf = (file: string) => LAYER_TIER[file.split("/")[0] ?? ""];
+    const upward = [...graph].flatMap(([file, targets]) =>
+      targets
+        .filter((target) => (tierOf(target) ?? 0) > (tierOf(file) ?? Number.POSITIVE_INFINITY))
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(upward).toEqual([]);
   });
 });
