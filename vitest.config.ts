@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["server/**/*.test.ts", "sdk/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["server/**/*.test.ts", "sdk/**/*.test.ts", "examples/**/*.test.ts", "test/**/*.test.ts"],
     exclude: ["**/node_modules/**", "bench/**"],
     // One embedded Postgres per run with a migrated template; each file clones its own database.
     globalSetup: ["test/support/global-setup.ts"],

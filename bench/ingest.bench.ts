@@ -36,7 +36,7 @@ import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { uuidv7 } from "../server/ids.js";
 import { createSql, type Sql } from "../server/store/db.js";
-import type { NormalizedRun } from "../server/store/trace-rows.js";
+import type { NormalizedRun } from "../server/store/tracing/trace-rows.js";
 import { normalizeRun } from "../server/tracing/run-normalizer.js";
 import { createJsonClient } from "./agent-crud/json-client.js";
 import { otlpBodies, sendOtlpGrpc, sendOtlpHttp } from "./ingest/otlp-load.js";

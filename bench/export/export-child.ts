@@ -24,15 +24,15 @@ import {
 } from "../../server/export/partition-exporter.js";
 import { destinationPolicy } from "../../server/export/s3-destination.js";
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
-import type { RunCursor } from "../../server/store/bulk-export-run-store.js";
 import { createSql } from "../../server/store/db.js";
+import type { RunCursor } from "../../server/store/export/bulk-export-run-store.js";
 import {
   EXPORTABLE_RUN_FIELDS,
   type ExportRow,
   type ExportRowQuery,
   exportRowLayout,
   readExportRows,
-} from "../../server/store/run-export-store.js";
+} from "../../server/store/export/run-export-store.js";
 
 /** What the parent passes. */
 export interface ChildSettings {

@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSql } from "../../server/store/db.js";
-import { startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
+import { startEmbeddedPostgres } from "../../server/store/postgres/embedded-postgres.js";
 
 /** mkdtemp makes the directory 0700; as root, Postgres runs as the `postgres` user and must enter it. */
 const TEMP_DIR_MODE = 0o711;

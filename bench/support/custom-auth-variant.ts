@@ -1,14 +1,12 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
+import { signHs256 } from "../../examples/custom-auth/hs256-jwt.js";
 
 /** The example's JWT `Auth`: owner stamped on create, owner filter on every read. */
-const EXAMPLE_AUTH = fileURLToPath(
-  new URL("../../server/runtime/example/custom-auth/auth.ts", import.meta.url),
-);
+const EXAMPLE_AUTH = fileURLToPath(new URL("../../examples/custom-auth/auth.ts", import.meta.url));
 /** The bundled example graph, which benches without a graphs file of their own serve. */
-const EXAMPLE_GRAPH = fileURLToPath(new URL("../../server/runtime/example/agent-graph.ts", import.meta.url));
+const EXAMPLE_GRAPH = fileURLToPath(new URL("../../examples/agent-graph.ts", import.meta.url));
 /** The secret the variant's tokens are signed with, handed to the server as the graphs file's JWT_SECRET. */
 const JWT_SECRET = "agentplane-bench-custom-auth-secret-0123456789";
 

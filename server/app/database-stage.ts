@@ -6,12 +6,12 @@ import type { Logger } from "../logger.js";
 import type { CustomEncryptionModule } from "../runtime/custom-encryption-module.js";
 import { bootstrapIam } from "../services/iam/bootstrap.js";
 import { createDatabaseGate, type DatabaseGate } from "../services/system/database-gate.js";
-import { createCustomDataCipher } from "../store/custom-data-cipher.js";
+import { createCustomDataCipher } from "../store/crypto/custom-data-cipher.js";
+import { createAesDataCipher } from "../store/crypto/stored-data-cipher.js";
 import { createSql, type Sql } from "../store/db.js";
-import { startEmbeddedPostgres } from "../store/embedded-postgres.js";
 import { migrate } from "../store/migrate.js";
-import { installQueryContextTags } from "../store/query-context-tags.js";
-import { createAesDataCipher } from "../store/stored-data-cipher.js";
+import { startEmbeddedPostgres } from "../store/postgres/embedded-postgres.js";
+import { installQueryContextTags } from "../store/postgres/query-context-tags.js";
 import type { ShutdownSteps } from "./shutdown-steps.js";
 
 /** Seconds the pool waits at shutdown for queries still running after the drain. */

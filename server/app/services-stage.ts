@@ -16,7 +16,7 @@ import { createIdentityCache } from "../services/iam/identity-cache.js";
 import { createDependencyMonitor } from "../services/system/dependency-monitor.js";
 import { createSystemService } from "../services/system/system-service.js";
 import { checkConnectable, type Sql } from "../store/db.js";
-import { listenForIdentityChanges } from "../store/identity-changes.js";
+import { listenForIdentityChanges } from "../store/iam/identity-changes.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
 import { type BoundService, bindService } from "../transport/bound-service.js";
 import { createHealthRegistry, type HealthRegistry, ServingStatus } from "../transport/health.js";

@@ -7,7 +7,7 @@ import { createRequestLoopback, loopbackUrl } from "../runtime/loopback-client.j
 import { createRestAdapters, REST_ADAPTERS } from "../service-registry.js";
 import { createHeapDumper } from "../services/system/heap-dump.js";
 import { createLogLevelControl } from "../services/system/log-level-control.js";
-import { scopedHandler, withEncryptionScope } from "../store/encryption-scope.js";
+import { scopedHandler, withEncryptionScope } from "../store/crypto/encryption-scope.js";
 import { createCustomAppMount } from "../transport/custom-app/custom-app-handler.js";
 import { createCustomRouteAuth } from "../transport/custom-app/custom-route-auth.js";
 import { createDocsAdapter } from "../transport/docs/docs-adapter.js";

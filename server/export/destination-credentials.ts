@@ -1,5 +1,5 @@
-import type { DestinationRecord } from "../store/bulk-export-destination-store.js";
-import type { SecretBox } from "../store/secret-box.js";
+import type { SecretBox } from "../store/crypto/secret-box.js";
+import type { DestinationRecord } from "../store/export/bulk-export-destination-store.js";
 import { DestinationError } from "./destination-error.js";
 import type { S3Credentials } from "./s3-destination.js";
 

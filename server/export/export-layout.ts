@@ -1,4 +1,4 @@
-import type { S3Location } from "../store/bulk-export-destination-store.js";
+import type { S3Location } from "../store/export/bulk-export-destination-store.js";
 
 /** What names an export partition's folder. */
 export interface PartitionAddress {

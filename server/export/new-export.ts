@@ -1,7 +1,7 @@
 import { uuidv7 } from "../ids.js";
-import { insertExportRuns } from "../store/bulk-export-run-store.js";
-import { type ExportRecord, insertExport, type NewExport } from "../store/bulk-export-store.js";
 import type { Queryable } from "../store/db.js";
+import { insertExportRuns } from "../store/export/bulk-export-run-store.js";
+import { type ExportRecord, insertExport, type NewExport } from "../store/export/bulk-export-store.js";
 import { dayPartitions } from "./partitions.js";
 
 /**

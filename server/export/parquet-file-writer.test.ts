@@ -5,7 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duckdb } from "../../test/support/bulk-export-fixtures.js";
-import { EXPORTABLE_RUN_FIELDS, type ExportableRunField, type ExportRow } from "../store/run-export-store.js";
+import {
+  EXPORTABLE_RUN_FIELDS,
+  type ExportableRunField,
+  type ExportRow,
+} from "../store/export/run-export-store.js";
 import { createParquetFileWriter } from "./parquet-file-writer.js";
 import { loadZstdCompressor } from "./zstd-compressor.js";
 

@@ -4,7 +4,7 @@ import type { Writable } from "node:stream";
 import type { RowGroup } from "hyparquet";
 import { ByteWriter } from "hyparquet-writer";
 import { writeMetadata } from "hyparquet-writer/src/metadata.js";
-import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
+import type { ExportableRunField, ExportRow } from "../store/export/run-export-store.js";
 import { parquetSchema } from "./parquet-schema.js";
 import { RowGroupEncoder } from "./row-group-encoder.js";
 import type { Compressor } from "./zstd-compressor.js";

@@ -1,5 +1,5 @@
 import type { SchemaElement } from "hyparquet-writer";
-import type { ExportableRunField } from "../store/run-export-store.js";
+import type { ExportableRunField } from "../store/export/run-export-store.js";
 
 /** How a field is typed in `v2_beta` Parquet. */
 export type ColumnKind = "string" | "string-list" | "timestamp" | "boolean" | "json" | "int64" | "double";

@@ -1,12 +1,12 @@
-import type { ExportedFile, RunCursor } from "../store/bulk-export-run-store.js";
 import type { Queryable } from "../store/db.js";
+import type { ExportedFile, RunCursor } from "../store/export/bulk-export-run-store.js";
 import {
   type ExportableRunField,
   type ExportRow,
   type ExportRowLayout,
   exportRowLayout,
   readExportRows,
-} from "../store/run-export-store.js";
+} from "../store/export/run-export-store.js";
 import type { RunCondition } from "../tracing/filter/index.js";
 import { dataFileKey, dataFilePrefix, manifestKey, partitionFolder } from "./export-layout.js";
 import { checkWrittenObject, type ExpectedObject, expectedOf } from "./object-check.js";

@@ -2,7 +2,7 @@ import type { ColumnChunk, RowGroup, Statistics } from "hyparquet";
 import { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
-import type { ExportableRunField, ExportRow } from "../store/run-export-store.js";
+import type { ExportableRunField, ExportRow } from "../store/export/run-export-store.js";
 import { type ColumnKind, FIELD_KINDS } from "./parquet-schema.js";
 import type { Compressor } from "./zstd-compressor.js";
 

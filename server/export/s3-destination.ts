@@ -2,7 +2,7 @@ import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { type EndpointPolicy, endpointHostProblem, guardedLookup } from "../net/endpoint-policy.js";
-import type { S3Location } from "../store/bulk-export-destination-store.js";
+import type { S3Location } from "../store/export/bulk-export-destination-store.js";
 import { DestinationError, destinationProblemOf, s3ErrorCode } from "./destination-error.js";
 import { expectedOf, readBack } from "./object-check.js";
 import { loadS3Sdk } from "./s3-sdk.js";

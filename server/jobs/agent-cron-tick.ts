@@ -6,10 +6,10 @@ import {
   countDueCrons,
   lockDueCrons,
   nextDueAfter,
-} from "../store/agent-cron-store.js";
-import type { AgentRunRecord } from "../store/agent-run-store.js";
+} from "../store/agents/agent-cron-store.js";
+import type { AgentRunRecord } from "../store/agents/agent-run-store.js";
+import { parseEncryptionContext, runWithEncryptionContext } from "../store/crypto/encryption-scope.js";
 import { pgErrorCode, type Sql, type Transaction } from "../store/db.js";
-import { parseEncryptionContext, runWithEncryptionContext } from "../store/encryption-scope.js";
 import { nextFireTime } from "./cron-schedule.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";

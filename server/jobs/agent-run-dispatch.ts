@@ -1,4 +1,4 @@
-import { headOfThreadQueue } from "../store/agent-run-store.js";
+import { headOfThreadQueue } from "../store/agents/agent-run-store.js";
 import type { Queryable } from "../store/db.js";
 import type { JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";

@@ -1,7 +1,7 @@
 import type { Logger } from "../logger.js";
-import { dueQueueHeads, releaseLapsedRuns, sweepTemporaryRuns } from "../store/agent-run-store.js";
+import { dueQueueHeads, releaseLapsedRuns, sweepTemporaryRuns } from "../store/agents/agent-run-store.js";
+import { sweepRunEvents } from "../store/agents/run-event-store.js";
 import type { Sql } from "../store/db.js";
-import { sweepRunEvents } from "../store/run-event-store.js";
 import { dispatchRun, type RunDispatchDeps } from "./agent-run-dispatch.js";
 
 /**

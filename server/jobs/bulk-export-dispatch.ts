@@ -1,6 +1,6 @@
 import type { BulkExportSettings } from "../config.js";
-import { lockDispatch, markRunsQueued } from "../store/bulk-export-run-store.js";
 import type { Queryable, Sql } from "../store/db.js";
+import { lockDispatch, markRunsQueued } from "../store/export/bulk-export-run-store.js";
 import type { JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";
 

@@ -3,7 +3,8 @@ import type { BulkExportSettings } from "../config.js";
 import { insertExportWithRuns } from "../export/new-export.js";
 import { dueWindows, SPAWN_DELAY_SECONDS } from "../export/schedule-windows.js";
 import { uuidv7 } from "../ids.js";
-import { releaseLapsedExportRuns } from "../store/bulk-export-run-store.js";
+import type { Sql } from "../store/db.js";
+import { releaseLapsedExportRuns } from "../store/export/bulk-export-run-store.js";
 import {
   advanceSchedule,
   findDueSchedules,
@@ -11,8 +12,7 @@ import {
   findWorkspacesWithWaitingRuns,
   finishExport,
   lockSchedule,
-} from "../store/bulk-export-store.js";
-import type { Sql } from "../store/db.js";
+} from "../store/export/bulk-export-store.js";
 import {
   dispatchExportRuns,
   dispatchInOwnTransaction,

@@ -7,23 +7,23 @@ import { destinationPolicy } from "../export/s3-destination.js";
 import { loadZstdCompressor } from "../export/zstd-compressor.js";
 import { uuidv7 } from "../ids.js";
 import type { Logger } from "../logger.js";
-import { findDestinationForExport } from "../store/bulk-export-destination-store.js";
+import type { SecretBox } from "../store/crypto/secret-box.js";
+import { pgErrorCode, type Sql } from "../store/db.js";
+import { findDestinationForExport } from "../store/export/bulk-export-destination-store.js";
 import {
   claimExportRun,
   completeExportRun,
   recordExportRunFailure,
   renewExportRunLease,
   saveExportRunCheckpoint,
-} from "../store/bulk-export-run-store.js";
+} from "../store/export/bulk-export-run-store.js";
 import {
   completeExportIfDone,
   findExport,
   finishExport,
   markExportRunning,
-} from "../store/bulk-export-store.js";
-import { pgErrorCode, type Sql } from "../store/db.js";
-import { EXPORTABLE_RUN_FIELDS, type ExportableRunField } from "../store/run-export-store.js";
-import type { SecretBox } from "../store/secret-box.js";
+} from "../store/export/bulk-export-store.js";
+import { EXPORTABLE_RUN_FIELDS, type ExportableRunField } from "../store/export/run-export-store.js";
 import { validateFilter } from "../tracing/filter/index.js";
 import {
   dispatchInOwnTransaction,

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { deletePendingTraces, orphanedTraces } from "../store/otel-pending-store.js";
-import { inWorkspaceScope, unconfined } from "../store/workspace-scope.js";
+import { deletePendingTraces, orphanedTraces } from "../store/tracing/otel-pending-store.js";
+import { inWorkspaceScope, unconfined } from "../store/tracing/workspace-scope.js";
 import type { IngestActor, IngestService } from "../tracing/ingest-service.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";

@@ -27,7 +27,7 @@ import { type RunKwargs, runKwargsOf } from "../runtime/run-kwargs.js";
 import { type ThreadStateAfterRun, threadStateAfterRun } from "../runtime/run-thread-state.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
 import { type ResumeRefusal, ResumeRefusedError, strictResumeRefusal } from "../runtime/strict-resume.js";
-import type { AgentRunRecord, RunClaim, RunStatus } from "../store/agent-run-store.js";
+import type { AgentRunRecord, RunClaim, RunStatus } from "../store/agents/agent-run-store.js";
 import type { Sql } from "../store/db.js";
 import { type AttemptStop, holdLease } from "./run-lease.js";
 import { type AttemptOutcome, classifyOutcome, type ExecutionResult } from "./run-outcome.js";

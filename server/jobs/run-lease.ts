@@ -14,7 +14,7 @@
  */
 import type { Logger } from "../logger.js";
 import type { RunEventBus } from "../runtime/run-event-bus.js";
-import { type CancelAction, renewRunLease } from "../store/agent-run-store.js";
+import { type CancelAction, renewRunLease } from "../store/agents/agent-run-store.js";
 import type { Sql } from "../store/db.js";
 
 /** Why an attempt stopped before its graph ended. */

@@ -10,7 +10,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { toPlainJson } from "../runtime/plain-json.js";
 import { errorData } from "../runtime/run-stream-modes.js";
-import type { RunStatus } from "../store/agent-run-store.js";
+import type { RunStatus } from "../store/agents/agent-run-store.js";
 import type { StopReason } from "./run-lease.js";
 
 /** An error as a failed run shows it: the `error` event's data, and its output's `__error__`. */

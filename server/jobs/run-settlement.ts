@@ -26,17 +26,15 @@ import {
   lockThreadQueue,
   type RunStatus,
   releaseRun,
-} from "../store/agent-run-store.js";
-import { deleteRunCheckpoints, saveThreadAfterRun } from "../store/agent-run-thread-store.js";
-import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
-import { type Sql, storedCipherOf } from "../store/db.js";
-import { pipelinedTransaction } from "../store/pipelined-transaction.js";
+} from "../store/agents/agent-run-store.js";
+import { deleteRunCheckpoints, saveThreadAfterRun } from "../store/agents/agent-run-thread-store.js";
+import { deleteThreadCheckpoints } from "../store/agents/checkpoint-thread-store.js";
 import {
   endRunWithThread,
   isRunEndNeedsMore,
   type RunEndWritten,
   type ThreadAfterEnd,
-} from "../store/run-end-store.js";
+} from "../store/agents/run-end-store.js";
 import {
   appendRunEvents,
   END_EVENT,
@@ -44,8 +42,10 @@ import {
   expireRunEvents,
   type NewRunEvent,
   RUN_EVENTS_CHANNEL,
-} from "../store/run-event-store.js";
-import type { JsonValue } from "../store/thread-store.js";
+} from "../store/agents/run-event-store.js";
+import type { JsonValue } from "../store/agents/thread-store.js";
+import { pipelinedTransaction } from "../store/batching/pipelined-transaction.js";
+import { type Sql, storedCipherOf } from "../store/db.js";
 import { dispatchRun, dispatchThreadQueue, type RunDispatchDeps } from "./agent-run-dispatch.js";
 import type { RunFailure } from "./run-outcome.js";
 import { oweWebhook, type WebhookOwing } from "./webhook-delivery-job.js";

@@ -1,5 +1,5 @@
+import { deleteExpiredStoreItems } from "../store/agents/store-item-store.js";
 import type { Sql } from "../store/db.js";
-import { deleteExpiredStoreItems } from "../store/store-item-store.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";

@@ -1,6 +1,6 @@
-import { deleteThreadCheckpoints, pruneThreadCheckpoints } from "../store/checkpoint-thread-store.js";
+import { deleteThreadCheckpoints, pruneThreadCheckpoints } from "../store/agents/checkpoint-thread-store.js";
+import { deleteThreads, findExpiredThreads, renewThreadExpiry } from "../store/agents/thread-store.js";
 import type { Sql } from "../store/db.js";
-import { deleteThreads, findExpiredThreads, renewThreadExpiry } from "../store/thread-store.js";
 import { enqueueOnce } from "./enqueue-once.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 import type { Queue } from "./queue.js";

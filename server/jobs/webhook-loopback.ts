@@ -7,7 +7,7 @@
 import type { EndpointPolicy } from "../net/endpoint-policy.js";
 import { mintRunToken } from "../runtime/loopback-client.js";
 import type { Sql } from "../store/db.js";
-import { deleteRunToken } from "../store/run-token-store.js";
+import { deleteRunToken } from "../store/tracing/run-token-store.js";
 
 /** Where a process reaches its own API, and the database its tokens live in. */
 export interface WebhookLoopback {

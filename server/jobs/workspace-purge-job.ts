@@ -1,5 +1,5 @@
 import type { Sql } from "../store/db.js";
-import { purgeDeletedWorkspace } from "../store/workspace-store.js";
+import { purgeDeletedWorkspace } from "../store/iam/workspace-store.js";
 import { defineJob, type JobDefinition } from "./job-definition.js";
 
 /** Payload of the workspace purge job. */

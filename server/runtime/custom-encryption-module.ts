@@ -1,5 +1,8 @@
 import { pathToFileURL } from "node:url";
-import type { CustomEncryptionHandlers, EncryptionHandlerContext } from "../store/custom-data-cipher.js";
+import type {
+  CustomEncryptionHandlers,
+  EncryptionHandlerContext,
+} from "../store/crypto/custom-data-cipher.js";
 import type { EncryptionConfig } from "./graph-config-encryption.js";
 
 /**

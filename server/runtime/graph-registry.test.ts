@@ -11,7 +11,7 @@ import {
 } from "../../test/support/graph-fixture.js";
 import { createLogger } from "../logger.js";
 import type { AssistantSettings } from "../settings/assistant-settings.js";
-import { exampleGraphConfig } from "./example/example-config.js";
+import { exampleGraphConfig } from "./bundled-example-config.js";
 import { loadGraphConfigFile } from "./graph-config.js";
 import { drawGraph, graphSchemas } from "./graph-introspection.js";
 import {

@@ -4,7 +4,7 @@ import type { BaseCheckpointSaver, BaseStore, Pregel } from "@langchain/langgrap
 import type { Logger } from "../logger.js";
 import type { AssistantSettings } from "../settings/assistant-settings.js";
 import { LANGGRAPH_CONFIG, type SystemAssistantDefaults } from "../settings/system-assistant-defaults.js";
-import { exampleGraphConfig } from "./example/example-config.js";
+import { exampleGraphConfig } from "./bundled-example-config.js";
 import {
   findGraphConfigFile,
   type GraphConfig,

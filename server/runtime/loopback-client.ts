@@ -20,7 +20,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash, randomBytes } from "node:crypto";
 import type { Logger } from "../logger.js";
 import type { Sql } from "../store/db.js";
-import { deleteRunToken, insertRunToken, type RunTokenPurpose } from "../store/run-token-store.js";
+import { deleteRunToken, insertRunToken, type RunTokenPurpose } from "../store/tracing/run-token-store.js";
 
 /** Prefix of run tokens: the authenticator tells them from API keys by it (and so can secret scanners). */
 export const RUN_TOKEN_PREFIX = "ap_rt_";

@@ -29,10 +29,10 @@ import {
   type SerializedBlob,
   type SerializedWrite,
   type WriteRecord,
-} from "../store/checkpoint-store.js";
-import { deleteThreadCheckpoints } from "../store/checkpoint-thread-store.js";
+} from "../store/agents/checkpoint-store.js";
+import { deleteThreadCheckpoints } from "../store/agents/checkpoint-thread-store.js";
+import type { StoredDataCipher } from "../store/crypto/stored-data-cipher.js";
 import { type Queryable, storedCipherOf } from "../store/db.js";
-import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { checkpointMetadataToStore } from "./checkpoint-metadata.js";
 
 export {
@@ -42,7 +42,7 @@ export {
   pruneThreadCheckpoints,
   type ThreadCheckpointStorage,
   threadCheckpointStorage,
-} from "../store/checkpoint-thread-store.js";
+} from "../store/agents/checkpoint-thread-store.js";
 
 /** Options of {@link PostgresCheckpointer}. */
 export interface PostgresCheckpointerOptions {

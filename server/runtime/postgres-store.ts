@@ -9,9 +9,6 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import type { AuthFilter } from "../store/auth-filter-sql.js";
-import type { Queryable, Sql } from "../store/db.js";
-import type { StoreItemUpsert } from "../store/store-item-batches.js";
 import {
   deleteStoreItems,
   getStoreItems,
@@ -21,7 +18,10 @@ import {
   searchStoreItems,
   upsertStoreItems,
   type WorkspaceStoreItemWrite,
-} from "../store/store-item-store.js";
+} from "../store/agents/store-item-store.js";
+import type { StoreItemUpsert } from "../store/batching/store-item-batches.js";
+import type { Queryable, Sql } from "../store/db.js";
+import type { AuthFilter } from "../store/filters/auth-filter-sql.js";
 import {
   parseStoreFilter,
   StoreInputError,

@@ -1,6 +1,6 @@
-import type { AgentRunRecord } from "../store/agent-run-store.js";
+import type { AgentRunRecord } from "../store/agents/agent-run-store.js";
+import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/agents/run-event-store.js";
 import type { Queryable, Sql } from "../store/db.js";
-import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/run-event-store.js";
 import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { RunEventRecord } from "../store/run-event-store.js";
+import type { RunEventRecord } from "../store/agents/run-event-store.js";
 import { createRunEventFeed, feedEvents, MAX_FED_ROWS, takeFedEvents } from "./run-event-feed.js";
 
 const row = (seq: number, event = "values"): RunEventRecord => ({

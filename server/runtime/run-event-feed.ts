@@ -1,4 +1,4 @@
-import type { RunEventRecord } from "../store/run-event-store.js";
+import type { RunEventRecord } from "../store/agents/run-event-store.js";
 
 /**
  * Events of one run that its writer in this process handed over as it stored them, waiting for the

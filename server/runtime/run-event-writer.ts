@@ -1,7 +1,7 @@
 /**
  * Run events on their way to Postgres: every run of a process hands its events to one batcher,
  * which writes what all runs pushed during a turn of the event loop in one statement (group
- * commit, as store/coalescer.ts does for CRUD), each run's events in order.
+ * commit, as store/batching/coalescer.ts does for CRUD), each run's events in order.
  *
  * Invariants:
  * - a run's events are stored in the order pushed: a run has at most one write in flight, and
@@ -21,9 +21,9 @@
  * Memory is bounded by what the graphs produce while one statement is in flight.
  */
 import type { Logger } from "../logger.js";
+import { appendEventBatches, type EventRun, type NewRunEvent } from "../store/agents/run-event-store.js";
+import type { StoredDataCipher } from "../store/crypto/stored-data-cipher.js";
 import type { Sql } from "../store/db.js";
-import { appendEventBatches, type EventRun, type NewRunEvent } from "../store/run-event-store.js";
-import type { StoredDataCipher } from "../store/stored-data-cipher.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
 import type { RunStreamEvent } from "./run-stream-modes.js";

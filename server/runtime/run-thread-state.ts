@@ -1,5 +1,5 @@
 import type { StateSnapshot } from "@langchain/langgraph";
-import type { JsonObject, JsonValue } from "../store/thread-store.js";
+import type { JsonObject, JsonValue } from "../store/agents/thread-store.js";
 import type { CompiledGraph } from "./graph-registry.js";
 import { isObject, toPlainJson } from "./plain-json.js";
 

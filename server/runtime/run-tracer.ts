@@ -10,7 +10,7 @@
  */
 import { BaseTracer, type Run } from "@langchain/core/tracers/base";
 import type { Logger } from "../logger.js";
-import type { RunCreator } from "../store/agent-run-store.js";
+import type { RunCreator } from "../store/agents/agent-run-store.js";
 import { isStrippedMetadataKey } from "./checkpoint-metadata.js";
 import { toPlainJson } from "./plain-json.js";
 

@@ -1,4 +1,4 @@
-import type { StoreFilterCondition, StoreFilterOperator } from "../store/store-item-store.js";
+import type { StoreFilterCondition, StoreFilterOperator } from "../store/agents/store-item-store.js";
 
 /**
  * A store operation the caller got wrong: a bad namespace, key, filter, TTL or page. The message

@@ -1,4 +1,4 @@
-import type { WorkspaceBound } from "./workspace-scope.js";
+import type { WorkspaceBound } from "./tracing/workspace-scope.js";
 
 /**
  * The kinds of transaction-scoped advisory locks, each hashed with its own seed so that their keys

@@ -1,6 +1,6 @@
 import postgres from "postgres";
-import { noDelaySocketFactory } from "./pg-socket.js";
-import type { StoredDataCipher } from "./stored-data-cipher.js";
+import type { StoredDataCipher } from "./crypto/stored-data-cipher.js";
+import { noDelaySocketFactory } from "./postgres/pg-socket.js";
 
 /** A Postgres connection pool (porsager `postgres`). */
 export type Sql = postgres.Sql;

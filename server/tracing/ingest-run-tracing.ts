@@ -1,7 +1,7 @@
 import type { Logger } from "../logger.js";
 import { createRunTracing, type RunTracing, type TraceRecord } from "../runtime/run-tracer.js";
-import { runWithEncryptionContext } from "../store/encryption-scope.js";
-import type { StoredDataCipher } from "../store/stored-data-cipher.js";
+import { runWithEncryptionContext } from "../store/crypto/encryption-scope.js";
+import type { StoredDataCipher } from "../store/crypto/stored-data-cipher.js";
 import type { IngestService } from "./ingest-service.js";
 
 /**

@@ -10,10 +10,14 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PgCode, pgErrorCode, type Sql, storedCipherOf } from "../store/db.js";
-import { lockFeedbackRuns } from "../store/feedback-store.js";
 import { JsonTexts } from "../store/json-text.js";
-import { ProjectIdsByName } from "../store/project-ids-by-name.js";
-import { confirmProjectIds, ensureProjectsByName, existingProjectIds } from "../store/project-store.js";
+import { lockFeedbackRuns } from "../store/tracing/feedback-store.js";
+import { ProjectIdsByName } from "../store/tracing/project-ids-by-name.js";
+import {
+  confirmProjectIds,
+  ensureProjectsByName,
+  existingProjectIds,
+} from "../store/tracing/project-store.js";
 import {
   insertFeedback,
   type RunAttachment,
@@ -25,11 +29,11 @@ import {
   upsertPatchedRuns,
   upsertPostedRuns,
   type WrittenRun,
-} from "../store/run-store.js";
-import { lockTraces, rollUpTraces, storedTraceIds } from "../store/trace-rollup-store.js";
-import type { NormalizedFeedback, NormalizedRun } from "../store/trace-rows.js";
+} from "../store/tracing/run-store.js";
+import { lockTraces, rollUpTraces, storedTraceIds } from "../store/tracing/trace-rollup-store.js";
+import type { NormalizedFeedback, NormalizedRun } from "../store/tracing/trace-rows.js";
+import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/tracing/workspace-scope.js";
 import { explainUnstorableInput } from "../store/unstorable-input.js";
-import { inWorkspaceScopeWithGenericPlans, type WorkspaceBound } from "../store/workspace-scope.js";
 import type { SpanDraft } from "./otlp/span-draft.js";
 import { placeOrphans, placeSpans, type SpanPlacement } from "./otlp/span-placement.js";
 import { type FeedbackInput, normalizeFeedback, normalizeRun, type RunInput } from "./run-normalizer.js";

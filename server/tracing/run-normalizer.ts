@@ -5,7 +5,12 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../ids.js";
-import type { JsonObject, NormalizedFeedback, NormalizedRun, ProjectRef } from "../store/trace-rows.js";
+import type {
+  JsonObject,
+  NormalizedFeedback,
+  NormalizedRun,
+  ProjectRef,
+} from "../store/tracing/trace-rows.js";
 import { projectOfAddress } from "./agent-address.js";
 import { DottedOrderError, parseDottedOrder, rootDottedOrder } from "./dotted-order.js";
 import { normalizeTimestamp } from "./timestamp.js";

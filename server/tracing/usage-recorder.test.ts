@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "../../test/support/database.js";
 import { uuidv7 } from "../ids.js";
-import { insertOrganization } from "../store/organization-store.js";
-import { inWorkspaceScope } from "../store/workspace-scope.js";
-import { insertWorkspace } from "../store/workspace-store.js";
+import { insertOrganization } from "../store/iam/organization-store.js";
+import { insertWorkspace } from "../store/iam/workspace-store.js";
+import { inWorkspaceScope } from "../store/tracing/workspace-scope.js";
 import { NO_DIMENSION_ID, recordTracesUsage, recordTraceUsage } from "./usage-recorder.js";
 
 const db = useTestDatabase();

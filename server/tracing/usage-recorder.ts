@@ -1,4 +1,4 @@
-import type { WorkspaceBound } from "../store/workspace-scope.js";
+import type { WorkspaceBound } from "../store/tracing/workspace-scope.js";
 
 /** The nil UUID: the dimension value of a trace sent without a user (service key) or without a key. */
 export const NO_DIMENSION_ID = "00000000-0000-0000-0000-000000000000";

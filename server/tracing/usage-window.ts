@@ -1,4 +1,4 @@
-import type { RollupCover, UsageUnit } from "../store/usage-ranges.js";
+import type { RollupCover, UsageUnit } from "../store/tracing/usage-ranges.js";
 
 /**
  * Time bucketing of granular usage. Buckets are UTC and calendar-aligned on their unit: an hour, a

@@ -1,5 +1,5 @@
 /**
- * Concurrent single-row calls share statements (server/store/coalescer.ts). Through the official
+ * Concurrent single-row calls share statements (server/store/batching/coalescer.ts). Through the official
  * SDK and REST, bursts of creates, gets and puts from two workspaces at once must each get their
  * own answer, exactly as if they had run one by one, and never see the other workspace's rows.
  */

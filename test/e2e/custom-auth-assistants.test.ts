@@ -12,10 +12,10 @@ import { createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signHs256 } from "../../examples/custom-auth/hs256-jwt.js";
 import { AssistantService } from "../../gen/agentplane/agents/v1/assistant_service_pb.js";
 import { createClient } from "../../sdk/index.js";
 import { createLogger } from "../../server/logger.js";
-import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
 import { systemAssistantId } from "../../server/runtime/system-assistant-id.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 

@@ -12,7 +12,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
+import { signHs256 } from "../../examples/custom-auth/hs256-jwt.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const FIXTURES = new URL("./fixtures/custom-auth-assistants/", import.meta.url);

@@ -15,11 +15,11 @@ import {
 } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signHs256 } from "../../examples/custom-auth/hs256-jwt.js";
 import { CronService } from "../../gen/agentplane/agents/v1/cron_service_pb.js";
 import { RunService } from "../../gen/agentplane/agents/v1/run_service_pb.js";
 import { StoreService } from "../../gen/agentplane/agents/v1/store_service_pb.js";
 import { ThreadService } from "../../gen/agentplane/agents/v1/thread_service_pb.js";
-import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const GRAPHS = fileURLToPath(new URL("./fixtures/custom-auth/agentplane.json", import.meta.url));

@@ -9,9 +9,9 @@ import { createClient as createRpcClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signHs256 } from "../../examples/custom-auth/hs256-jwt.js";
 import { ThreadService } from "../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { createClient } from "../../sdk/index.js";
-import { signHs256 } from "../../server/runtime/example/custom-auth/hs256-jwt.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const GRAPHS = fileURLToPath(new URL("./fixtures/custom-auth/agentplane.json", import.meta.url));

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { Client } from "@langchain/langgraph-sdk";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ENCRYPTED_PREFIX } from "../../server/store/stored-data-cipher.js";
+import { ENCRYPTED_PREFIX } from "../../server/store/crypto/stored-data-cipher.js";
 import { databaseRows } from "../support/database-rows.js";
 import { collect, sdkClient } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

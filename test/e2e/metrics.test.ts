@@ -4,8 +4,8 @@ import { connect } from "node:http2";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey, shortApiKey } from "../../server/services/iam/api-key-secret.js";
-import { insertApiKey } from "../../server/store/api-key-store.js";
 import { createSql } from "../../server/store/db.js";
+import { insertApiKey } from "../../server/store/iam/api-key-store.js";
 import { langsmithClient } from "../support/langsmith-client.js";
 import {
   type Family,

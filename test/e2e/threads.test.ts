@@ -18,7 +18,7 @@ import { sweepExpiredThreads } from "../../server/jobs/thread-ttl-sweep-job.js";
 import { createLogger } from "../../server/logger.js";
 import { loadGraphRegistry } from "../../server/runtime/graph-registry.js";
 import { createThreadGraphs } from "../../server/services/agents/thread-graph.js";
-import { findThreads, type ThreadRecord } from "../../server/store/thread-store.js";
+import { findThreads, type ThreadRecord } from "../../server/store/agents/thread-store.js";
 import { langGraphFailure } from "../support/call-failures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 

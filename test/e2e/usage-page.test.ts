@@ -10,7 +10,7 @@ import type { Page } from "playwright-core";
 import postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { unconfined } from "../../server/store/workspace-scope.js";
+import { unconfined } from "../../server/store/tracing/workspace-scope.js";
 import { recordTraceUsage } from "../../server/tracing/usage-recorder.js";
 import { launchTestBrowser, SCREENSHOT_DIR, type TestBrowser } from "../support/chromium.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

@@ -18,7 +18,7 @@ import {
   lockThreadQueue,
   releaseLapsedRuns,
   renewRunLease,
-} from "../../server/store/agent-run-store.js";
+} from "../../server/store/agents/agent-run-store.js";
 import {
   appendFirstRunEvents,
   appendRunEvents,
@@ -27,8 +27,8 @@ import {
   eventsAfter,
   expireRunEvents,
   sweepRunEvents,
-} from "../../server/store/run-event-store.js";
-import { insertThreads } from "../../server/store/thread-store.js";
+} from "../../server/store/agents/run-event-store.js";
+import { insertThreads } from "../../server/store/agents/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();

@@ -6,22 +6,22 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import {
+  findVisibleThread,
+  findVisibleThreads,
+  insertThreads,
+  searchThreads,
+} from "../../server/store/agents/thread-store.js";
+import {
   filterAlternatives,
   foldedContainment,
   MAX_FILTER_CONTAINMENTS,
-} from "../../server/store/auth-filter-alternatives.js";
+} from "../../server/store/filters/auth-filter-alternatives.js";
 import {
   type AuthFilter,
   authFilterSql,
   MAX_FILTER_BRANCHES,
   parseAuthFilter,
-} from "../../server/store/auth-filter-sql.js";
-import {
-  findVisibleThread,
-  findVisibleThreads,
-  insertThreads,
-  searchThreads,
-} from "../../server/store/thread-store.js";
+} from "../../server/store/filters/auth-filter-sql.js";
 import { useTestDatabase } from "../support/database.js";
 import { createTestWorkspace } from "../support/tenancy.js";
 

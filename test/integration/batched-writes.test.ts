@@ -1,13 +1,16 @@
 /**
- * The multi-row writes that coalesced requests share (server/store/coalescer.ts): two batches run at
+ * The multi-row writes that coalesced requests share (server/store/batching/coalescer.ts): two batches run at
  * once, and concurrent requests may touch the same rows in any order. These run such batches side
  * by side on separate connections, in opposite orders, as the pool does under load.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
+import {
+  upsertStoreItems,
+  type WorkspaceStoreItemWrite,
+} from "../../server/store/agents/store-item-store.js";
+import { insertThreads, type NewThread } from "../../server/store/agents/thread-store.js";
 import type { Sql } from "../../server/store/db.js";
-import { upsertStoreItems, type WorkspaceStoreItemWrite } from "../../server/store/store-item-store.js";
-import { insertThreads, type NewThread } from "../../server/store/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
 import { createTestWorkspace } from "../support/tenancy.js";
 

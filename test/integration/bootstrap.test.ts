@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/logger.js";
 import { hashApiKey } from "../../server/services/iam/api-key-secret.js";
 import { ADMIN_KEY_FILE, bootstrapIam } from "../../server/services/iam/bootstrap.js";
-import { findUsableKeyByHash } from "../../server/store/api-key-store.js";
+import { findUsableKeyByHash } from "../../server/store/iam/api-key-store.js";
 import { createTestDatabase } from "../support/database.js";
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;

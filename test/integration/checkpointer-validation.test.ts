@@ -2,8 +2,8 @@ import { type CheckpointSaverTestInitializer, validate } from "@langchain/langgr
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { PostgresCheckpointer } from "../../server/runtime/postgres-checkpointer.js";
-import { insertOrganization } from "../../server/store/organization-store.js";
-import { insertWorkspace } from "../../server/store/workspace-store.js";
+import { insertOrganization } from "../../server/store/iam/organization-store.js";
+import { insertWorkspace } from "../../server/store/iam/workspace-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 // The official suite calls vitest's functions as globals; this project does not enable globals.

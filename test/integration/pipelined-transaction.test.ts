@@ -4,8 +4,11 @@
  * connection always goes back to the pool outside any transaction.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  pipelinedTransaction,
+  StatementAfterCommitError,
+} from "../../server/store/batching/pipelined-transaction.js";
 import { createSql, type Queryable, type Sql } from "../../server/store/db.js";
-import { pipelinedTransaction, StatementAfterCommitError } from "../../server/store/pipelined-transaction.js";
 import { createTestDatabase } from "../support/database.js";
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -12,7 +12,10 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { type App, startApp } from "../../server/app.js";
 import { createLogger } from "../../server/logger.js";
-import { type EmbeddedPostgresServer, startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
+import {
+  type EmbeddedPostgresServer,
+  startEmbeddedPostgres,
+} from "../../server/store/postgres/embedded-postgres.js";
 import { parsePrometheusText, sampleValue } from "../support/prometheus-text.js";
 import { testConfig } from "../support/test-config.js";
 

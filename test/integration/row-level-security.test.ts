@@ -1,5 +1,5 @@
 /**
- * Row-level security on the tracing tables (migration 0020, server/store/workspace-scope.ts), the
+ * Row-level security on the tracing tables (migration 0020, server/store/tracing/workspace-scope.ts), the
  * layer beneath the workspace conditions of every query: in a workspace scope, SQL that forgets or
  * misbinds its workspace condition still sees and changes only the scope's rows; the scope ends with
  * its transaction; the owner (migrations, jobs that span workspaces, purges) is not confined; and a
@@ -10,14 +10,14 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createSql, pgErrorCode, type Sql } from "../../server/store/db.js";
+import { markWorkspaceDeleted, purgeDeletedWorkspace } from "../../server/store/iam/workspace-store.js";
 import { migrate } from "../../server/store/migrate.js";
 import {
   inWorkspaceScope,
   inWorkspaceScopeWithGenericPlans,
   unconfined,
   type WorkspaceBound,
-} from "../../server/store/workspace-scope.js";
-import { markWorkspaceDeleted, purgeDeletedWorkspace } from "../../server/store/workspace-store.js";
+} from "../../server/store/tracing/workspace-scope.js";
 import { createTestDatabase, useTestDatabase } from "../support/database.js";
 import { createTestWorkspace, ROW_LEVEL_SECURITY_TABLES } from "../support/tenancy.js";
 

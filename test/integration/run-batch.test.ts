@@ -1,5 +1,5 @@
 /**
- * How a batch's runs reach the `runs` table (server/store/run-batch.ts): every value a client can
+ * How a batch's runs reach the `runs` table (server/store/batching/run-batch.ts): every value a client can
  * choose arrives exactly as sent, through the text path (each run a JSON array read by position, the
  * documents as the text they arrived in) and through the parameter path the encrypting pool uses
  * (objects read by name); a value Postgres cannot store fails the batch with INVALID_ARGUMENT and
@@ -9,9 +9,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { JsonTexts } from "../../server/store/json-text.js";
-import { ensureProjectsByName } from "../../server/store/project-store.js";
-import { type RunRow, type RunWriteOptions, upsertPostedRuns } from "../../server/store/run-store.js";
-import { inWorkspaceScope } from "../../server/store/workspace-scope.js";
+import { ensureProjectsByName } from "../../server/store/tracing/project-store.js";
+import { type RunRow, type RunWriteOptions, upsertPostedRuns } from "../../server/store/tracing/run-store.js";
+import { inWorkspaceScope } from "../../server/store/tracing/workspace-scope.js";
 import { createIngestService, type IngestActor } from "../../server/tracing/ingest-service.js";
 import { normalizeRun } from "../../server/tracing/run-normalizer.js";
 import { useTestDatabase } from "../support/database.js";

@@ -15,13 +15,13 @@ import { BACKLOG_WAIT_MS } from "../../server/jobs/run-backlog.js";
 import { createRunSlots } from "../../server/jobs/run-slots.js";
 import type { RunRequest } from "../../server/services/agents/run-requests.js";
 import { startStatelessHere, startsStatelessHere } from "../../server/services/agents/stateless-start.js";
-import type { RunClaim } from "../../server/store/agent-run-store.js";
-import { insertRunOnNewThread } from "../../server/store/agent-run-store.js";
+import type { RunClaim } from "../../server/store/agents/agent-run-store.js";
+import { insertRunOnNewThread } from "../../server/store/agents/agent-run-store.js";
 import {
   type AssistantRecord,
   findAssistant,
   findVersionedAssistant,
-} from "../../server/store/assistant-store.js";
+} from "../../server/store/agents/assistant-store.js";
 import { createSql, type Sql } from "../../server/store/db.js";
 import { type GraphFixture, writeGraphFixture } from "../support/graph-fixture.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";

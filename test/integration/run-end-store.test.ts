@@ -1,5 +1,5 @@
 /**
- * The end of a run in one statement (server/store/run-end-store.ts), on a real database: it ends
+ * The end of a run in one statement (server/store/agents/run-end-store.ts), on a real database: it ends
  * the run only under the attempt's lease, stores the attempt's last events before the end event,
  * saves a kept thread's state or deletes a temporary thread, names the thread's next run, and, sent
  * alone with its COMMIT, fails without writing anything when there is more to do.
@@ -7,15 +7,19 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agent-run-store.js";
-import { endRunWithThread, isRunEndNeedsMore, type RunEndWrite } from "../../server/store/run-end-store.js";
+import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agents/agent-run-store.js";
+import {
+  endRunWithThread,
+  isRunEndNeedsMore,
+  type RunEndWrite,
+} from "../../server/store/agents/run-end-store.js";
 import {
   END_EVENT,
   endEventData,
   eventsAfter,
   RUN_EVENTS_CHANNEL,
-} from "../../server/store/run-event-store.js";
-import { insertThreads } from "../../server/store/thread-store.js";
+} from "../../server/store/agents/run-event-store.js";
+import { insertThreads } from "../../server/store/agents/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();

@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createRunEventBus, endKey, type RunEventBus } from "../../server/runtime/run-event-bus.js";
-import type { AgentRunRecord } from "../../server/store/agent-run-store.js";
-import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../../server/store/run-event-store.js";
+import type { AgentRunRecord } from "../../server/store/agents/agent-run-store.js";
+import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../../server/store/agents/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();

@@ -10,7 +10,7 @@ import { uuidv7 } from "../../server/ids.js";
 import { createLogger } from "../../server/logger.js";
 import type { StoredBatch } from "../../server/runtime/run-event-bus.js";
 import { createRunEventBatcher } from "../../server/runtime/run-event-writer.js";
-import { eventsAfter } from "../../server/store/run-event-store.js";
+import { eventsAfter } from "../../server/store/agents/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createParquetFileWriter } from "../../server/export/parquet-file-writer.js";
 import { loadZstdCompressor } from "../../server/export/zstd-compressor.js";
 import { uuidv7 } from "../../server/ids.js";
-import { type ExportableRunField, readExportRows } from "../../server/store/run-export-store.js";
-import { unconfined } from "../../server/store/workspace-scope.js";
+import { type ExportableRunField, readExportRows } from "../../server/store/export/run-export-store.js";
+import { unconfined } from "../../server/store/tracing/workspace-scope.js";
 import { duckdb } from "../support/bulk-export-fixtures.js";
 import { useTestDatabase } from "../support/database.js";
 

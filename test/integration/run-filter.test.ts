@@ -4,8 +4,8 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { queryRuns, type RunQuery } from "../../server/store/run-query-store.js";
-import { unconfined } from "../../server/store/workspace-scope.js";
+import { queryRuns, type RunQuery } from "../../server/store/tracing/run-query-store.js";
+import { unconfined } from "../../server/store/tracing/workspace-scope.js";
 import { runFilterSql, validateFilter } from "../../server/tracing/filter/index.js";
 import { useTestDatabase } from "../support/database.js";
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createRunEventBus, type RunEventBus } from "../../server/runtime/run-event-bus.js";
 import { readRunStream } from "../../server/services/agents/run-streams.js";
-import { appendRunEvents, END_EVENT } from "../../server/store/run-event-store.js";
+import { appendRunEvents, END_EVENT } from "../../server/store/agents/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
 const db = useTestDatabase();

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 import { createSql } from "../../server/store/db.js";
-import { startEmbeddedPostgres } from "../../server/store/embedded-postgres.js";
 import { migrate } from "../../server/store/migrate.js";
+import { startEmbeddedPostgres } from "../../server/store/postgres/embedded-postgres.js";
 
 declare module "vitest" {
   interface ProvidedContext {

@@ -1,7 +1,7 @@
 import { uuidv7 } from "../../server/ids.js";
 import type { Queryable } from "../../server/store/db.js";
-import { insertOrganization } from "../../server/store/organization-store.js";
-import { insertWorkspace } from "../../server/store/workspace-store.js";
+import { insertOrganization } from "../../server/store/iam/organization-store.js";
+import { insertWorkspace } from "../../server/store/iam/workspace-store.js";
 
 /**
  * Inserts an organization with one workspace, for tests that work below the API (stores, savers,

@@ -6,12 +6,12 @@ import {
   hasLaterRun,
   latestRunOfTask,
   listTaskRuns,
-} from "../../store/a2a-task-store.js";
-import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+} from "../../store/agents/a2a-task-store.js";
+import { type AgentRunRecord, findRun } from "../../store/agents/agent-run-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
+import { findThreads } from "../../store/agents/thread-store.js";
+import { createThreadBatches } from "../../store/batching/thread-batches.js";
 import type { Sql } from "../../store/db.js";
-import { createThreadBatches } from "../../store/thread-batches.js";
-import { findThreads } from "../../store/thread-store.js";
 import { authorizeEvent, type Principal } from "../iam/principal.js";
 import {
   A2A_ERRORS,

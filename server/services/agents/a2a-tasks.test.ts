@@ -1,7 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import type { AgentRunRecord } from "../../store/agent-run-store.js";
-import type { ThreadRecord } from "../../store/thread-store.js";
+import type { AgentRunRecord } from "../../store/agents/agent-run-store.js";
+import type { ThreadRecord } from "../../store/agents/thread-store.js";
 import type { A2aMessage } from "./a2a-protocol.js";
 import { historyOf, inputOf, resumeValueOf, type TaskContext, taskOf, taskState } from "./a2a-tasks.js";
 

@@ -4,8 +4,8 @@
  * the input; a run that stopped at an interrupt asks for input (`input-required`).
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { AgentRunRecord } from "../../store/agent-run-store.js";
-import type { ThreadRecord } from "../../store/thread-store.js";
+import type { AgentRunRecord } from "../../store/agents/agent-run-store.js";
+import type { ThreadRecord } from "../../store/agents/thread-store.js";
 import type {
   A2aMessage,
   A2aTask,

@@ -1,4 +1,4 @@
-import type { AssistantVisibility } from "../../store/assistant-store.js";
+import type { AssistantVisibility } from "../../store/agents/assistant-store.js";
 import { authorizeEvent, type Principal } from "../iam/principal.js";
 import type { SystemAssistants } from "./system-assistants.js";
 

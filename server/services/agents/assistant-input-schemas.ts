@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { graphSchemas } from "../../runtime/graph-introspection.js";
 import type { GraphRegistry } from "../../runtime/graph-registry.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 
 /** The input schemas of assistants' graphs, derived once per graph and process. */
 export interface AssistantInputSchemas {

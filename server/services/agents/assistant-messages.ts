@@ -8,7 +8,7 @@ import {
   GraphSchemaSchema,
 } from "../../../gen/agentplane/agents/v1/assistant_service_pb.js";
 import type { GraphSchemas } from "../../runtime/graph-introspection.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 
 /** Assistant fields a search may `select`, by their wire (proto) names. */
 export const ASSISTANT_FIELDS = [

@@ -22,10 +22,10 @@ import {
   searchAssistants,
   setCurrentAssistantVersion,
   threadIdsOfAssistant,
-} from "../../store/assistant-store.js";
-import { deleteThreadCheckpoints } from "../../store/checkpoint-thread-store.js";
+} from "../../store/agents/assistant-store.js";
+import { deleteThreadCheckpoints } from "../../store/agents/checkpoint-thread-store.js";
+import { deleteThreads } from "../../store/agents/thread-store.js";
 import type { Sql } from "../../store/db.js";
-import { deleteThreads } from "../../store/thread-store.js";
 import type { WorkspacePermission } from "../iam/permissions.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { type AssistantEvent, assistantVisibility } from "./assistant-access.js";

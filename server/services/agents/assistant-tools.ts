@@ -1,8 +1,8 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { GraphRegistry } from "../../runtime/graph-registry.js";
-import type { AgentRunRecord } from "../../store/agent-run-store.js";
-import { type AssistantRecord, searchAssistants } from "../../store/assistant-store.js";
+import type { AgentRunRecord } from "../../store/agents/agent-run-store.js";
+import { type AssistantRecord, searchAssistants } from "../../store/agents/assistant-store.js";
 import type { Sql } from "../../store/db.js";
 import type { Principal } from "../iam/principal.js";
 import { latestAgentText } from "./a2a-tasks.js";

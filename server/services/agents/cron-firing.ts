@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CronFire } from "../../jobs/agent-cron-tick.js";
-import type { AgentRunRecord } from "../../store/agent-run-store.js";
-import { findAssistant } from "../../store/assistant-store.js";
+import type { AgentRunRecord } from "../../store/agents/agent-run-store.js";
+import { findAssistant } from "../../store/agents/assistant-store.js";
 import type { Transaction } from "../../store/db.js";
 import { runRequestOf } from "./cron-requests.js";
 import { createRun, type RunWriteDeps } from "./run-creation.js";

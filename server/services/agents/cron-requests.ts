@@ -10,7 +10,7 @@ import {
   CreateRunRequestSchema,
 } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
 import { nextFireTime, ScheduleError } from "../../jobs/cron-schedule.js";
-import type { CronRecord } from "../../store/agent-cron-store.js";
+import type { CronRecord } from "../../store/agents/agent-cron-store.js";
 import { invalid, oneOf } from "../request-validation.js";
 import { parseRunRequest, type RunRequest } from "./run-requests.js";
 

@@ -20,11 +20,11 @@ import {
   insertCron,
   searchCrons,
   updateCron,
-} from "../../store/agent-cron-store.js";
-import { threadExists } from "../../store/agent-run-thread-store.js";
-import type { AuthFilter } from "../../store/auth-filter-sql.js";
+} from "../../store/agents/agent-cron-store.js";
+import { threadExists } from "../../store/agents/agent-run-thread-store.js";
+import { findVisibleThread } from "../../store/agents/thread-store.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
-import { findVisibleThread } from "../../store/thread-store.js";
+import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { authorizeEvent, authorizeWorkspace, creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { applyCronUpdate, parseCreateCron } from "./cron-requests.js";

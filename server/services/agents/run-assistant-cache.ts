@@ -5,7 +5,7 @@
  * Invariants:
  * - a run is never created from an assistant that changed or went: a run made from a kept record
  *   is inserted only if the assistant's row is still at the version read (the insert checks it,
- *   store/agent-run-store.ts), and otherwise the record is dropped, read afresh and the creation
+ *   store/agents/agent-run-store.ts), and otherwise the record is dropped, read afresh and the creation
  *   retried once;
  * - only lookups without custom auth's visibility filter are kept (a filter is the caller's);
  * - at most {@link MAX_KEPT} assistants are kept, the least recently used dropped first.
@@ -14,7 +14,7 @@ import {
   type AssistantRecord,
   findVersionedAssistant,
   type VersionedAssistant,
-} from "../../store/assistant-store.js";
+} from "../../store/agents/assistant-store.js";
 import type { Queryable } from "../../store/db.js";
 import {
   type AssistantLookup,

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import { type AssistantRecord, findAssistant } from "../../store/assistant-store.js";
+import { type AssistantRecord, findAssistant } from "../../store/agents/assistant-store.js";
 import type { Queryable } from "../../store/db.js";
 import type { Principal } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { WebhookSettings } from "../../config.js";
 import { webhookTargetProblem } from "../../net/webhook-target.js";
-import type { AuthFilter } from "../../store/auth-filter-sql.js";
+import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { authorizeEvent, type Principal } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
 import type { RunRequest } from "./run-requests.js";

@@ -11,11 +11,16 @@ import {
   findRun,
   lockThreadQueue,
   threadsOfRuns,
-} from "../../store/agent-run-store.js";
-import { settleThreadStatus } from "../../store/agent-run-thread-store.js";
+} from "../../store/agents/agent-run-store.js";
+import { settleThreadStatus } from "../../store/agents/agent-run-thread-store.js";
+import {
+  appendRunEvents,
+  END_EVENT,
+  endEventData,
+  expireRunEvents,
+} from "../../store/agents/run-event-store.js";
+import { findThreads } from "../../store/agents/thread-store.js";
 import type { Queryable } from "../../store/db.js";
-import { appendRunEvents, END_EVENT, endEventData, expireRunEvents } from "../../store/run-event-store.js";
-import { findThreads } from "../../store/thread-store.js";
 
 /** The cancel reason of a run a cancel request stopped (Run.cancel_reason). */
 export const CANCELLED = "cancelled";

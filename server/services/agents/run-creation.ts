@@ -13,7 +13,7 @@
  *   (the job exists only if the run does);
  * - nothing is half-written: a request refused (4xx) or failed leaves no run, thread or job, and
  *   gives back the slot it reserved;
- * - statements are pipelined (store/pipelined-transaction.ts): a run on a thread takes two round
+ * - statements are pipelined (store/batching/pipelined-transaction.ts): a run on a thread takes two round
  *   trips (BEGIN with the assistant's read and the thread queue's lock and reads; then the insert,
  *   its job and COMMIT), a stateless run one transaction of one round trip, or none at all on the
  *   fast path (stateless-start.ts).
@@ -32,18 +32,18 @@ import {
   insertRunOnNewThread,
   lockThreadQueue,
   type RunCreator,
-} from "../../store/agent-run-store.js";
-import { checkpointExists } from "../../store/agent-run-thread-store.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
-import type { AuthFilter } from "../../store/auth-filter-sql.js";
-import type { Queryable, Sql } from "../../store/db.js";
-import { pipelinedTransaction } from "../../store/pipelined-transaction.js";
+} from "../../store/agents/agent-run-store.js";
+import { checkpointExists } from "../../store/agents/agent-run-thread-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 import {
   findThreads,
   findVisibleThread,
   insertThreads,
   type ThreadRecord,
-} from "../../store/thread-store.js";
+} from "../../store/agents/thread-store.js";
+import { pipelinedTransaction } from "../../store/batching/pipelined-transaction.js";
+import type { Queryable, Sql } from "../../store/db.js";
+import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { creatorOf, type Principal } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import {

@@ -1,8 +1,8 @@
 import { fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { CreateRunRequestSchema } from "../../../gen/agentplane/agents/v1/run_service_pb.js";
-import type { AgentRunRecord } from "../../store/agent-run-store.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { AgentRunRecord } from "../../store/agents/agent-run-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 import type { Principal } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
 import { cancelRunsInTx } from "./run-cancel.js";

@@ -2,9 +2,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { uuidv7 } from "../../ids.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import { type RunKwargs, runConfigOf, runKwargsJson } from "../../runtime/run-kwargs.js";
-import type { NewRun, RunCreator } from "../../store/agent-run-store.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
-import type { ThreadRecord } from "../../store/thread-store.js";
+import type { NewRun, RunCreator } from "../../store/agents/agent-run-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
+import type { ThreadRecord } from "../../store/agents/thread-store.js";
 import type { RunRequest } from "./run-requests.js";
 
 /** A header name matches a `*`-wildcard pattern, case-insensitively. */

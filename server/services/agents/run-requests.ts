@@ -5,7 +5,7 @@ import type { CreateRunRequest } from "../../../gen/agentplane/agents/v1/run_ser
 import { isLoopbackWebhook, loopbackPathProblem, MAX_WEBHOOK_LENGTH } from "../../net/webhook-url-policy.js";
 import type { RunCommand } from "../../runtime/run-kwargs.js";
 import { STREAM_MODES, type StreamMode } from "../../runtime/run-stream-modes.js";
-import type { CancelAction, MultitaskStrategy, RunStatus } from "../../store/agent-run-store.js";
+import type { CancelAction, MultitaskStrategy, RunStatus } from "../../store/agents/agent-run-store.js";
 import { queryList } from "../query-lists.js";
 import { invalid, oneOf } from "../request-validation.js";
 

@@ -27,11 +27,11 @@ import {
   listRuns,
   type RunStatus,
   runIdsWithStatus,
-} from "../../store/agent-run-store.js";
-import { threadExists } from "../../store/agent-run-thread-store.js";
+} from "../../store/agents/agent-run-store.js";
+import { threadExists } from "../../store/agents/agent-run-thread-store.js";
+import { lastEventSeq } from "../../store/agents/run-event-store.js";
+import { createThreadBatches } from "../../store/batching/thread-batches.js";
 import type { Sql } from "../../store/db.js";
-import { lastEventSeq } from "../../store/run-event-store.js";
-import { createThreadBatches } from "../../store/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { queryList } from "../query-lists.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";

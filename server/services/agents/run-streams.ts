@@ -8,9 +8,9 @@ import {
 import { parseProtocolParams, protocolMethodOf } from "../../runtime/protocol/protocol-event.js";
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
-import { type AgentRunRecord, findRun } from "../../store/agent-run-store.js";
+import { type AgentRunRecord, findRun } from "../../store/agents/agent-run-store.js";
+import { END_EVENT, eventId, eventsAfter, type RunEventRecord } from "../../store/agents/run-event-store.js";
 import type { Sql } from "../../store/db.js";
-import { END_EVENT, eventId, eventsAfter, type RunEventRecord } from "../../store/run-event-store.js";
 import { invalid } from "../request-validation.js";
 
 /**

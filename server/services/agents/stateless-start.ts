@@ -20,8 +20,12 @@ import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import type { RunSlot } from "../../jobs/agent-run-job.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
-import { type AgentRunRecord, insertRunOnNewThread, type RunCreator } from "../../store/agent-run-store.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+import {
+  type AgentRunRecord,
+  insertRunOnNewThread,
+  type RunCreator,
+} from "../../store/agents/agent-run-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 import type { Queryable } from "../../store/db.js";
 import type { RunTarget } from "./run-authorization.js";
 import { newRunOf } from "./run-new.js";

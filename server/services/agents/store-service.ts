@@ -10,15 +10,15 @@ import {
   validateNamespace,
   validateTtl,
 } from "../../runtime/store-validation.js";
-import type { AuthFilter } from "../../store/auth-filter-sql.js";
-import type { Sql } from "../../store/db.js";
-import { createStoreItemUpsert } from "../../store/store-item-batches.js";
 import {
   type StoreItemKey,
   storeAuthDocument,
   storeDocumentPasses,
   storeItemAccess,
-} from "../../store/store-item-store.js";
+} from "../../store/agents/store-item-store.js";
+import { createStoreItemUpsert } from "../../store/batching/store-item-batches.js";
+import type { Sql } from "../../store/db.js";
+import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";
 

@@ -1,8 +1,12 @@
 import type { GraphRegistry, RegisteredGraph } from "../../runtime/graph-registry.js";
 import { systemAssistantId } from "../../runtime/system-assistant-id.js";
-import { insertAssistant, insertAssistantVersion, lockAssistant } from "../../store/assistant-store.js";
+import {
+  insertAssistant,
+  insertAssistantVersion,
+  lockAssistant,
+} from "../../store/agents/assistant-store.js";
+import { appliedDefaultsMatch, recordAppliedDefaults } from "../../store/agents/system-assistant-store.js";
 import type { Sql, Transaction } from "../../store/db.js";
-import { appliedDefaultsMatch, recordAppliedDefaults } from "../../store/system-assistant-store.js";
 
 /**
  * Makes sure a workspace has the system assistant of every registered graph (id

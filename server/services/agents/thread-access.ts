@@ -1,6 +1,6 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import type { ThreadBatches } from "../../store/thread-batches.js";
-import type { JsonObject, ThreadKey, ThreadRecord } from "../../store/thread-store.js";
+import type { JsonObject, ThreadKey, ThreadRecord } from "../../store/agents/thread-store.js";
+import type { ThreadBatches } from "../../store/batching/thread-batches.js";
 import { authorizeEvent, authorizeWorkspace, type Principal } from "../iam/principal.js";
 import { requireUuid } from "../request-validation.js";
 

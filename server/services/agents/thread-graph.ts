@@ -6,9 +6,9 @@ import type { CompiledGraph, GraphRegistry, RegisteredGraph } from "../../runtim
 import { isObject, toPlainJson } from "../../runtime/plain-json.js";
 import { PostgresCheckpointer } from "../../runtime/postgres-checkpointer.js";
 import { PostgresStore } from "../../runtime/postgres-store.js";
-import { newestRunConfig } from "../../store/agent-run-store.js";
+import { newestRunConfig } from "../../store/agents/agent-run-store.js";
+import { saveThreadState, type ThreadRecord, type ThreadStatus } from "../../store/agents/thread-store.js";
 import type { Sql } from "../../store/db.js";
-import { saveThreadState, type ThreadRecord, type ThreadStatus } from "../../store/thread-store.js";
 import { interruptsByTask } from "./thread-state-view.js";
 
 /** Dependencies of {@link createThreadGraphs}. */

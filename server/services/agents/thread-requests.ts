@@ -6,7 +6,7 @@ import {
   type ThreadStatus,
   type ThreadTtl,
   type ThreadTtlStrategy,
-} from "../../store/thread-store.js";
+} from "../../store/agents/thread-store.js";
 import { queryList } from "../query-lists.js";
 import { invalid, oneOf } from "../request-validation.js";
 

@@ -10,8 +10,6 @@ import {
   pruneThreadCheckpoints,
   threadCheckpointStorage,
 } from "../../runtime/postgres-checkpointer.js";
-import type { Sql } from "../../store/db.js";
-import { createThreadBatches } from "../../store/thread-batches.js";
 import {
   copyThreadRow,
   countThreads,
@@ -22,7 +20,9 @@ import {
   type ThreadFilter,
   type ThreadTtl,
   updateThread,
-} from "../../store/thread-store.js";
+} from "../../store/agents/thread-store.js";
+import { createThreadBatches } from "../../store/batching/thread-batches.js";
+import type { Sql } from "../../store/db.js";
 import { authorizeEvent, authorizeWorkspace } from "../iam/principal.js";
 import { invalid, oneOf, requireUuid } from "../request-validation.js";
 import { refuseEncryptedFilter } from "./encrypted-filter.js";

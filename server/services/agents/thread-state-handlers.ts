@@ -10,8 +10,8 @@ import {
 } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { checkpointOf } from "../../runtime/checkpoint-config.js";
 import { isObject } from "../../runtime/plain-json.js";
+import type { ThreadBatches } from "../../store/batching/thread-batches.js";
 import type { Queryable } from "../../store/db.js";
-import type { ThreadBatches } from "../../store/thread-batches.js";
 import { queryList } from "../query-lists.js";
 import { invalid } from "../request-validation.js";
 import { selectRestFields } from "../response-status.js";

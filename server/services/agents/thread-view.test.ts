@@ -3,7 +3,7 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { ThreadSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { toPlainJson } from "../../runtime/plain-json.js";
-import type { ThreadRecord } from "../../store/thread-store.js";
+import type { ThreadRecord } from "../../store/agents/thread-store.js";
 import { parseInclude } from "./thread-requests.js";
 import { parseExtract, parseSelect, threadView } from "./thread-view.js";
 

@@ -1,7 +1,7 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Thread, ThreadSchema } from "../../../gen/agentplane/agents/v1/thread_service_pb.js";
-import type { ThreadRecord } from "../../store/thread-store.js";
+import type { ThreadRecord } from "../../store/agents/thread-store.js";
 import { invalid } from "../request-validation.js";
 import { toValue } from "./json-value.js";
 

@@ -9,9 +9,9 @@ import {
   BulkExportSchema,
 } from "../../../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { partitionFolder } from "../../export/export-layout.js";
-import type { DestinationRecord } from "../../store/bulk-export-destination-store.js";
-import type { ExportRunRecord } from "../../store/bulk-export-run-store.js";
-import type { ExportRecord } from "../../store/bulk-export-store.js";
+import type { DestinationRecord } from "../../store/export/bulk-export-destination-store.js";
+import type { ExportRunRecord } from "../../store/export/bulk-export-run-store.js";
+import type { ExportRecord } from "../../store/export/bulk-export-store.js";
 
 /** The wire form of a destination: its location and the names of its credential fields, never their values. */
 export function toDestinationMessage(d: DestinationRecord): BulkExportDestination {

@@ -5,8 +5,8 @@ import type {
 } from "../../../gen/agentplane/export/v1/bulk_export_service_pb.js";
 import { dayPartitionCount } from "../../export/partitions.js";
 import type { S3Credentials } from "../../export/s3-destination.js";
-import type { S3Location } from "../../store/bulk-export-destination-store.js";
-import { EXPORTABLE_RUN_FIELDS, type ExportableRunField } from "../../store/run-export-store.js";
+import type { S3Location } from "../../store/export/bulk-export-destination-store.js";
+import { EXPORTABLE_RUN_FIELDS, type ExportableRunField } from "../../store/export/run-export-store.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { runFilterParameter } from "../tracing/run-query-request.js";
 

@@ -13,6 +13,8 @@ import {
 } from "../../export/s3-destination.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchExportRuns, type ExportDispatchDeps } from "../../jobs/bulk-export-dispatch.js";
+import type { SecretBox } from "../../store/crypto/secret-box.js";
+import type { Sql } from "../../store/db.js";
 import {
   findDestination,
   findDestinationForExport,
@@ -20,13 +22,20 @@ import {
   listDestinations,
   markDestinationDeleted,
   updateDestinationCredentials,
-} from "../../store/bulk-export-destination-store.js";
-import { findExportRun, listExportRuns, listScheduledExportRuns } from "../../store/bulk-export-run-store.js";
-import { type ExportRecord, findExport, finishExport, listExports } from "../../store/bulk-export-store.js";
-import type { Sql } from "../../store/db.js";
-import { findProjectIds } from "../../store/run-query-store.js";
-import type { SecretBox } from "../../store/secret-box.js";
-import { inWorkspaceScope } from "../../store/workspace-scope.js";
+} from "../../store/export/bulk-export-destination-store.js";
+import {
+  findExportRun,
+  listExportRuns,
+  listScheduledExportRuns,
+} from "../../store/export/bulk-export-run-store.js";
+import {
+  type ExportRecord,
+  findExport,
+  finishExport,
+  listExports,
+} from "../../store/export/bulk-export-store.js";
+import { findProjectIds } from "../../store/tracing/run-query-store.js";
+import { inWorkspaceScope } from "../../store/tracing/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";
 import { toDestinationMessage, toExportMessage, toRunMessage } from "./bulk-export-messages.js";

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { ApiKeyKind } from "../../store/api-key-store.js";
+import type { ApiKeyKind } from "../../store/iam/api-key-store.js";
 
 /** Key prefixes: recognisable in logs and by secret scanners, and telling the kind at a glance. */
 const PREFIX: Record<ApiKeyKind, string> = { personal: "ap_pt_", service: "ap_sk_" };

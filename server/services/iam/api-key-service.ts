@@ -5,6 +5,7 @@ import type {
   CreateApiKeyRequest,
 } from "../../../gen/agentplane/iam/v1/api_key_service_pb.js";
 import { isUuid, uuidv7 } from "../../ids.js";
+import type { Sql } from "../../store/db.js";
 import {
   type ApiKeyKind,
   getApiKey,
@@ -12,14 +13,13 @@ import {
   listApiKeys,
   type NewApiKey,
   revokeApiKey,
-} from "../../store/api-key-store.js";
-import type { Sql } from "../../store/db.js";
-import { findOrganizationRole } from "../../store/member-store.js";
+} from "../../store/iam/api-key-store.js";
+import { findOrganizationRole } from "../../store/iam/member-store.js";
 import {
   findLiveWorkspaceIds,
   listGrantedWorkspaces,
   type WorkspaceGrant,
-} from "../../store/workspace-store.js";
+} from "../../store/iam/workspace-store.js";
 import { oneOf, requireUuid } from "../request-validation.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
 import { apiKeyMessage } from "./iam-messages.js";

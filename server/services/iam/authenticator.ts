@@ -4,16 +4,16 @@ import { isUuid } from "../../ids.js";
 import type { Logger } from "../../logger.js";
 import { type RequestScope, requestScopeKey } from "../../request-scope.js";
 import { RUN_TOKEN_PREFIX } from "../../runtime/loopback-client.js";
-import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../store/api-key-store.js";
 import type { Sql } from "../../store/db.js";
-import { findFirstAdmin } from "../../store/member-store.js";
-import { findFirstOrganization } from "../../store/organization-store.js";
+import { type AuthenticatedKey, findUsableKeyByHash, touchApiKey } from "../../store/iam/api-key-store.js";
+import { findFirstAdmin } from "../../store/iam/member-store.js";
+import { findFirstOrganization } from "../../store/iam/organization-store.js";
 import {
   grantedWorkspace,
   listGrantedWorkspaces,
   type WorkspaceGrant,
   type WorkspaceRecord,
-} from "../../store/workspace-store.js";
+} from "../../store/iam/workspace-store.js";
 import type { CallGuard } from "../call-guard.js";
 import { hashApiKey } from "./api-key-secret.js";
 import type { Identity } from "./identity.js";
@@ -80,7 +80,7 @@ export interface Authenticator {
  * Turns `x-api-key` (or `Authorization: Bearer`) and `x-tenant-id` into a {@link Principal}.
  * Unknown, revoked and expired keys all answer the same 401. A key resolved once is kept in
  * `identities` for a few seconds, so most requests authenticate without a query; any change to keys,
- * memberships or workspaces clears it (server/store/identity-changes.ts).
+ * memberships or workspaces clears it (server/store/iam/identity-changes.ts).
  */
 export function createAuthenticator({
   sql,

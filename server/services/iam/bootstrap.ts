@@ -3,16 +3,16 @@ import { join } from "node:path";
 import type { Config } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import type { Logger } from "../../logger.js";
-import { insertApiKey, keyHashExists } from "../../store/api-key-store.js";
 import type { Sql, Transaction } from "../../store/db.js";
+import { insertApiKey, keyHashExists } from "../../store/iam/api-key-store.js";
 import {
   findFirstAdmin,
   insertUser,
   upsertOrganizationMember,
   upsertWorkspaceMember,
-} from "../../store/member-store.js";
-import { findFirstOrganization, insertOrganization } from "../../store/organization-store.js";
-import { insertWorkspace } from "../../store/workspace-store.js";
+} from "../../store/iam/member-store.js";
+import { findFirstOrganization, insertOrganization } from "../../store/iam/organization-store.js";
+import { insertWorkspace } from "../../store/iam/workspace-store.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
 
 /**

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
 import type { CustomAuthHandlers } from "../../runtime/custom-auth-module.js";
-import { type AuthFilter, parseAuthFilter } from "../../store/auth-filter-sql.js";
+import { type AuthFilter, parseAuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { httpExceptionError, isHttpException } from "./auth-http-exception.js";
 import type { AuthRules, AuthUser } from "./principal.js";
 

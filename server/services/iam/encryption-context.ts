@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../../logger.js";
 import type { EncryptionContextHandler } from "../../runtime/custom-encryption-module.js";
-import { type EncryptionContextValue, setEncryptionContext } from "../../store/encryption-scope.js";
+import { type EncryptionContextValue, setEncryptionContext } from "../../store/crypto/encryption-scope.js";
 import type { Principal } from "./principal.js";
 
 /**

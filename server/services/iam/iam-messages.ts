@@ -9,10 +9,10 @@ import {
   type Workspace,
   WorkspaceSchema,
 } from "../../../gen/agentplane/iam/v1/iam_pb.js";
-import type { ApiKeyRecord } from "../../store/api-key-store.js";
-import type { UserRecord } from "../../store/member-store.js";
-import type { OrganizationRecord } from "../../store/organization-store.js";
-import type { WorkspaceRecord } from "../../store/workspace-store.js";
+import type { ApiKeyRecord } from "../../store/iam/api-key-store.js";
+import type { UserRecord } from "../../store/iam/member-store.js";
+import type { OrganizationRecord } from "../../store/iam/organization-store.js";
+import type { WorkspaceRecord } from "../../store/iam/workspace-store.js";
 
 /** The wire form of an organization. */
 export function organizationMessage(org: OrganizationRecord): Organization {

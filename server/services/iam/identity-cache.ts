@@ -1,6 +1,6 @@
 /**
  * How long a resolved API key is used without asking Postgres again. Changes reach every process at
- * once by NOTIFY (server/store/identity-changes.ts); this bounds what a process can miss while its
+ * once by NOTIFY (server/store/iam/identity-changes.ts); this bounds what a process can miss while its
  * listening connection is down and being re-established.
  */
 const IDENTITY_TTL_MS = 5_000;

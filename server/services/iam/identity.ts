@@ -1,4 +1,4 @@
-import type { WorkspaceRecord } from "../../store/workspace-store.js";
+import type { WorkspaceRecord } from "../../store/iam/workspace-store.js";
 import type { Principal } from "./principal.js";
 
 /**

@@ -24,8 +24,8 @@ import {
   updateOrganizationRole,
   updateWorkspaceRole,
   type WorkspaceMemberRecord,
-} from "../../store/member-store.js";
-import { lockOrganization } from "../../store/organization-store.js";
+} from "../../store/iam/member-store.js";
+import { lockOrganization } from "../../store/iam/organization-store.js";
 import { oneOf, requireUuid } from "../request-validation.js";
 import { ORGANIZATION_ROLES, WORKSPACE_ROLES } from "./permissions.js";
 import { authorizeOrganization, authorizeWorkspace } from "./principal.js";

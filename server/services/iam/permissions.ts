@@ -1,4 +1,4 @@
-import type { OrganizationRole, WorkspaceRole } from "../../store/member-store.js";
+import type { OrganizationRole, WorkspaceRole } from "../../store/iam/member-store.js";
 
 /**
  * Every permission agentplane checks. Organization permissions come from the caller's organization

@@ -1,10 +1,10 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { RunCreator } from "../../store/agent-run-store.js";
-import type { ApiKeyKind } from "../../store/api-key-store.js";
-import type { AuthFilter } from "../../store/auth-filter-sql.js";
-import type { OrganizationRole, UserRecord } from "../../store/member-store.js";
-import type { OrganizationRecord } from "../../store/organization-store.js";
-import type { WorkspaceGrant, WorkspaceRecord } from "../../store/workspace-store.js";
+import type { RunCreator } from "../../store/agents/agent-run-store.js";
+import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
+import type { ApiKeyKind } from "../../store/iam/api-key-store.js";
+import type { OrganizationRole, UserRecord } from "../../store/iam/member-store.js";
+import type { OrganizationRecord } from "../../store/iam/organization-store.js";
+import type { WorkspaceGrant, WorkspaceRecord } from "../../store/iam/workspace-store.js";
 import {
   type OrganizationPermission,
   organizationPermissions,

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Sql } from "../../store/db.js";
-import type { WorkspaceRole } from "../../store/member-store.js";
-import { findRunTokenScope } from "../../store/run-token-store.js";
+import type { WorkspaceRole } from "../../store/iam/member-store.js";
+import { findRunTokenScope } from "../../store/tracing/run-token-store.js";
 import type { Identity } from "./identity.js";
 
 /**

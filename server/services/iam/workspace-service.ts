@@ -4,16 +4,16 @@ import { uuidv7 } from "../../ids.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
 import type { WorkspacePurgePayload } from "../../jobs/workspace-purge-job.js";
-import { addApiKeyWorkspace } from "../../store/api-key-store.js";
 import { PgCode, pgErrorCode, type Sql } from "../../store/db.js";
-import { upsertWorkspaceMember } from "../../store/member-store.js";
-import { lockOrganization } from "../../store/organization-store.js";
+import { addApiKeyWorkspace } from "../../store/iam/api-key-store.js";
+import { upsertWorkspaceMember } from "../../store/iam/member-store.js";
+import { lockOrganization } from "../../store/iam/organization-store.js";
 import {
   countLiveWorkspaces,
   insertWorkspace,
   listGrantedWorkspaces,
   markWorkspaceDeleted,
-} from "../../store/workspace-store.js";
+} from "../../store/iam/workspace-store.js";
 import { requireUuid } from "../request-validation.js";
 import { workspaceMessage } from "./iam-messages.js";
 import { authorizeOrganization, authorizeWorkspace, principalOf } from "./principal.js";

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Sql } from "../../store/db.js";
-import { findFirstOrganization } from "../../store/organization-store.js";
+import { findFirstOrganization } from "../../store/iam/organization-store.js";
 import type { Principal } from "../iam/principal.js";
 
 /**

@@ -17,12 +17,12 @@ import {
   listFeedback,
   lockFeedbackRuns,
   updateFeedback,
-} from "../../store/feedback-store.js";
-import { listFeedbackTokens } from "../../store/feedback-token-store.js";
-import { findProjectIds } from "../../store/run-query-store.js";
-import { refreshFeedbackStats } from "../../store/run-store.js";
-import type { NormalizedFeedback } from "../../store/trace-rows.js";
-import { inWorkspaceScope, type WorkspaceBound } from "../../store/workspace-scope.js";
+} from "../../store/tracing/feedback-store.js";
+import { listFeedbackTokens } from "../../store/tracing/feedback-token-store.js";
+import { findProjectIds } from "../../store/tracing/run-query-store.js";
+import { refreshFeedbackStats } from "../../store/tracing/run-store.js";
+import type { NormalizedFeedback } from "../../store/tracing/trace-rows.js";
+import { inWorkspaceScope, type WorkspaceBound } from "../../store/tracing/workspace-scope.js";
 import { feedbackScore, normalizeFeedback } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";

@@ -2,7 +2,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { FeedbackTokenService } from "../../../gen/agentplane/tracing/v1/feedback_token_service_pb.js";
 import { uuidv7 } from "../../ids.js";
 import type { Sql } from "../../store/db.js";
-import { findLiveFeedbackToken } from "../../store/feedback-token-store.js";
+import { findLiveFeedbackToken } from "../../store/tracing/feedback-token-store.js";
 import { normalizeFeedback } from "../../tracing/run-normalizer.js";
 import { requireUuid } from "../request-validation.js";
 import { jsonOf, storeFeedback } from "./feedback-service.js";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Queryable } from "../../store/db.js";
-import { type FeedbackTokenRecord, insertFeedbackTokens } from "../../store/feedback-token-store.js";
+import { type FeedbackTokenRecord, insertFeedbackTokens } from "../../store/tracing/feedback-token-store.js";
 import { invalid } from "../request-validation.js";
 
 /*

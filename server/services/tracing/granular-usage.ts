@@ -1,10 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
 import type { Sql } from "../../store/db.js";
-import type { UsageUnit } from "../../store/usage-ranges.js";
-import { queryUsage, type UsageDimension } from "../../store/usage-store.js";
-import { inWorkspaceScope } from "../../store/workspace-scope.js";
-import { listGrantedWorkspaces } from "../../store/workspace-store.js";
+import { listGrantedWorkspaces } from "../../store/iam/workspace-store.js";
+import type { UsageUnit } from "../../store/tracing/usage-ranges.js";
+import { queryUsage, type UsageDimension } from "../../store/tracing/usage-store.js";
+import { inWorkspaceScope } from "../../store/tracing/workspace-scope.js";
 import { NO_DIMENSION_ID } from "../../tracing/usage-recorder.js";
 import {
   AGGREGATIONS,

@@ -16,9 +16,9 @@ import {
   listProjects,
   type ProjectRecord,
   updateProject,
-} from "../../store/project-store.js";
-import type { JsonObject } from "../../store/trace-rows.js";
-import { inWorkspaceScope, type WorkspaceBound } from "../../store/workspace-scope.js";
+} from "../../store/tracing/project-store.js";
+import type { JsonObject } from "../../store/tracing/trace-rows.js";
+import { inWorkspaceScope, type WorkspaceBound } from "../../store/tracing/workspace-scope.js";
 import { MAX_PROJECT_NAME } from "../../tracing/run-normalizer.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid, requireUuid } from "../request-validation.js";

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import type { RunKey } from "../../store/run-query-store.js";
+import type { RunKey } from "../../store/tracing/run-query-store.js";
 
 /** Version tag of the cursor format, so a future format can reject old cursors clearly. */
 const VERSION = "r1";

@@ -1,7 +1,7 @@
 import { create, fromJson, type JsonObject, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { ListValueSchema, type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import type { RunSchema } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
-import type { RunRow } from "../../store/run-query-store.js";
+import type { RunRow } from "../../store/tracing/run-query-store.js";
 import type { RunField } from "./run-fields.js";
 
 /** A Run message to return. */

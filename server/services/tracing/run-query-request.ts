@@ -2,7 +2,7 @@ import type { MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Value } from "@bufbuild/protobuf/wkt";
 import type { QueryRunsRequestSchema } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
 import { isUuid } from "../../ids.js";
-import { RUN_JSON_COLUMNS, type RunQuery } from "../../store/run-query-store.js";
+import { RUN_JSON_COLUMNS, type RunQuery } from "../../store/tracing/run-query-store.js";
 import {
   describeFilterError,
   FilterError,

@@ -1,8 +1,8 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { RunService } from "../../../gen/agentplane/tracing/v1/run_service_pb.js";
 import type { Sql } from "../../store/db.js";
-import { findProjectIds, findRun, queryRuns } from "../../store/run-query-store.js";
-import { inWorkspaceScope, unconfined } from "../../store/workspace-scope.js";
+import { findProjectIds, findRun, queryRuns } from "../../store/tracing/run-query-store.js";
+import { inWorkspaceScope, unconfined } from "../../store/tracing/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { encodeRunCursor } from "./run-cursor.js";
 import { selectedRunFields } from "./run-fields.js";

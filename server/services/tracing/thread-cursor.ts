@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
-import type { ThreadKey } from "../../store/thread-read-store.js";
+import type { ThreadKey } from "../../store/agents/thread-read-store.js";
 
 /**
  * Version tag of the cursor format, so a future format can reject old cursors clearly. "t2": the

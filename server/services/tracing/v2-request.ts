@@ -1,7 +1,7 @@
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { findProjectIds } from "../../store/run-query-store.js";
-import type { WorkspaceBound } from "../../store/workspace-scope.js";
+import { findProjectIds } from "../../store/tracing/run-query-store.js";
+import type { WorkspaceBound } from "../../store/tracing/workspace-scope.js";
 import { invalid } from "../request-validation.js";
 import { uuidOf } from "./run-query-request.js";
 

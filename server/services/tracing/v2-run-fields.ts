@@ -1,4 +1,4 @@
-import type { RunJsonColumn } from "../../store/run-query-store.js";
+import type { RunJsonColumn } from "../../store/tracing/run-query-store.js";
 import { invalid } from "../request-validation.js";
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { RunColumn, RunRow } from "../../store/run-query-store.js";
+import type { RunColumn, RunRow } from "../../store/tracing/run-query-store.js";
 import { selectedV2Fields } from "./v2-run-fields.js";
 import { v2RowColumns, v2RunEncoder, v2RunMessage } from "./v2-run-message.js";
 

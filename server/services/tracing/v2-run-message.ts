@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RunSchema } from "../../../gen/agentplane/tracing/v2/run_pb.js";
-import type { RunColumn, RunRow } from "../../store/run-query-store.js";
+import type { RunColumn, RunRow } from "../../store/tracing/run-query-store.js";
 import { appPath, camel, decimal, list, object, timestamp } from "./run-message.js";
 import type { V2RunField } from "./v2-run-fields.js";
 

@@ -1,6 +1,6 @@
 import type { MessageShape } from "@bufbuild/protobuf";
 import type { QueryRunsRequestSchema } from "../../../gen/agentplane/tracing/v2/run_service_pb.js";
-import type { RunQuery } from "../../store/run-query-store.js";
+import type { RunQuery } from "../../store/tracing/run-query-store.js";
 import type { RunCondition } from "../../tracing/filter/index.js";
 import { invalid } from "../request-validation.js";
 import { decodeRunCursor } from "./run-cursor.js";

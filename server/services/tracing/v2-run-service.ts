@@ -2,8 +2,8 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import type { RunService } from "../../../gen/agentplane/tracing/v2/run_service_pb.js";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Sql } from "../../store/db.js";
-import { findProjectIds, findRun, queryRuns, type RunRow } from "../../store/run-query-store.js";
-import { inWorkspaceScope, unconfined } from "../../store/workspace-scope.js";
+import { findProjectIds, findRun, queryRuns, type RunRow } from "../../store/tracing/run-query-store.js";
+import { inWorkspaceScope, unconfined } from "../../store/tracing/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { encodeRunCursor } from "./run-cursor.js";
 import { appPath } from "./run-message.js";

@@ -1,8 +1,8 @@
 import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ThreadTraceSchema } from "../../../gen/agentplane/tracing/v2/thread_service_pb.js";
-import type { RunRow } from "../../store/run-query-store.js";
-import type { TraceTotals } from "../../store/trace-totals-store.js";
+import type { RunRow } from "../../store/tracing/run-query-store.js";
+import type { TraceTotals } from "../../store/tracing/trace-totals-store.js";
 import { invalid } from "../request-validation.js";
 import { decimal, timestamp } from "./run-message.js";
 import { latencySeconds } from "./v2-run-message.js";

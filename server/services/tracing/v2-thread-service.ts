@@ -1,12 +1,12 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { ThreadService } from "../../../gen/agentplane/tracing/v2/thread_service_pb.js";
 import { type Clock, systemClock } from "../../clock.js";
+import { findThreadStats, queryThreads } from "../../store/agents/thread-read-store.js";
 import type { Sql } from "../../store/db.js";
-import type { ColumnField } from "../../store/filter-fields.js";
-import { queryRuns, type RunQuery } from "../../store/run-query-store.js";
-import { findThreadStats, queryThreads } from "../../store/thread-read-store.js";
-import { findTraceTotals, type TraceTotals } from "../../store/trace-totals-store.js";
-import { inWorkspaceScope } from "../../store/workspace-scope.js";
+import type { ColumnField } from "../../store/filters/filter-fields.js";
+import { queryRuns, type RunQuery } from "../../store/tracing/run-query-store.js";
+import { findTraceTotals, type TraceTotals } from "../../store/tracing/trace-totals-store.js";
+import { inWorkspaceScope } from "../../store/tracing/workspace-scope.js";
 import { FILTER_FIELDS, type RunCondition } from "../../tracing/filter/index.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";

@@ -7,9 +7,9 @@ import type {
 } from "../../../gen/agentplane/tracing/v2/trace_service_pb.js";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Sql } from "../../store/db.js";
-import { queryRuns, type RunQuery } from "../../store/run-query-store.js";
-import { findTraceTotals, type TraceTotals } from "../../store/trace-totals-store.js";
-import { inWorkspaceScope } from "../../store/workspace-scope.js";
+import { queryRuns, type RunQuery } from "../../store/tracing/run-query-store.js";
+import { findTraceTotals, type TraceTotals } from "../../store/tracing/trace-totals-store.js";
+import { inWorkspaceScope } from "../../store/tracing/workspace-scope.js";
 import { authorizeWorkspace } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
 import { decodeRunCursor, encodeRunCursor } from "./run-cursor.js";

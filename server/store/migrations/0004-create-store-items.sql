@@ -1,4 +1,4 @@
--- The Agent Server's key-value store (BaseStore items), written by server/store/store-item-store.ts.
+-- The Agent Server's key-value store (BaseStore items), written by server/store/agents/store-item-store.ts.
 --
 -- Namespace labels never contain "." (the API and server/runtime/postgres-store.ts refuse them), so
 -- the labels joined by "." plus a trailing "." (`users.u1.`) identify a namespace, and a namespace

@@ -1,5 +1,5 @@
 -- Row-level security on the tracing tables, as defence in depth beneath the workspace condition every
--- query already has (server/store/workspace-scope.ts). A request that touches them does so in a
+-- query already has (server/store/tracing/workspace-scope.ts). A request that touches them does so in a
 -- transaction that switches to the role agentplane_tenant and names the workspaces it may see in the
 -- setting agentplane.workspace_ids; under that role a row of any other workspace is neither read nor
 -- written, whatever the SQL says, and without the setting nothing is visible at all.

@@ -9,9 +9,9 @@
 --
 -- What the key guaranteed is kept, by other means:
 -- - A run names a project of its own workspace that exists: the only writer of runs.session_id is
---   trace ingest (server/store/run-store.ts), and it resolves every project of a batch, scoped to the
+--   trace ingest (server/store/tracing/run-store.ts), and it resolves every project of a batch, scoped to the
 --   workspace, in the batch's transaction before it writes a run, locking each project row FOR KEY
---   SHARE (server/store/project-store.ts), the lock the key's check took. A project deleted before
+--   SHARE (server/store/tracing/project-store.ts), the lock the key's check took. A project deleted before
 --   that is not found (a 404, or created again when named); a delete that comes after waits for the
 --   batch to commit and then deletes its runs too, as the cascade did.
 -- - Deleting a project (or, through its cascade, a workspace) deletes its runs: the trigger below,

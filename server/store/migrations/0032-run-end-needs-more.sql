@@ -1,4 +1,4 @@
--- The end of a run sent together with its COMMIT (server/store/run-end-store.ts) cannot stop before
+-- The end of a run sent together with its COMMIT (server/store/agents/run-end-store.ts) cannot stop before
 -- COMMIT when it finds more to do in its transaction (the thread's next run to dispatch, a thread
 -- deleted while the run ran): it fails through this function instead, which rolls the whole
 -- transaction back, and the worker ends the run again with the follow-up in the same transaction.

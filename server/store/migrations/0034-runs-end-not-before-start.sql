@@ -3,7 +3,7 @@
 -- (`…21.226002Z`), and its end_time as epoch milliseconds (`…21.226Z`): a run that ended within the
 -- millisecond it started in was stored ending before it started, with a negative latency in the API,
 -- in run stats and in bulk exports. The ingest now stores an end before the start as the start
--- (server/store/run-store.ts: an end within the start's millisecond is the same instant at the
+-- (server/store/tracing/run-store.ts: an end within the start's millisecond is the same instant at the
 -- client's precision); this fixes the rows stored before, and the check keeps every writer to it.
 update runs set end_time = start_time where end_time < start_time;
 

@@ -1,4 +1,4 @@
-import type { ComparisonOperator } from "../../store/run-condition.js";
+import type { ComparisonOperator } from "../../store/filters/run-condition.js";
 
 /**
  * The syntax tree of a filter expression, as {@link parseFilter} builds it: typed by function, with

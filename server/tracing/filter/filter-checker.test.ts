@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FILTER_FIELDS } from "../../store/filter-fields.js";
+import { FILTER_FIELDS } from "../../store/filters/filter-fields.js";
 import { validateFilter } from "./filter-checker.js";
 import { FilterError } from "./filter-error.js";
 import { normalizeTimestamp } from "./timestamp-literal.js";

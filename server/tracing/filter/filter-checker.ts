@@ -6,8 +6,8 @@ import {
   type FilterField,
   SEARCH_FIELDS,
   type SearchField,
-} from "../../store/filter-fields.js";
-import type { ConditionValue, EntryCondition, RunCondition } from "../../store/run-condition.js";
+} from "../../store/filters/filter-fields.js";
+import type { ConditionValue, EntryCondition, RunCondition } from "../../store/filters/run-condition.js";
 import type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
 import { FilterError } from "./filter-error.js";
 import { DURATION_UNITS } from "./filter-lexer.js";

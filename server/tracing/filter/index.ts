@@ -8,13 +8,13 @@
  *   where ${inWorkspace(q, "run", ws, [runFilterSql(q, condition, "run")])}`);
  * ```
  *
- * (`inWorkspace` in store/sql-conditions.ts, `inWorkspaceScope` in store/workspace-scope.ts: the
+ * (`inWorkspace` in store/filters/sql-conditions.ts, `inWorkspaceScope` in store/tracing/workspace-scope.ts: the
  * workspace condition, and the row-level security beneath it.)
  */
 
-export { FILTER_FIELDS, SEARCH_FIELDS } from "../../store/filter-fields.js";
-export type { ConditionValue, EntryCondition, RunCondition } from "../../store/run-condition.js";
-export { runFilterSql, type SqlFragment } from "../../store/run-filter-sql.js";
+export { FILTER_FIELDS, SEARCH_FIELDS } from "../../store/filters/filter-fields.js";
+export type { ConditionValue, EntryCondition, RunCondition } from "../../store/filters/run-condition.js";
+export { runFilterSql, type SqlFragment } from "../../store/filters/run-filter-sql.js";
 export type { ComparisonOperator, FieldReference, FilterExpression, FilterLiteral } from "./filter-ast.js";
 export { checkFilter, validateFilter } from "./filter-checker.js";
 export { describeFilterError, FilterError } from "./filter-error.js";

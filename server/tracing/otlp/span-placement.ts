@@ -21,10 +21,10 @@ import {
   type StoredPosition,
   savePendingSpans,
   storedPositions,
-} from "../../store/otel-pending-store.js";
-import { existingProjectIds } from "../../store/project-store.js";
-import type { JsonObject, NormalizedRun } from "../../store/trace-rows.js";
-import type { WorkspaceBound } from "../../store/workspace-scope.js";
+} from "../../store/tracing/otel-pending-store.js";
+import { existingProjectIds } from "../../store/tracing/project-store.js";
+import type { JsonObject, NormalizedRun } from "../../store/tracing/trace-rows.js";
+import type { WorkspaceBound } from "../../store/tracing/workspace-scope.js";
 import { normalizeRun, type RunInput } from "../run-normalizer.js";
 import type { SpanDraft } from "./span-draft.js";
 import { positionSpans } from "./span-positions.js";

@@ -2,7 +2,7 @@
  * Where each span's run sits in its trace: its trace id, parent and dotted_order, from its parent's
  * (in the same batch, or stored), down from the roots. Pure: the stored parents are looked up first.
  */
-import type { StoredPosition } from "../../store/otel-pending-store.js";
+import type { StoredPosition } from "../../store/tracing/otel-pending-store.js";
 import type { RunInput } from "../run-normalizer.js";
 import type { SpanDraft } from "./span-draft.js";
 

@@ -42,7 +42,7 @@ import type { RunLauncher } from "../../services/agents/run-launcher.js";
 import type { Authenticator } from "../../services/iam/authenticator.js";
 import type { WorkspacePermission } from "../../services/iam/permissions.js";
 import { authorizedWorkspace, type Principal } from "../../services/iam/principal.js";
-import type { AssistantRecord } from "../../store/assistant-store.js";
+import type { AssistantRecord } from "../../store/agents/assistant-store.js";
 import { readJsonBody } from "../body/json-body.js";
 import type { IgnoredFieldsSink } from "../field-leniency.js";
 import { type AdapterRoute, bindAdapter, type HttpAdapter } from "../http-adapter.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isUuid } from "../../ids.js";
 import { JsonTexts } from "../../store/json-text.js";
-import type { RunAttachment } from "../../store/run-store.js";
+import type { RunAttachment } from "../../store/tracing/run-store.js";
 import type { IngestBatch } from "../../tracing/ingest-service.js";
 import type { FeedbackInput, RunInput } from "../../tracing/run-normalizer.js";
 import { describeProblem, textProblem } from "../input/input-problem.js";

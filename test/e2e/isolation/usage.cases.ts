@@ -3,7 +3,7 @@ import postgres from "postgres";
 import { expect } from "vitest";
 import type { AgentplaneClient } from "../../../sdk/index.js";
 import { uuidv7 } from "../../../server/ids.js";
-import { unconfined } from "../../../server/store/workspace-scope.js";
+import { unconfined } from "../../../server/store/tracing/workspace-scope.js";
 import { recordTraceUsage } from "../../../server/tracing/usage-recorder.js";
 import { ANSWERED, isolationSuite } from "./isolation-suite.js";
 

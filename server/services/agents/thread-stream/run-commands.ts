@@ -13,10 +13,10 @@
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import type { MultitaskStrategy } from "../../../store/agent-run-store.js";
-import { checkpointExists } from "../../../store/agent-run-thread-store.js";
-import type { ThreadBatches } from "../../../store/thread-batches.js";
-import type { ThreadRecord } from "../../../store/thread-store.js";
+import type { MultitaskStrategy } from "../../../store/agents/agent-run-store.js";
+import { checkpointExists } from "../../../store/agents/agent-run-thread-store.js";
+import type { ThreadRecord } from "../../../store/agents/thread-store.js";
+import type { ThreadBatches } from "../../../store/batching/thread-batches.js";
 import { authorizeWorkspace } from "../../iam/principal.js";
 import { conflictsAs409 } from "../run-conflicts.js";
 import { createRun, type RunCreationDeps } from "../run-creation.js";

@@ -17,10 +17,10 @@ import {
   ThreadStateSchema,
 } from "../../../../gen/agentplane/agents/v1/thread_service_pb.js";
 import { parseProtocolParams, protocolMethodOf } from "../../../runtime/protocol/protocol-event.js";
-import { findRun, listRuns } from "../../../store/agent-run-store.js";
+import { findRun, listRuns } from "../../../store/agents/agent-run-store.js";
+import { eventsAfter } from "../../../store/agents/run-event-store.js";
+import type { ThreadBatches } from "../../../store/batching/thread-batches.js";
 import type { Sql } from "../../../store/db.js";
-import { eventsAfter } from "../../../store/run-event-store.js";
-import type { ThreadBatches } from "../../../store/thread-batches.js";
 import { loadThread } from "../thread-access.js";
 import { ProtocolError } from "./protocol-errors.js";
 import type { Params } from "./protocol-params.js";
