@@ -19,9 +19,9 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client } from "@langchain/langgraph-sdk";
 import { type App, startApp } from "../server/app.js";
-import type { Config } from "../server/config.js";
 import { createLogger } from "../server/logger.js";
 import { createSql } from "../server/store/db.js";
+import { testConfig } from "../test/support/test-config.js";
 import { BENCH_DB_POOL_MAX, createBenchApiKey } from "./support/bench-app.js";
 import { createBenchDatabase, startBenchPostgres } from "./support/bench-postgres.js";
 import { numberValue } from "./support/cli-values.js";
@@ -105,26 +105,15 @@ try {
   for (const name of ["on", "off"] as const) {
     const databaseUrl = await createBenchDatabase(pg, `tracing_${name}`);
     const apiKey = createBenchApiKey();
-    const config: Config = {
-      port: 0,
-      host: "127.0.0.1",
+    const config = testConfig({
       databaseUrl,
       dataDir: join(pg.dir, `data-${name}`),
-      role: "all",
-      auth: "apikey",
       bootstrapApiKey: apiKey,
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
       dbPoolMax: BENCH_DB_POOL_MAX,
-      statementTimeoutMs: 60_000,
       shutdownGraceMs: 5_000,
-      logLevel: "error",
       graphConfigPath: join(graphDir, "langgraph.json"),
-      usageReporting: true,
-      assistantDefaults: undefined,
-      schemaResolveTimeoutMs: 30_000,
       runTracing: name === "on",
-    };
+    });
     const app = await startApp(config, createLogger("error"));
     const sdk = new Client({
       apiUrl: `http://127.0.0.1:${app.address.port}`,

@@ -8,12 +8,12 @@ import { resolve } from "node:path";
 import { isUuid } from "./ids.js";
 import { parseWebhookHeaders } from "./net/webhook-headers.js";
 import type { WebhookUrlPolicy } from "./net/webhook-url-policy.js";
+import { type AesSettings, parseAesSettings } from "./settings/aes-settings.js";
 import {
   LANGGRAPH_CONFIG,
   parseSystemAssistantDefaults,
   type SystemAssistantDefaults,
-} from "./runtime/system-assistant-defaults.js";
-import { type AesSettings, parseAesSettings } from "./store/crypto/stored-data-cipher.js";
+} from "./settings/system-assistant-defaults.js";
 
 /** The parts of the product one process runs. */
 export type ProcessRole = "all" | "api" | "worker";
@@ -153,12 +153,12 @@ export interface Config {
   /** Whether traces are counted into granular usage (`AGENTPLANE_USAGE_REPORTING`). */
   readonly usageReporting: boolean;
   /** Whether agent runs are recorded in the tracing store (`AGENTPLANE_RUN_TRACING`); on where unset. */
-  readonly runTracing?: boolean;
+  readonly runTracing: boolean;
   /**
    * The API URL a graph's `new Client()` with no URL reaches (`AGENTPLANE_LOOPBACK_URL`); undefined
    * is this process's own address when it serves the API (role `all`).
    */
-  readonly loopbackUrl?: string | undefined;
+  readonly loopbackUrl: string | undefined;
   /**
    * The default config and context of the system assistants, by graph id (`LANGGRAPH_CONFIG`);
    * undefined leaves it to the graphs file's `env`.
@@ -170,26 +170,26 @@ export interface Config {
    * Key that encrypts destination credentials (`AGENTPLANE_SECRET_KEY`: 64 hex digits or base64 of
    * 32 bytes); undefined keeps a generated one in `dataDir`.
    */
-  readonly secretKey?: string | undefined;
+  readonly secretKey: string | undefined;
   /**
    * Built-in encryption at rest of agent data (`AGENTPLANE_AES_KEY`: comma-separated 32-byte keys,
    * the first encrypts and all decrypt; `AGENTPLANE_AES_JSON_KEYS`: JSON key names whose values are
    * encrypted); undefined stores agent data as given.
    */
-  readonly aes?: AesSettings | undefined;
+  readonly aes: AesSettings | undefined;
   /**
    * Origins whose browser pages may call the API (`AGENTPLANE_CORS_ORIGINS`, comma-separated; `*`
    * for any, `none` for no other origin); {@link DEFAULT_CORS_ORIGINS} where unset.
    */
-  readonly corsOrigins?: readonly string[];
-  /** Bulk export limits; {@link DEFAULT_BULK_EXPORT_SETTINGS} where a hand-built config has none. */
-  readonly bulkExport?: BulkExportSettings;
-  /** Agent run settings; {@link DEFAULT_RUN_SETTINGS} where a hand-built config has none. */
-  readonly runs?: RunSettings;
-  /** Run webhook delivery; {@link DEFAULT_WEBHOOK_SETTINGS} where a hand-built config has none. */
-  readonly webhooks?: WebhookSettings;
-  /** How custom auth users map to workspaces; {@link DEFAULT_CUSTOM_AUTH_SETTINGS} where unset. */
-  readonly customAuth?: CustomAuthSettings;
+  readonly corsOrigins: readonly string[];
+  /** Bulk export limits. */
+  readonly bulkExport: BulkExportSettings;
+  /** Agent run settings. */
+  readonly runs: RunSettings;
+  /** Run webhook delivery. */
+  readonly webhooks: WebhookSettings;
+  /** How custom auth users map to workspaces. */
+  readonly customAuth: CustomAuthSettings;
 }
 
 /** How the graphs file's custom auth (`auth.path`) users map onto organizations, workspaces and keys. */
@@ -289,11 +289,10 @@ export const DEFAULT_BULK_EXPORT_SETTINGS: BulkExportSettings = Object.freeze({
 /**
  * How long a graceful shutdown may take in all: the grace of requests, streams and jobs, plus, in a
  * process that executes runs, the background grace its running runs get before they are handed back
- * (a hand-built config without run settings gives runs the same grace as the rest).
  */
 export function shutdownBudgetMs(config: Config): number {
   if (config.role === "api") return config.shutdownGraceMs;
-  return config.shutdownGraceMs + (config.runs?.shutdownGraceMs ?? config.shutdownGraceMs);
+  return config.shutdownGraceMs + config.runs.shutdownGraceMs;
 }
 
 /** Thrown by {@link loadConfig} with every problem found, one per line. */

@@ -20,12 +20,7 @@ import { ThreadService as V2ThreadService } from "../gen/agentplane/tracing/v2/t
 import { TraceService as V2TraceService } from "../gen/agentplane/tracing/v2/trace_service_pb.js";
 import { TraceService as OtlpTraceService } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import type { Clock } from "./clock.js";
-import {
-  type Config,
-  DEFAULT_BULK_EXPORT_SETTINGS,
-  DEFAULT_WEBHOOK_SETTINGS,
-  type RunSettings,
-} from "./config.js";
+import type { Config, RunSettings } from "./config.js";
 import type { AgentRunWorker } from "./jobs/agent-run-job.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
@@ -136,7 +131,7 @@ export function createApiServices(
     runJob: () => jobs.agentRun,
     bus: deps.runBus,
     settings: deps.runSettings,
-    webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+    webhooks: deps.config.webhooks,
     webhookJob: () => jobs.webhookDelivery,
     ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
   };
@@ -178,7 +173,7 @@ export function createApiServices(
         systemAssistants,
         graphIds: () => graphs.ids(),
         clock: deps.clock,
-        webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+        webhooks: deps.config.webhooks,
       }),
       bind,
     ),
@@ -206,7 +201,7 @@ export function createApiServices(
         secrets: deps.secrets,
         queue: () => queue,
         runJob: () => jobs.bulkExportRun,
-        settings: deps.config.bulkExport ?? DEFAULT_BULK_EXPORT_SETTINGS,
+        settings: deps.config.bulkExport,
       }),
       bind,
     ),
@@ -320,7 +315,7 @@ function buildAgentProtocolDeps(deps: ServiceDeps) {
     runJob: () => deps.jobs.agentRun,
     bus: deps.runBus,
     settings: deps.runSettings,
-    webhooks: deps.config.webhooks ?? DEFAULT_WEBHOOK_SETTINGS,
+    webhooks: deps.config.webhooks,
     webhookJob: () => deps.jobs.webhookDelivery,
     ...(deps.localRuns ? { localRuns: deps.localRuns } : {}),
   });

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { App } from "../../server/app.js";
 import type { Config } from "../../server/config.js";
+import { testConfig } from "../../test/support/test-config.js";
 
 /** The server's default pool size (server/config.ts), so concurrency 32 queues on the pool as in production. */
 export const BENCH_DB_POOL_MAX = 10;
@@ -65,32 +66,25 @@ export function createBenchApiKey(): string {
 
 /** The configuration every bench server runs with, as server/config.ts would parse it. */
 function benchConfig(setup: BenchAppSetup): Config {
-  return {
-    port: 0,
-    host: "127.0.0.1",
+  return testConfig({
     databaseUrl: setup.databaseUrl,
     dataDir: setup.dataDir,
     role: setup.role ?? "all",
-    auth: "apikey",
     bootstrapApiKey: setup.apiKey,
-    plan: "enterprise",
-    adminEmail: "admin@example.com",
     dbPoolMax: BENCH_DB_POOL_MAX,
     statementTimeoutMs: STATEMENT_TIMEOUT_MS,
     shutdownGraceMs: SHUTDOWN_GRACE_MS,
     logLevel: setup.logLevel ?? "error",
     graphConfigPath: setup.graphConfigPath,
-    usageReporting: true,
-    assistantDefaults: undefined,
     schemaResolveTimeoutMs: setup.schemaResolveTimeoutMs ?? SCHEMA_RESOLVE_TIMEOUT_MS,
-    ...(setup.runTracing === false && { runTracing: false }),
+    runTracing: setup.runTracing !== false,
     ...(setup.encryption && {
       aes: {
         keys: setup.encryption.keysHex.map((hex) => Buffer.from(hex, "hex")),
         jsonKeys: setup.encryption.jsonKeys,
       },
     }),
-  };
+  });
 }
 
 /** What a checkout's server/app.ts and server/logger.ts export that the benches use. */

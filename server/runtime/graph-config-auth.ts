@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { isRecord, kind } from "./json-shape.js";
+import { isRecord, kind } from "../settings/json-shape.js";
 
 /** The graphs file's `auth` section: the custom `Auth` object and how Studio signs in. */
 export interface AuthConfig {

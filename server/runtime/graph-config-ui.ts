@@ -1,5 +1,5 @@
 import { dirname, resolve } from "node:path";
-import { isRecord, kind } from "./json-shape.js";
+import { isRecord, kind } from "../settings/json-shape.js";
 
 /** One `ui` entry of the graphs file: a module whose default export maps component names to components. */
 export interface UiBundleSpec {

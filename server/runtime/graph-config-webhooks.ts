@@ -14,7 +14,7 @@ import {
   OPEN_WEBHOOK_URL_POLICY,
   type WebhookUrlPolicy,
 } from "../net/webhook-url-policy.js";
-import { isRecord, kind } from "./json-shape.js";
+import { isRecord, kind } from "../settings/json-shape.js";
 
 /** The section as written: headers still hold their templates. */
 export interface WebhooksSection {

@@ -1,17 +1,17 @@
 import { access, readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseEnv } from "node:util";
+import { isRecord, kind } from "../settings/json-shape.js";
+import {
+  LANGGRAPH_CONFIG,
+  parseSystemAssistantDefaults,
+  type SystemAssistantDefaults,
+} from "../settings/system-assistant-defaults.js";
 import { type AuthConfig, parseAuthConfig } from "./graph-config-auth.js";
 import { type EncryptionConfig, parseEncryptionConfig } from "./graph-config-encryption.js";
 import { type HttpAppConfig, parseHttpAppConfig } from "./graph-config-http.js";
 import { parseUiConfig, type UiConfig } from "./graph-config-ui.js";
 import { parseWebhooksSection, type WebhooksSection } from "./graph-config-webhooks.js";
-import { isRecord, kind } from "./json-shape.js";
-import {
-  LANGGRAPH_CONFIG,
-  parseSystemAssistantDefaults,
-  type SystemAssistantDefaults,
-} from "./system-assistant-defaults.js";
 
 /** One graph of the config: where its module is and which export holds the graph. */
 export interface GraphSpec {

@@ -10,7 +10,7 @@ import {
   writeGraphFixture,
 } from "../../test/support/graph-fixture.js";
 import { createLogger } from "../logger.js";
-import type { AssistantSettings } from "./assistant-settings.js";
+import type { AssistantSettings } from "../settings/assistant-settings.js";
 import { exampleGraphConfig } from "./bundled-example-config.js";
 import { loadGraphConfigFile } from "./graph-config.js";
 import { drawGraph, graphSchemas } from "./graph-introspection.js";

@@ -2,7 +2,8 @@ import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseCheckpointSaver, BaseStore, Pregel } from "@langchain/langgraph";
 import type { Logger } from "../logger.js";
-import type { AssistantSettings } from "./assistant-settings.js";
+import type { AssistantSettings } from "../settings/assistant-settings.js";
+import { LANGGRAPH_CONFIG, type SystemAssistantDefaults } from "../settings/system-assistant-defaults.js";
 import { exampleGraphConfig } from "./bundled-example-config.js";
 import {
   findGraphConfigFile,
@@ -14,7 +15,6 @@ import {
 import { resolveWebhooksSection, type WebhooksFileSettings } from "./graph-config-webhooks.js";
 import { registerSdkLogger, withGraphLogContext } from "./graph-logger.js";
 import { createStaticSchemaExtractor, type StaticGraphSchemas } from "./graph-static-schemas.js";
-import { LANGGRAPH_CONFIG, type SystemAssistantDefaults } from "./system-assistant-defaults.js";
 
 /**
  * A compiled LangGraph.js graph (a `CompiledStateGraph`, or a `Pregel` from the functional API).

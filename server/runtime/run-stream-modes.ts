@@ -2,6 +2,7 @@ import { isBaseMessage } from "@langchain/core/messages";
 import { isCheckpointEnvelope } from "@langchain/langgraph";
 import { debugChunkPayload } from "./debug-payloads.js";
 import { toPlainJson } from "./plain-json.js";
+import type { RunStreamEvent } from "./run-stream-event.js";
 import { createSubgraphLifecycle } from "./subgraph-lifecycle.js";
 
 /** The stream modes a run accepts, as the LangGraph API names them. */
@@ -22,11 +23,7 @@ export const STREAM_MODES = [
 /** One of {@link STREAM_MODES}. */
 export type StreamMode = (typeof STREAM_MODES)[number];
 
-/** An event of a run's stream, before it is stored: its name and its data (any JSON-able value). */
-export interface RunStreamEvent {
-  event: string;
-  data: unknown;
-}
+export type { RunStreamEvent } from "./run-stream-event.js";
 
 /**
  * The modes to ask `@langchain/langgraph` for, given the modes a client asked for: `messages-tuple`

@@ -7,7 +7,7 @@
  * interrupts, `completed` otherwise. The root graph's start and end are the run's own (`metadata`,
  * `end`), so it has none.
  */
-import type { RunStreamEvent } from "./run-stream-modes.js";
+import type { RunStreamEvent } from "./run-stream-event.js";
 
 /** A `tasks` chunk that reports a task's outcome. */
 interface TaskResult {

@@ -13,7 +13,7 @@ import { readFile } from "node:fs/promises";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/logger.js";
-import { parseSystemAssistantDefaults } from "../../server/runtime/system-assistant-defaults.js";
+import { parseSystemAssistantDefaults } from "../../server/settings/system-assistant-defaults.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 const FIXTURE = "test/e2e/fixtures/schema-graphs";

@@ -17,6 +17,7 @@ import {
   startEmbeddedPostgres,
 } from "../../server/store/postgres/embedded-postgres.js";
 import { parsePrometheusText, sampleValue } from "../support/prometheus-text.js";
+import { testConfig } from "../support/test-config.js";
 
 let dir: string;
 let pg: EmbeddedPostgresServer;
@@ -30,25 +31,13 @@ beforeAll(async () => {
   pg = await startEmbeddedPostgres({ dataDir: join(dir, "pg"), log: () => {}, durable: false });
   port = Number(new URL(pg.url).port);
   app = await startApp(
-    {
-      port: 0,
-      host: "127.0.0.1",
+    testConfig({
       databaseUrl: pg.url,
       dataDir: join(dir, "data"),
-      role: "all",
-      auth: "apikey",
       bootstrapApiKey: "ap_pt_outage_test_key_0123456789",
-      plan: "enterprise",
-      adminEmail: "admin@example.com",
       dbPoolMax: 4,
-      statementTimeoutMs: 60_000,
       shutdownGraceMs: 1_000,
-      logLevel: "error",
-      graphConfigPath: undefined,
-      usageReporting: true,
-      assistantDefaults: undefined,
-      schemaResolveTimeoutMs: 30_000,
-    },
+    }),
     createLogger("error"),
   );
 });

@@ -7,6 +7,7 @@ import { type App, type AppHooks, startApp } from "../../server/app.js";
 import { type BulkExportSettings, type Config, DEFAULT_BULK_EXPORT_SETTINGS } from "../../server/config.js";
 import { createLogger, type Logger } from "../../server/logger.js";
 import { createTestDatabase } from "./database.js";
+import { testConfig } from "./test-config.js";
 
 /** A server started in-process for a test file, on its own database and port 0. */
 export interface TestApp {
@@ -47,27 +48,13 @@ export async function startTestApp(
     : await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), "agentplane-app-"));
   const adminKey = overrides.bootstrapApiKey ?? `ap_pt_test_${randomBytes(24).toString("base64url")}`;
-  const config: Config = {
-    port: 0,
-    host: "127.0.0.1",
+  const config = testConfig({
     databaseUrl: db.url,
     dataDir,
-    role: "all",
-    auth: "apikey",
     bootstrapApiKey: adminKey,
-    plan: "enterprise",
-    adminEmail: "admin@example.com",
-    dbPoolMax: 5,
-    statementTimeoutMs: 60_000,
-    shutdownGraceMs: 2_000,
-    logLevel: "error",
-    graphConfigPath: undefined,
-    usageReporting: true,
-    assistantDefaults: undefined,
-    schemaResolveTimeoutMs: 30_000,
     bulkExport: TEST_BULK_EXPORT_SETTINGS,
     ...overrides,
-  };
+  });
   const app = await startApp(config, options.log ?? createLogger(config.logLevel), options.hooks);
   const baseUrl = `http://127.0.0.1:${app.address.port}`;
   return {

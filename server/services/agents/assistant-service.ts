@@ -2,9 +2,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { AssistantService } from "../../../gen/agentplane/agents/v1/assistant_service_pb.js";
 import { isUuid, uuidv7 } from "../../ids.js";
-import { syncAssistantSettings } from "../../runtime/assistant-settings.js";
 import { drawGraph, graphSchemas, subgraphSchemas } from "../../runtime/graph-introspection.js";
 import type { CompiledGraph, GraphRegistry, RegisteredGraph } from "../../runtime/graph-registry.js";
+import { syncAssistantSettings } from "../../settings/assistant-settings.js";
 import {
   ASSISTANT_SORT_COLUMNS,
   type AssistantFields,

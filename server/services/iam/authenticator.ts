@@ -16,6 +16,7 @@ import {
 } from "../../store/iam/workspace-store.js";
 import type { CallGuard } from "../call-guard.js";
 import { hashApiKey } from "./api-key-secret.js";
+import type { Identity } from "./identity.js";
 import type { CacheableIdentity, IdentityCache } from "./identity-cache.js";
 import { type Principal, principalKey } from "./principal.js";
 import { runTokenIdentity } from "./run-token-identity.js";
@@ -27,21 +28,7 @@ const MAX_TOUCHED_KEYS = 10_000;
 /** The cache key of AGENTPLANE_AUTH=none's local admin; API keys are cached under their hash (hex). */
 const LOCAL_ADMIN_CACHE_KEY = "local-admin";
 
-/**
- * A workspace read together with the key: the id the lookup asked for, and the workspace when the
- * caller reaches it (undefined when it is deleted, in another organization or not granted).
- */
-interface PrefetchedWorkspace {
-  workspaceId: string;
-  workspace: WorkspaceRecord | undefined;
-}
-
-/** Who a credential belongs to, before a workspace is chosen. */
-export type Identity = Omit<Principal, "workspace" | "authUser" | "authRules"> & {
-  defaultWorkspaceId: string | null;
-  /** The workspace read with the key, so choosing it needs no second query; null when none was read. */
-  prefetched: PrefetchedWorkspace | null;
-};
+export type { Identity } from "./identity.js";
 
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Sql } from "../../store/db.js";
 import type { WorkspaceRole } from "../../store/iam/member-store.js";
 import { findRunTokenScope } from "../../store/tracing/run-token-store.js";
-import type { Identity } from "./authenticator.js";
+import type { Identity } from "./identity.js";
 
 /**
  * The role a run token acts with in its run's workspace: editors are the least role that creates

@@ -15,7 +15,7 @@
  */
 import type { Queryable } from "../db.js";
 import type { JsonTexts } from "../json-text.js";
-import type { RunRow } from "../tracing/run-store.js";
+import type { RunRow } from "../tracing/run-row.js";
 
 /** A column of `runs` a write fills from its batch: its name, its type, and a run's value of it. */
 interface BatchColumn {

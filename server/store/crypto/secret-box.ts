@@ -1,6 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { parseSecretKey, SECRET_KEY_BYTES } from "../../settings/aes-settings.js";
+
+export { parseSecretKey, SECRET_KEY_BYTES } from "../../settings/aes-settings.js";
 
 /**
  * Seals and opens secrets with AES-256-GCM (random IV, authenticated): destination credentials, and
@@ -28,20 +31,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Bytes of the key fingerprint stored in each sealed value, to tell "wrong key" from "corrupt". */
 const KEY_ID_BYTES = 4;
-/** AES-256. */
-export const SECRET_KEY_BYTES = 32;
 /** Where the generated key is kept inside the data directory. */
 const KEY_FILE = "secret-key";
-
-/** The 32-byte key of `text`: 64 hexadecimal digits or the base64 of 32 bytes; undefined otherwise. */
-export function parseSecretKey(text: string): Buffer | undefined {
-  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, "hex");
-  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
-    const key = Buffer.from(text, "base64");
-    if (key.length === SECRET_KEY_BYTES) return key;
-  }
-  return undefined;
-}
 
 /**
  * The key of the process: `configured` (AGENTPLANE_SECRET_KEY, already validated) when set, else the

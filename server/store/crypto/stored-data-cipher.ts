@@ -1,5 +1,8 @@
+import type { AesSettings } from "../../settings/aes-settings.js";
 import { createOpenedValues, type OpenedValues } from "./opened-values.js";
-import { createSecretBox, parseSecretKey, type SecretBox, sealedKeyId } from "./secret-box.js";
+import { createSecretBox, type SecretBox, sealedKeyId } from "./secret-box.js";
+
+export { type AesSettings, parseAesSettings, RESERVED_JSON_KEYS } from "../../settings/aes-settings.js";
 
 /**
  * Built-in encryption at rest of agent data (`AGENTPLANE_AES_KEY`, `AGENTPLANE_AES_JSON_KEYS`).
@@ -43,14 +46,6 @@ export interface StoredDataCipher {
   encryptedKeyIn(filter: unknown): string | undefined;
 }
 
-/** Settings of the built-in cipher, as config parses them. */
-export interface AesSettings {
-  /** 32-byte keys: the first encrypts, every one decrypts (rotation). */
-  readonly keys: readonly Uint8Array[];
-  /** JSON key names whose values are encrypted. */
-  readonly jsonKeys: readonly string[];
-}
-
 /** Starts every sealed JSON value; chosen so that no ordinary string looks like one by accident. */
 export const ENCRYPTED_PREFIX = "$agentplane-aes:";
 /** Marks the serializer type of a sealed checkpoint blob (`aes:json`, `aes:bytes`). */
@@ -59,56 +54,6 @@ const SEALED_BLOB_TYPE = "aes:";
 const BLOB_CONTEXT = "agentplane checkpoint blob";
 /** Associated data of a JSON value, bound to its key so sealed values cannot be moved between keys. */
 const jsonContext = (key: string): string => `agentplane json ${key}`;
-
-/**
- * Keys agentplane itself reads inside stored JSON with SQL (the run's webhook in its kwargs, the run
- * and thread ids in checkpoint and thread metadata): encrypting them would break those reads.
- */
-export const RESERVED_JSON_KEYS = ["webhook", "run_id", "thread_id", "checkpoint_id", "checkpoint_ns"];
-
-/** Longest allowlist entry: a JSON key name, not a document. */
-const MAX_JSON_KEY_LENGTH = 256;
-
-/**
- * Parses `AGENTPLANE_AES_KEY` (comma-separated keys, each 64 hex digits or base64 of 32 bytes) and
- * `AGENTPLANE_AES_JSON_KEYS` (comma-separated key names). Returns the settings, undefined when both
- * are unset, and a list of what to fix otherwise.
- */
-export function parseAesSettings(
-  keyText: string | undefined,
-  jsonKeysText: string | undefined,
-): { settings: AesSettings | undefined; problems: string[] } {
-  const problems: string[] = [];
-  if (keyText === undefined) {
-    if (jsonKeysText !== undefined)
-      problems.push("AGENTPLANE_AES_JSON_KEYS needs AGENTPLANE_AES_KEY: set a key (openssl rand -base64 32)");
-    return { settings: undefined, problems };
-  }
-  const keys: Uint8Array[] = [];
-  keyText.split(",").forEach((entry, index) => {
-    const key = parseSecretKey(entry.trim());
-    if (key) keys.push(key);
-    else
-      problems.push(
-        `AGENTPLANE_AES_KEY entry ${index + 1} must be 64 hex digits or the base64 of 32 random bytes (AES-256; openssl rand -base64 32)`,
-      );
-  });
-  const jsonKeys = (jsonKeysText ?? "")
-    .split(",")
-    .map((k) => k.trim())
-    .filter((k) => k !== "");
-  for (const key of jsonKeys) {
-    if (key.length > MAX_JSON_KEY_LENGTH)
-      problems.push(
-        `AGENTPLANE_AES_JSON_KEYS entry ${key.slice(0, 20)}… is longer than ${MAX_JSON_KEY_LENGTH}`,
-      );
-    if (RESERVED_JSON_KEYS.includes(key))
-      problems.push(
-        `AGENTPLANE_AES_JSON_KEYS may not name ${key}: agentplane reads it in stored JSON (reserved: ${RESERVED_JSON_KEYS.join(", ")})`,
-      );
-  }
-  return { settings: problems.length === 0 ? { keys, jsonKeys } : undefined, problems };
-}
 
 /**
  * The built-in {@link StoredDataCipher} on `settings`. `opened` remembers the plaintext of values

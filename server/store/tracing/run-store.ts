@@ -1,12 +1,12 @@
 import { batchRows, type RunWriteOptions } from "../batching/run-batch.js";
 import type { Queryable } from "../db.js";
-import type { NormalizedFeedback, NormalizedRun } from "./trace-rows.js";
+import type { RunRow } from "./run-row.js";
+import type { NormalizedFeedback } from "./trace-rows.js";
 import type { WorkspaceBound } from "./workspace-scope.js";
 
 export type { RunWriteOptions } from "../batching/run-batch.js";
 
-/** A run ready to be written: normalised, with its project resolved to an id. */
-export type RunRow = Omit<NormalizedRun, "project" | "positioned"> & { projectId: string };
+export type { RunRow } from "./run-row.js";
 
 /** Who sent a batch: recorded on the runs it creates. */
 export interface RunSender {
