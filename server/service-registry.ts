@@ -21,7 +21,7 @@ import { TraceService as V2TraceService } from "../gen/agentplane/tracing/v2/tra
 import { TraceService as OtlpTraceService } from "../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.js";
 import type { Clock } from "./clock.js";
 import type { Config, RunSettings } from "./config.js";
-import type { AgentRunWorker } from "./jobs/agent-run-job.js";
+import type { LocalRuns } from "./jobs/agent-run-job.js";
 import type { JobRegistry } from "./jobs/job-registry.js";
 import type { Queue } from "./jobs/queue.js";
 import type { Logger } from "./logger.js";
@@ -104,7 +104,7 @@ export interface ServiceDeps {
   /** How runs execute and stream. */
   readonly runSettings: RunSettings;
   /** This process's run worker when it executes runs (roles all and worker). */
-  readonly localRuns?: Pick<AgentRunWorker, "reserve" | "backlog">;
+  readonly localRuns?: LocalRuns;
   /** Where calendar-driven work (cron schedules) reads the time. */
   readonly clock: Clock;
   /** The graphs file's generative-UI bundles, built at start. */

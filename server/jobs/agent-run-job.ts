@@ -5,7 +5,8 @@
  * A job names a run; its handler takes a slot, claims the run when it heads its thread's queue
  * (one run per thread at a time, in arrival order) and leaves the attempt running in the slot,
  * which it holds until the attempt is over. A run's creator may instead reserve a slot and claim
- * the run as it inserts it (`reserve`): no queue round trip.
+ * the run as it inserts it (`reserve`, or `reserveWithin` when the creator waits on the run
+ * anyway): no queue round trip.
  *
  * Invariants:
  * - every attempt runs in a slot of this process, taken before its claim and given back when the
@@ -82,6 +83,12 @@ export interface AgentRunWorker {
    */
   reserve(): RunSlot | undefined;
   /**
+   * {@link reserve}, waiting for a free slot at most `ms` milliseconds, and only while `signal`
+   * has not aborted: for a run whose creator waits on its execution anyway (run-creation.ts).
+   * Undefined when the wait ended first, or the worker is stopping.
+   */
+  reserveWithin(ms: number, signal: AbortSignal): Promise<RunSlot | undefined>;
+  /**
    * A place in this process's backlog (run-backlog.ts) for a run its creator makes while every slot
    * is busy, which then waits here for a slot instead of going through the queue; undefined when
    * the backlog is full or the worker is stopping.
@@ -90,6 +97,9 @@ export interface AgentRunWorker {
   /** The slots in use now. */
   slots(): RunSlotUsage;
 }
+
+/** What a process that executes runs offers their creation: a free slot, or a place in its backlog. */
+export type LocalRuns = Pick<AgentRunWorker, "reserve" | "reserveWithin" | "backlog">;
 
 /** A reserved execution slot: run a claimed run in it, or give it back. */
 export interface RunSlot {
@@ -214,6 +224,27 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     if (claim) launch(claim, slot);
   }
 
+  /** A slot taken for a run its creator claims itself: run the claimed run in it, or give it back, once. */
+  function reserved(slot: HeldSlot): RunSlot {
+    let used = false;
+    const once = () => {
+      if (used) throw new Error("a run slot is used once");
+      used = true;
+    };
+    return {
+      owner,
+      leaseToken: randomUUID(),
+      run(claim) {
+        once();
+        launch(claim, slot);
+      },
+      release() {
+        once();
+        slot.release();
+      },
+    };
+  }
+
   const dispatch = { queue: deps.queue, runJob: () => job };
   const backlog = createRunBacklog({
     capacity: settings.workers * BACKLOG_RUNS_PER_SLOT,
@@ -240,24 +271,12 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     job,
     reserve() {
       const slot = slots.tryTake();
-      if (!slot) return undefined;
-      let used = false;
-      const once = () => {
-        if (used) throw new Error("a run slot is used once");
-        used = true;
-      };
-      return {
-        owner,
-        leaseToken: randomUUID(),
-        run(claim) {
-          once();
-          launch(claim, slot);
-        },
-        release() {
-          once();
-          slot.release();
-        },
-      };
+      return slot && reserved(slot);
+    },
+    async reserveWithin(ms, signal) {
+      if (draining) return undefined;
+      const slot = await slots.takeWithin(ms, signal);
+      return slot && reserved(slot);
     },
     backlog: () => (draining ? undefined : backlog.reserve()),
     slots: () => slots.usage(),

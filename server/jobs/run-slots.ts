@@ -8,6 +8,8 @@
  *   leak nor be counted free twice;
  * - a slot given back goes to the oldest waiter before anyone can take it without waiting, so
  *   waiters are served in arrival order and `tryTake` never jumps the queue;
+ * - a waiter that stops waiting (`takeWithin`'s time is up, or its signal aborts) leaves the queue
+ *   before it resolves, so a slot freed later never goes to it;
  * - once closed (the process is stopping), no slot is handed out: `tryTake` answers undefined, and
  *   `take` (waiting or not) resolves undefined, so nothing new starts while a drain runs.
  */
@@ -23,12 +25,19 @@ export interface RunSlotUsage {
   readonly total: number;
   /** Slots held by a run (or reserved for one being claimed). */
   readonly busy: number;
+  /** Takers waiting for a slot: jobs' and the backlog's runs, and creations their callers wait on. */
+  readonly waiting: number;
 }
 
 /** The slots of a process; see the invariants above. */
 export interface RunSlots {
   /** A slot once one is free (waiting in arrival order); undefined when the slots close first. */
   take(): Promise<HeldSlot | undefined>;
+  /**
+   * A slot once one is free, as {@link take}, waiting at most `ms` milliseconds and only while
+   * `signal` has not aborted; undefined when neither a slot nor the end of the wait came first.
+   */
+  takeWithin(ms: number, signal: AbortSignal): Promise<HeldSlot | undefined>;
   /** A free slot now, or undefined when none is free, someone waits for one, or the slots are closed. */
   tryTake(): HeldSlot | undefined;
   usage(): RunSlotUsage;
@@ -55,21 +64,42 @@ export function createRunSlots(total: number): RunSlots {
     };
   };
 
+  const take = (): Promise<HeldSlot | undefined> => {
+    if (closed) return Promise.resolve(undefined);
+    if (free > 0 && waiting.length === 0) {
+      free -= 1;
+      return Promise.resolve(hold());
+    }
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+
   return {
-    take() {
-      if (closed) return Promise.resolve(undefined);
-      if (free > 0 && waiting.length === 0) {
-        free -= 1;
-        return Promise.resolve(hold());
-      }
-      return new Promise((resolve) => waiting.push(resolve));
+    take,
+    takeWithin(ms, signal) {
+      if (closed || signal.aborted) return Promise.resolve(undefined);
+      if (free > 0 && waiting.length === 0) return take();
+      return new Promise((resolve) => {
+        const wake = (slot: HeldSlot | undefined) => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", giveUp);
+          resolve(slot);
+        };
+        const giveUp = () => {
+          const at = waiting.indexOf(wake);
+          if (at >= 0) waiting.splice(at, 1);
+          wake(undefined);
+        };
+        const timer = setTimeout(giveUp, ms);
+        signal.addEventListener("abort", giveUp, { once: true });
+        waiting.push(wake);
+      });
     },
     tryTake() {
       if (closed || free === 0 || waiting.length > 0) return undefined;
       free -= 1;
       return hold();
     },
-    usage: () => ({ total, busy: total - free }),
+    usage: () => ({ total, busy: total - free, waiting: waiting.length }),
     close() {
       closed = true;
       for (const wake of waiting.splice(0)) wake(undefined);

@@ -57,6 +57,7 @@ describe("GET /metrics", () => {
       agentplane_agent_run_duration_seconds: "histogram",
       agentplane_agent_runs: "gauge",
       agentplane_agent_run_slots: "gauge",
+      agentplane_agent_run_slot_waiters: "gauge",
       agentplane_run_stream_subscribers: "gauge",
       agentplane_queue_jobs: "gauge",
       agentplane_queue_oldest_wait_seconds: "gauge",
@@ -84,6 +85,7 @@ describe("GET /metrics", () => {
     expect(value(families, "agentplane_queue_jobs", { queue: "agent.run", state: "created" })).toBe(0);
     expect(value(families, "agentplane_agent_run_slots", { state: "busy" })).toBe(0);
     expect(value(families, "agentplane_agent_run_slots", { state: "idle" })).toBeGreaterThan(0);
+    expect(value(families, "agentplane_agent_run_slot_waiters")).toBe(0);
     expect(value(families, "agentplane_export_partitions", { status: "Completed" })).toBe(0);
     expectConsistentHistograms(families);
   });

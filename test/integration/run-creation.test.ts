@@ -3,8 +3,9 @@
  * (services/agents/stateless-start.ts) inserts its thread and its claimed run in one statement and
  * gives its slot back when that statement fails; a run created here with a free slot is never
  * queued; one created while every slot is busy waits in the backlog (jobs/run-backlog.ts) without a
- * job, and goes to the queue when the backlog is full or it waited too long; a stateless run made
- * from a kept assistant is made from the assistant as it is now.
+ * job, and goes to the queue when the backlog is full or it waited too long; a stateless run its
+ * caller waits on waits for a slot before anything is written (and a caller gone meanwhile leaves
+ * nothing); a stateless run made from a kept assistant is made from the assistant as it is now.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -124,6 +125,77 @@ describe("run creation", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await jobsOf(waiting.run_id)).toBe(1);
     for (const run of [holding, waiting, queued]) expect(await joined(run)).toBe("success");
+  });
+});
+
+describe("a stateless run its caller waits on", () => {
+  /** `POST /runs/wait` of a run kept after it ends, marked by its `pause_ms` (unique per test). */
+  function waitRun(pauseMs: number, signal?: AbortSignal): Promise<Response> {
+    return app.fetch("/runs/wait", {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "sleepy", input: { pause_ms: pauseMs }, on_completion: "keep" }),
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** The runs marked `pauseMs`, with when they were created and started. */
+  function runsMarked(pauseMs: number) {
+    return sql<{ run_id: string; status: string; attempt: number; created_at: Date; started_at: Date }[]>`
+      select run_id, status, attempt, created_at, started_at from agent_runs
+      where kwargs -> 'input' ->> 'pause_ms' = ${String(pauseMs)}`;
+  }
+
+  /** Runs waiting for the process's slot, from its metrics. */
+  async function slotWaiters(): Promise<number> {
+    const text = await (await app.fetch("/metrics")).text();
+    const line = text.split("\n").find((l) => l.startsWith("agentplane_agent_run_slot_waiters "));
+    return Number(line?.split(" ")[1] ?? Number.NaN);
+  }
+
+  /** When a run ended. */
+  async function endedAt(runId: string): Promise<Date> {
+    const [row] = await sql<{ ended_at: Date }[]>`select ended_at from agent_runs where run_id = ${runId}`;
+    if (!row) throw new Error(`no run ${runId}`);
+    return row.ended_at;
+  }
+
+  it("waits for a slot before anything is written, then starts in it, claimed as it is inserted", async () => {
+    const holding = await createStateless(400);
+    const answer = waitRun(11);
+    await expect(joined(holding)).resolves.toBe("success");
+    expect((await answer).status).toBe(200);
+    const [run] = await runsMarked(11);
+    // Written only once the slot was free, and already started: one attempt, no job.
+    expect(run).toMatchObject({ status: "success", attempt: 1 });
+    expect(run?.created_at.getTime()).toBeGreaterThanOrEqual((await endedAt(holding.run_id)).getTime());
+    expect(await jobsOf(run?.run_id ?? "")).toBe(0);
+  });
+
+  it("writes nothing for a caller that went away while it waited, and gives up its turn", async () => {
+    const holding = await createStateless(400);
+    const abort = new AbortController();
+    const gone = waitRun(12, abort.signal).catch((error: unknown) => error);
+    // Creations of one process are served in turn: this one queues behind the first.
+    const after = waitRun(13);
+    while ((await slotWaiters()) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    abort.abort();
+    expect(await gone).toBeInstanceOf(Error);
+    expect(await joined(holding)).toBe("success");
+    expect((await after).status).toBe(200);
+    // Had the first still waited, the freed slot would have gone to it before the second.
+    expect(await runsMarked(12)).toEqual([]);
+    expect(await runsMarked(13)).toHaveLength(1);
+  });
+
+  it("is written pending, as any other run, when no slot frees up within the wait", async () => {
+    const holding = await createStateless(BACKLOG_WAIT_MS + 1_000);
+    const response = await waitRun(14);
+    expect(response.status).toBe(200);
+    const [run] = await runsMarked(14);
+    expect(run?.status).toBe("success");
+    // Written while the slot was still busy, started once it was free.
+    expect(run?.created_at.getTime()).toBeLessThan((await endedAt(holding.run_id)).getTime());
+    expect(run?.started_at.getTime()).toBeGreaterThanOrEqual((await endedAt(holding.run_id)).getTime());
   });
 });
 

@@ -11,6 +11,10 @@
  *   or, every slot being busy, handed to this process's backlog once it committed (it waits here
  *   for a slot, jobs/run-backlog.ts), or dispatched through the queue in the same transaction
  *   (the job exists only if the run does);
+ * - a stateless run its caller waits on (a wait, a stream: `awaitedUntil`) that finds every slot
+ *   busy waits for one, in turn with the process's other takers and at most BACKLOG_WAIT_MS,
+ *   before anything is written, then takes the fast path; no slot in time, it is written as any
+ *   other; its caller gone first, nothing is written;
  * - nothing is half-written: a request refused (4xx) or failed leaves no run, thread or job, and
  *   gives back the slot it reserved;
  * - statements are pipelined (store/batching/pipelined-transaction.ts): a run on a thread takes two round
@@ -22,8 +26,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
-import type { AgentRunWorker, RunSlot } from "../../jobs/agent-run-job.js";
-import type { BacklogPlace } from "../../jobs/run-backlog.js";
+import type { LocalRuns, RunSlot } from "../../jobs/agent-run-job.js";
+import { BACKLOG_WAIT_MS, type BacklogPlace } from "../../jobs/run-backlog.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import {
   type AgentRunRecord,
@@ -101,6 +105,20 @@ export interface WithinTransaction {
   creator: RunCreator;
 }
 
+/** A run created for a caller, in a transaction of its own. */
+export interface CallerCreation {
+  principal: Principal;
+  /**
+   * Given when the caller waits on the run's execution (a wait, a stream) until this signal
+   * aborts (the client went away): a stateless run that may start now then waits up to
+   * {@link BACKLOG_WAIT_MS} for a slot of this process before anything is written, and takes the
+   * fast path (stateless-start.ts) once it has one. The caller waited for the run either way;
+   * this way the run is one statement rather than a pending run, its commit and a claim. A run
+   * that got no slot in time is written pending as any other; a client gone first has nothing written.
+   */
+  awaitedUntil?: AbortSignal;
+}
+
 /** A run {@link createRun} created, and whether it started executing in this process. */
 export interface StartedRun {
   /** The run as created (pending). */
@@ -144,9 +162,6 @@ interface Written {
   run: AgentRunRecord;
   claimed: boolean;
 }
-
-/** What a process that executes runs offers their creation: a free slot, or a place in its backlog. */
-type LocalRuns = Pick<AgentRunWorker, "reserve" | "backlog">;
 
 /**
  * What a creation took of this process's run worker for a run that may start now: a slot (the run
@@ -331,12 +346,12 @@ export async function createRun(
 export async function createRun(
   deps: RunCreationDeps,
   creation: RunCreation,
-  options: { principal: Principal },
+  options: CallerCreation,
 ): Promise<StartedRun>;
 export async function createRun(
   deps: RunWriteDeps | RunCreationDeps,
   creation: RunCreation,
-  options: { within: WithinTransaction } | { principal: Principal },
+  options: { within: WithinTransaction } | CallerCreation,
 ): Promise<StartedRun> {
   const threadId =
     creation.target.kind === "thread"
@@ -355,7 +370,7 @@ export async function createRun(
   }
   if (!isCreationDeps(deps))
     throw new Error("createRun for a caller needs the run creation deps (sql, assistants)");
-  return createInOwnTransaction(deps, creation, threadId, options.principal);
+  return createInOwnTransaction(deps, creation, threadId, options);
 }
 
 /**
@@ -372,11 +387,12 @@ async function createStateless(
     request: RunRequest;
     headers: Headers;
     creator: RunCreator;
+    awaitedUntil: AbortSignal | undefined;
   },
   lookup: AssistantLookup,
   took: LocalStart,
 ): Promise<{ started: AgentRunRecord } | { written: Written }> {
-  const { workspaceId, target, threadId, request, headers, creator } = creation;
+  const { workspaceId, target, threadId, request, headers, creator, awaitedUntil } = creation;
   for (let fresh = false; ; fresh = true) {
     const { assistant, rowVersion } = await deps.assistants.get(
       workspaceId,
@@ -385,7 +401,9 @@ async function createStateless(
       fresh,
     );
     servedAssistant(deps, assistant);
-    const here = startsStatelessHere(target, request) ? deps.localRuns?.reserve() : undefined;
+    const here = startsStatelessHere(target, request)
+      ? await localSlot(deps.localRuns, awaitedUntil)
+      : undefined;
     if (here) {
       const started = await startStatelessHere(
         deps,
@@ -436,6 +454,23 @@ async function createStateless(
   }
 }
 
+/**
+ * A slot of this process for a stateless run on the fast path: a free one now, or, for a run its
+ * caller waits on, the first one freed within {@link BACKLOG_WAIT_MS}. Canceled, with nothing
+ * written, when the caller went away while it waited.
+ */
+async function localSlot(
+  local: LocalRuns | undefined,
+  awaitedUntil: AbortSignal | undefined,
+): Promise<RunSlot | undefined> {
+  const now = local?.reserve();
+  if (now || !local || !awaitedUntil) return now;
+  const slot = await local.reserveWithin(BACKLOG_WAIT_MS, awaitedUntil);
+  if (!slot && awaitedUntil.aborted)
+    throw new ConnectError("the client went away before its run was created; nothing was written", Code.Canceled);
+  return slot;
+}
+
 /** Whether `deps` has what a run in a transaction of its own needs (the overloads guarantee it). */
 function isCreationDeps(deps: RunWriteDeps | RunCreationDeps): deps is RunCreationDeps {
   return "sql" in deps && "systemAssistants" in deps;
@@ -446,7 +481,7 @@ async function createInOwnTransaction(
   deps: RunCreationDeps,
   unauthorized: RunCreation,
   threadId: string,
-  principal: Principal,
+  { principal, awaitedUntil }: CallerCreation,
 ): Promise<StartedRun> {
   const { workspaceId, headers } = unauthorized;
   const creator = creatorOf(principal);
@@ -459,7 +494,7 @@ async function createInOwnTransaction(
     if (target.kind === "stateless") {
       const made = await createStateless(
         deps,
-        { workspaceId, target, threadId, request, headers, creator },
+        { workspaceId, target, threadId, request, headers, creator, awaitedUntil },
         lookup,
         took,
       );

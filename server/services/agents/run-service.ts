@@ -14,7 +14,7 @@ import {
 } from "../../../gen/agentplane/api/v1/server_sent_event_pb.js";
 import type { RunSettings, WebhookSettings } from "../../config.js";
 import type { AgentRunPayload } from "../../jobs/agent-run-dispatch.js";
-import type { AgentRunWorker } from "../../jobs/agent-run-job.js";
+import type { LocalRuns } from "../../jobs/agent-run-job.js";
 import type { JobDefinition } from "../../jobs/job-definition.js";
 import type { Queue } from "../../jobs/queue.js";
 import type { WebhookPayload } from "../../jobs/webhook-delivery-job.js";
@@ -79,7 +79,7 @@ export interface RunServiceDeps {
   /** The webhook job, which a pending run ended by a cancel owes; absent owes none. */
   webhookJob?: () => JobDefinition<WebhookPayload>;
   /** This process's run worker, when it executes runs: runs created here start here at once. */
-  localRuns?: Pick<AgentRunWorker, "reserve" | "backlog">;
+  localRuns?: LocalRuns;
 }
 
 /** Default page size of the runs list, as in the LangGraph API. */
@@ -184,10 +184,15 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   // Custom auth's thread checks, batched with the other lookups in flight like the thread service's.
   const threads = createThreadBatches(sql);
 
+  /**
+   * Creates the request's run; `awaited` when the caller answers only once the run has executed
+   * or streamed (wait, stream), which lets a stateless run wait for a slot here (run-creation.ts).
+   */
   const start = async (
     ctx: HandlerContext,
     threadId: string | undefined,
     request: RunRequest,
+    awaited = false,
   ): Promise<{ workspaceId: string; run: AgentRunRecord; startedHere: boolean }> => {
     const { principal, workspace } = await authorizeWorkspace(ctx, "threads:write");
     const target: RunTarget = threadId === undefined ? { kind: "stateless" } : { kind: "thread", threadId };
@@ -195,7 +200,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
       createRun(
         creationDeps,
         { workspaceId: workspace.id, target, request, headers: ctx.requestHeader },
-        { principal },
+        awaited ? { principal, awaitedUntil: ctx.signal } : { principal },
       ),
     );
     const base = threadId === undefined ? `/runs/${run.runId}` : `/threads/${run.threadId}/runs/${run.runId}`;
@@ -314,7 +319,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
 
     async *streamRun(request, ctx) {
       const parsed = parseRunRequest(request, request.threadId === undefined);
-      const { workspaceId, run, startedHere } = await start(ctx, request.threadId, parsed);
+      const { workspaceId, run, startedHere } = await start(ctx, request.threadId, parsed, true);
       ctx.responseHeader.set(
         "Location",
         request.threadId === undefined
@@ -351,7 +356,7 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
 
     async waitRun(request, ctx) {
       const parsed = parseRunRequest(request, request.threadId === undefined);
-      const { workspaceId, run } = await start(ctx, request.threadId, parsed);
+      const { workspaceId, run } = await start(ctx, request.threadId, parsed, true);
       ctx.responseHeader.set(
         "Location",
         request.threadId === undefined

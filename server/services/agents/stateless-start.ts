@@ -5,7 +5,8 @@
  *
  * Invariants (the tests in test/integration/run-creation.test.ts break when these do):
  * - it is taken only by a stateless run with no `after_seconds`, when this process executes runs
- *   and has a free slot, reserved before the statement is sent;
+ *   and has a slot for it, reserved before the statement is sent (free at once, or, for a run its
+ *   caller waits on, the first one freed within BACKLOG_WAIT_MS: run-creation.ts);
  * - the run's thread is new (a UUIDv7 made here, which no one else knows), so no other run can be
  *   queued on it: the run heads its thread's queue without locking it;
  * - the thread and the run (running, attempt 1, under the slot's lease) are one statement, so

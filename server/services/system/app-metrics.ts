@@ -141,6 +141,11 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
     labelNames: ["state"] as const,
     registers,
   });
+  const slotWaiters = new Gauge({
+    name: "agentplane_agent_run_slot_waiters",
+    help: "Runs waiting for one of this process's run slots: queue jobs, backlog runs and creations their callers wait on.",
+    registers,
+  });
   const subscribers = new Gauge({
     name: "agentplane_run_stream_subscribers",
     help: "Run streams, joins and waits open in this process.",
@@ -223,9 +228,10 @@ export function createAppMetrics(sources: MetricsSources): AppMetrics {
   /** The gauges of this process's memory: always available. */
   const readProcessGauges = (): void => {
     if (sources.runSlots) {
-      const { total, busy } = sources.runSlots();
+      const { total, busy, waiting } = sources.runSlots();
       runSlots.set({ state: "busy" }, busy);
       runSlots.set({ state: "idle" }, total - busy);
+      slotWaiters.set(waiting);
     }
     subscribers.set(sources.streamSubscribers());
     workerUp.reset();
