@@ -467,7 +467,10 @@ async function localSlot(
   if (now || !local || !awaitedUntil) return now;
   const slot = await local.reserveWithin(BACKLOG_WAIT_MS, awaitedUntil);
   if (!slot && awaitedUntil.aborted)
-    throw new ConnectError("the client went away before its run was created; nothing was written", Code.Canceled);
+    throw new ConnectError(
+      "the client went away before its run was created; nothing was written",
+      Code.Canceled,
+    );
   return slot;
 }
 
