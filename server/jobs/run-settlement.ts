@@ -44,7 +44,7 @@ import {
   RUN_EVENTS_CHANNEL,
 } from "../store/agents/run-event-store.js";
 import { pipelinedTransaction } from "../store/batching/pipelined-transaction.js";
-import { type Sql, storedCipherOf } from "../store/db.js";
+import { type Queryable, type Sql, storedCipherOf } from "../store/db.js";
 import type { JsonValue } from "../store/json-value.js";
 import { dispatchRun, dispatchThreadQueue, type RunDispatchDeps } from "./agent-run-dispatch.js";
 import type { RunFailure } from "./run-outcome.js";
@@ -108,9 +108,10 @@ function owesWebhook(deps: SettlementDeps, run: AgentRunRecord): boolean {
 /**
  * Ends the run, when the attempt still holds it: its status, output, last events and end event,
  * the webhook it owes, the thread's state (a temporary thread is deleted), the thread's next run.
- * One round trip (BEGIN, the queue's lock, the end statement of run-end-store.ts and COMMIT
- * together) when the end has nothing more to do; otherwise two: the same without COMMIT, then
- * what it found to do (dispatch the next run, owe the webhook) with COMMIT. Resolves with the run
+ * One statement, its own transaction (the end statement of run-end-store.ts, which locks the
+ * thread's queue itself), when the end has nothing more to do; otherwise a transaction of two
+ * round trips: the same statement, then what it found to do (dispatch the next run, owe the
+ * webhook) with COMMIT. Resolves with the run
  * as ended, or undefined when the attempt no longer held it.
  */
 export async function endAttempt(
@@ -163,35 +164,37 @@ export async function endAttempt(
   const handOver = deps.bus().writing(run.runId, run.threadId);
   let stored: StoredBatch | undefined;
   let ended: { written: RunEndWritten; kept: boolean } | undefined;
+  const end = (q: Queryable, alone: boolean) =>
+    endRunWithThread(q, {
+      workspaceId: run.workspaceId,
+      runId: run.runId,
+      threadId: run.threadId,
+      leaseToken,
+      status: ending.status,
+      output,
+      eventTtlSeconds: deps.settings.streamTtlSeconds,
+      events: unwritten,
+      endEvent: END_EVENT,
+      endData,
+      channel: RUN_EVENTS_CHANNEL,
+      thread,
+      cipher: storedCipherOf(deps.sql),
+      alone,
+    });
   /**
-   * The end's transaction. `alone`: COMMIT goes right behind the end statement (one round trip),
-   * which fails instead when it finds more to do; otherwise COMMIT goes with the follow-ups the end
-   * found (the webhook owed, the next run's dispatch, a deleted thread's cleanup).
+   * The end. `alone`: the end statement is its own transaction (one statement, one round trip),
+   * which fails instead when it finds more to do; otherwise a transaction whose COMMIT goes with
+   * the follow-ups the end found (the webhook owed, the next run's dispatch, a deleted thread's
+   * cleanup).
    */
-  const write = (alone: boolean) =>
-    pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
-      const statements = Promise.all([
-        lockThreadQueue(tx, run.workspaceId, run.threadId),
-        endRunWithThread(tx, {
-          workspaceId: run.workspaceId,
-          runId: run.runId,
-          threadId: run.threadId,
-          leaseToken,
-          status: ending.status,
-          output,
-          eventTtlSeconds: deps.settings.streamTtlSeconds,
-          events: unwritten,
-          endEvent: END_EVENT,
-          endData,
-          channel: RUN_EVENTS_CHANNEL,
-          thread,
-          cipher: storedCipherOf(deps.sql),
-          alone,
-        }),
-      ]);
-      const [, written] = await (alone ? commitWith(statements) : statements);
+  const write = async (alone: boolean) => {
+    if (alone) {
+      const written = await end(deps.sql, true);
+      return written && { written, kept: true };
+    }
+    return pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
+      const written = await end(tx, false);
       if (!written) return undefined;
-      if (alone) return { written, kept: true };
       // The thread was deleted while the run ran: what the run wrote after that goes too.
       const gone = !written.threadSaved && !written.threadDeleted;
       const follow: Promise<unknown>[] = [];
@@ -221,6 +224,7 @@ export async function endAttempt(
       if (follow.length > 0) await commitWith(Promise.all(follow));
       return { written, kept: !gone };
     });
+  };
   try {
     // Most ends have nothing more to do: a webhook owed is known before; the rest the end finds.
     const alone = !owesWebhook(deps, run);

@@ -1,8 +1,9 @@
 /**
  * The end of a run in one statement (server/store/agents/run-end-store.ts), on a real database: it ends
  * the run only under the attempt's lease, stores the attempt's last events before the end event,
- * saves a kept thread's state or deletes a temporary thread, names the thread's next run, and, sent
- * alone with its COMMIT, fails without writing anything when there is more to do.
+ * saves a kept thread's state or deletes a temporary thread, names the thread's next run (seeing
+ * every run created before it got the thread's queue), and, sent alone, fails without writing
+ * anything when there is more to do.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -95,12 +96,9 @@ function endOf(
   };
 }
 
-/** The end in its own transaction with the queue's lock, as the worker sends it. */
+/** The end, one statement in a transaction of its own, as the worker sends it when it is alone. */
 function end(write: RunEndWrite) {
-  return db().sql.begin(async (tx) => {
-    await lockThreadQueue(tx, workspaceId, write.threadId);
-    return endRunWithThread(tx, write);
-  });
+  return endRunWithThread(db().sql, write);
 }
 
 describe("the end of a run", () => {
@@ -170,5 +168,41 @@ describe("the end of a run", () => {
     const failed = await end(endOf(target, { alone: true })).catch((error: unknown) => error);
     expect(isRunEndNeedsMore(failed)).toBe(true);
     expect(await end(endOf(target))).toMatchObject({ threadSaved: false, threadDeleted: false });
+  });
+
+  it("locks the thread's queue before it reads it, so it sees a run created while it waited", async () => {
+    const target = await threadWithRuns(1);
+    const createdMeanwhile = uuidv7();
+    let ending: Promise<unknown> | undefined;
+    await db().sql.begin(async (tx) => {
+      await lockThreadQueue(tx, workspaceId, target.threadId);
+      ending = end(endOf(target));
+      // The end waits for the lock this transaction holds.
+      for (;;) {
+        const [waiting] = await db().sql<{ n: number }[]>`
+          select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`;
+        if ((waiting?.n ?? 0) > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await insertRun(
+        tx,
+        {
+          workspaceId,
+          runId: createdMeanwhile,
+          threadId: target.threadId,
+          assistantId,
+          graphId: "g",
+          metadata: {},
+          kwargs: {},
+          multitaskStrategy: "enqueue",
+          temporary: false,
+          afterSeconds: 0,
+          creator: { apiKeyId: null, userId: null },
+        },
+        { threadMetadata: null },
+      );
+    });
+    // Committed after the end was sent, before it got the lock: the end's snapshot has it.
+    expect(await ending).toMatchObject({ next: { runId: createdMeanwhile } });
   });
 });

@@ -114,7 +114,8 @@ export interface NewRun {
 /**
  * Serialises the changes to one thread's queue of runs (creation, claiming, finishing) until the
  * transaction ends. An advisory lock rather than the thread row's lock: a stateless run's thread
- * may be created in the same transaction, and deleting a thread must not wait on a queue.
+ * may be created in the same transaction, and deleting a thread must not wait on a queue. The key
+ * is the ids' canonical (lower-case) text, as the end of a run (migration 0035) takes it in SQL.
  */
 export async function lockThreadQueue(q: Queryable, workspaceId: string, threadId: string): Promise<void> {
   await q`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${threadId}`}, 0))`;
