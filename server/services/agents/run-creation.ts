@@ -34,22 +34,15 @@ import {
   activeRunsOfThread,
   insertRun,
   insertRunOnNewThread,
-  lockThreadQueue,
   type RunCreator,
 } from "../../store/agents/agent-run-store.js";
 import { checkpointExists } from "../../store/agents/agent-run-thread-store.js";
 import type { AssistantRecord } from "../../store/agents/assistant-store.js";
-import {
-  findThreads,
-  findVisibleThread,
-  insertThreads,
-  type ThreadRecord,
-} from "../../store/agents/thread-store.js";
+import { insertThreads, type ThreadRecord } from "../../store/agents/thread-store.js";
 import { pipelinedTransaction } from "../../store/batching/pipelined-transaction.js";
 import type { Queryable, Sql } from "../../store/db.js";
-import type { AuthFilter } from "../../store/filters/auth-filter-sql.js";
 import { creatorOf, type Principal } from "../iam/principal.js";
-import { invalid, requireUuid } from "../request-validation.js";
+import { requireUuid } from "../request-validation.js";
 import {
   type AssistantLookup,
   assistantLookup,
@@ -62,7 +55,8 @@ import { authorizeRun, checkWebhook, type RunTarget } from "./run-authorization.
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
-import { startStatelessHere, startsStatelessHere } from "./stateless-start.js";
+import { checkCheckpointThread, readThreadQueue, type ThreadQueue } from "./run-thread-queue.js";
+import { startStatelessHere, startsStatelessHere, statelessSlot } from "./stateless-start.js";
 import { threadNotFound } from "./thread-access.js";
 
 export { resolveAssistant } from "./run-assistant.js";
@@ -131,12 +125,6 @@ export interface StartedRun {
   startedHere: boolean;
 }
 
-/** A thread's queue as read under its lock: the thread (undefined when missing or hidden) and its active runs. */
-interface ThreadQueue {
-  thread: ThreadRecord | undefined;
-  active: AgentRunRecord[];
-}
-
 /** One creation, as the write phase sees it. */
 interface Creating {
   deps: RunWriteDeps;
@@ -179,35 +167,6 @@ function releaseLocal(took: LocalStart): void {
   took.place?.release();
   took.slot = undefined;
   took.place = undefined;
-}
-
-/**
- * Locks the thread's queue ({@link lockThreadQueue}) and reads the thread (through custom auth's
- * filter when given) and its active runs, the three sent together: Postgres takes the lock before
- * it runs the reads, and each read sees what committed before it.
- */
-async function readThreadQueue(
-  tx: Queryable,
-  workspaceId: string,
-  threadId: string,
-  auth: AuthFilter | undefined,
-): Promise<ThreadQueue> {
-  const [, thread, active] = await Promise.all([
-    lockThreadQueue(tx, workspaceId, threadId),
-    auth
-      ? findVisibleThread(tx, { workspaceId, threadId }, auth)
-      : findThreads(tx, [{ workspaceId, threadId }]).then(([found]) => found),
-    activeRunsOfThread(tx, workspaceId, threadId),
-  ]);
-  return { thread, active };
-}
-
-/** InvalidArgument when the request's checkpoint names another thread than the run's. */
-function checkCheckpointThread(request: RunRequest, threadId: string): void {
-  if (request.checkpoint?.thread_id !== undefined && request.checkpoint.thread_id.toLowerCase() !== threadId)
-    throw invalid(
-      `checkpoint.thread_id ${request.checkpoint.thread_id} is another thread's: the run is on ${threadId}`,
-    );
 }
 
 /** The thread the run goes on, created when it is missing and the request says so. */
@@ -402,7 +361,7 @@ async function createStateless(
     );
     servedAssistant(deps, assistant);
     const here = startsStatelessHere(target, request)
-      ? await localSlot(deps.localRuns, awaitedUntil)
+      ? await statelessSlot(deps.localRuns, awaitedUntil)
       : undefined;
     if (here) {
       const started = await startStatelessHere(
@@ -452,26 +411,6 @@ async function createStateless(
       throw new Error(`assistant ${assistant.assistantId} changed while a run was being made from it; retry`);
     deps.assistants.forget(workspaceId, assistant.assistantId);
   }
-}
-
-/**
- * A slot of this process for a stateless run on the fast path: a free one now, or, for a run its
- * caller waits on, the first one freed within {@link BACKLOG_WAIT_MS}. Canceled, with nothing
- * written, when the caller went away while it waited.
- */
-async function localSlot(
-  local: LocalRuns | undefined,
-  awaitedUntil: AbortSignal | undefined,
-): Promise<RunSlot | undefined> {
-  const now = local?.reserve();
-  if (now || !local || !awaitedUntil) return now;
-  const slot = await local.reserveWithin(BACKLOG_WAIT_MS, awaitedUntil);
-  if (!slot && awaitedUntil.aborted)
-    throw new ConnectError(
-      "the client went away before its run was created; nothing was written",
-      Code.Canceled,
-    );
-  return slot;
 }
 
 /** Whether `deps` has what a run in a transaction of its own needs (the overloads guarantee it). */

@@ -17,9 +17,11 @@
  *   and the caller retries with the assistant read afresh.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { RunSettings } from "../../config.js";
 import { uuidv7 } from "../../ids.js";
-import type { RunSlot } from "../../jobs/agent-run-job.js";
+import type { LocalRuns, RunSlot } from "../../jobs/agent-run-job.js";
+import { BACKLOG_WAIT_MS } from "../../jobs/run-backlog.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import {
   type AgentRunRecord,
@@ -95,4 +97,24 @@ export async function startStatelessHere(
   }
   slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
   return { ...stored, status: "pending", attempt: 0 };
+}
+
+/**
+ * A slot of this process for a stateless run on the fast path: a free one now, or, for a run its
+ * caller waits on (until `awaitedUntil` aborts), the first one freed within {@link BACKLOG_WAIT_MS}.
+ * Canceled, with nothing written, when the caller went away while it waited.
+ */
+export async function statelessSlot(
+  local: LocalRuns | undefined,
+  awaitedUntil: AbortSignal | undefined,
+): Promise<RunSlot | undefined> {
+  const now = local?.reserve();
+  if (now || !local || !awaitedUntil) return now;
+  const slot = await local.reserveWithin(BACKLOG_WAIT_MS, awaitedUntil);
+  if (!slot && awaitedUntil.aborted)
+    throw new ConnectError(
+      "the client went away before its run was created; nothing was written",
+      Code.Canceled,
+    );
+  return slot;
 }
