@@ -27,8 +27,7 @@ import type { RunEventBus } from "../runtime/run-event-bus.js";
 import { createRunEventBatcher } from "../runtime/run-event-writer.js";
 import type { RunKwargs } from "../runtime/run-kwargs.js";
 import type { RunTracing } from "../runtime/run-tracer.js";
-import { claimRun, lockThreadQueue, type RunClaim, type RunStatus } from "../store/agents/agent-run-store.js";
-import { pipelinedTransaction } from "../store/batching/pipelined-transaction.js";
+import { claimRun, type RunClaim, type RunStatus } from "../store/agents/agent-run-store.js";
 import { parseEncryptionContext, runWithEncryptionContext } from "../store/crypto/encryption-scope.js";
 import type { Sql } from "../store/db.js";
 import { type AgentRunPayload, dispatchRun, type RunDispatchDeps } from "./agent-run-dispatch.js";
@@ -208,15 +207,14 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
     try {
       const { workspaceId, threadId, runId } = payload;
       const leaseToken = randomUUID();
-      // BEGIN, the queue's lock, the claim and COMMIT in one round trip.
-      claim = await pipelinedTransaction(sql, async ({ tx, commitWith }) => {
-        const [, claimed] = await commitWith(
-          Promise.all([
-            lockThreadQueue(tx, workspaceId, threadId),
-            claimRun(tx, { workspaceId, runId, owner, leaseToken, leaseSeconds: settings.leaseSeconds }),
-          ]),
-        );
-        return claimed;
+      // One statement, which locks the thread's queue itself: no transaction, one round trip.
+      claim = await claimRun(sql, {
+        workspaceId,
+        threadId,
+        runId,
+        owner,
+        leaseToken,
+        leaseSeconds: settings.leaseSeconds,
       });
     } finally {
       if (!claim) slot.release();

@@ -77,11 +77,15 @@ async function newRun(threadId: string, afterSeconds = 0) {
   );
 }
 
-/** Claims `runId` as `owner`, with the thread's queue locked, as the worker does. */
+/** Claims `runId` as `owner`, as the worker does (the claim locks the thread's queue itself). */
 function claim(threadId: string, runId: string, leaseSeconds = 30) {
-  return db().sql.begin(async (tx) => {
-    await lockThreadQueue(tx, workspaceId, threadId);
-    return claimRun(tx, { workspaceId, runId, owner: "test", leaseToken: randomUUID(), leaseSeconds });
+  return claimRun(db().sql, {
+    workspaceId,
+    threadId,
+    runId,
+    owner: "test",
+    leaseToken: randomUUID(),
+    leaseSeconds,
   });
 }
 
@@ -164,6 +168,39 @@ describe("one run per thread, in arrival order", () => {
     const now = await newRun(threadId);
     expect(await claim(threadId, later.runId)).toBeUndefined();
     expect(await claim(threadId, now.runId)).toBeDefined();
+  });
+
+  it("locks the thread's queue before it looks at it, so it sees a run ended while it waited", async () => {
+    const threadId = await newThread();
+    const first = await newRun(threadId);
+    const second = await newRun(threadId);
+    const a = await claim(threadId, first.runId);
+    let claiming: ReturnType<typeof claim> | undefined;
+    await db().sql.begin(async (tx) => {
+      await lockThreadQueue(tx, workspaceId, threadId);
+      claiming = claim(threadId, second.runId);
+      // The claim waits for the lock this transaction holds.
+      for (;;) {
+        const [waiting] = await db().sql<{ n: number }[]>`
+          select count(*)::int as n from pg_locks
+          where locktype = 'advisory' and not granted
+            and database = (select oid from pg_database where datname = current_database())`;
+        if ((waiting?.n ?? 0) > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(await finishRun(tx, first.runId, a?.leaseToken ?? "", { status: "success", output: {} })).toBe(
+        true,
+      );
+    });
+    // The first ended after the claim was sent, before it got the lock: the claim's snapshot has it.
+    expect((await claiming)?.run.status).toBe("running");
+  });
+
+  it("claims nothing when the run is on another thread than the one named", async () => {
+    const threadId = await newThread();
+    const run = await newRun(threadId);
+    expect(await claim(await newThread(), run.runId)).toBeUndefined();
+    expect((await claim(threadId, run.runId))?.run.status).toBe("running");
   });
 });
 

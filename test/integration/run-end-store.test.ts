@@ -66,9 +66,13 @@ async function threadWithRuns(runs: number, temporary = false) {
     runIds.push(run.runId);
   }
   const leaseToken = randomUUID();
-  await db().sql.begin(async (tx) => {
-    await lockThreadQueue(tx, workspaceId, threadId);
-    await claimRun(tx, { workspaceId, runId: runIds[0] ?? "", owner: "test", leaseToken, leaseSeconds: 30 });
+  await claimRun(db().sql, {
+    workspaceId,
+    threadId,
+    runId: runIds[0] ?? "",
+    owner: "test",
+    leaseToken,
+    leaseSeconds: 30,
   });
   return { threadId, runIds, leaseToken };
 }
@@ -180,7 +184,9 @@ describe("the end of a run", () => {
       // The end waits for the lock this transaction holds.
       for (;;) {
         const [waiting] = await db().sql<{ n: number }[]>`
-          select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`;
+          select count(*)::int as n from pg_locks
+          where locktype = 'advisory' and not granted
+            and database = (select oid from pg_database where datname = current_database())`;
         if ((waiting?.n ?? 0) > 0) break;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }

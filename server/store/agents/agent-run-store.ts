@@ -333,26 +333,28 @@ function orphaned(q: Queryable) {
 
 /**
  * Starts an attempt of a pending run when it is the head of its thread's queue: no run of the
- * thread is running and no earlier pending run may start. Call with the thread's queue locked
- * ({@link lockThreadQueue}). Undefined when the run is not pending, not due, or must wait.
+ * thread is running and no earlier pending run may start. One statement (the function
+ * `agentplane_claim_run` of migration 0036), which locks the thread's queue ({@link lockThreadQueue})
+ * itself before it looks at the queue: it needs no transaction around it. Undefined when the run is
+ * not pending, not due, not on `threadId`, or must wait.
  */
 export async function claimRun(
   q: Queryable,
-  claim: { workspaceId: string; runId: string; owner: string; leaseToken: string; leaseSeconds: number },
+  claim: {
+    workspaceId: string;
+    threadId: string;
+    runId: string;
+    owner: string;
+    leaseToken: string;
+    leaseSeconds: number;
+  },
 ): Promise<RunClaim | undefined> {
+  // Whether the thread or assistant is gone is read as the statement starts, before the lock: a
+  // deletion committed later stops the attempt through its trigger's notice and the heartbeat.
   const [row] = await q<(RunRow & { orphaned: boolean })[]>`
-    update agent_runs r set
-      status = 'running', attempt = r.attempt + 1, lease_owner = ${claim.owner},
-      lease_token = ${claim.leaseToken},
-      lease_expires_at = now() + make_interval(secs => ${claim.leaseSeconds}::float8),
-      started_at = coalesce(r.started_at, now()), updated_at = now()
-    where r.workspace_id = ${claim.workspaceId} and r.run_id = ${claim.runId}
-      and r.status = 'pending' and r.not_before <= now()
-      and not exists (
-        select 1 from agent_runs o
-        where o.workspace_id = r.workspace_id and o.thread_id = r.thread_id and o.run_id <> r.run_id
-          and (o.status = 'running' or (o.status = 'pending' and o.run_id < r.run_id and o.not_before <= now())))
-    returning r.*, ${orphaned(q)} as orphaned`;
+    select r.*, ${orphaned(q)} as orphaned
+    from agentplane_claim_run(${claim.workspaceId}::uuid, ${claim.runId}::uuid, ${claim.threadId}::uuid,
+      ${claim.owner}, ${claim.leaseToken}::uuid, ${claim.leaseSeconds}::float8) r`;
   return row && { run: toRecord(row), leaseToken: claim.leaseToken, orphaned: row.orphaned };
 }
 
