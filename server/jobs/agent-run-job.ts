@@ -272,7 +272,7 @@ export function createAgentRunWorker(deps: AgentRunWorkerDeps): AgentRunWorker {
       return slot && reserved(slot);
     },
     async reserveWithin(ms, signal) {
-      if (draining) return undefined;
+      // A draining worker has closed its slots: the wait answers undefined at once.
       const slot = await slots.takeWithin(ms, signal);
       return slot && reserved(slot);
     },

@@ -4,9 +4,10 @@
  * Invariants:
  * - every write is conditional on the attempt's lease (token, and the run still `running`): an
  *   attempt whose run was taken over writes nothing, so two attempts never both end a run;
- * - the thread's queue is locked (lockThreadQueue) before the run's row changes, and the next run
- *   of the thread is dispatched in the same transaction as the end: a run that ends always starts
- *   the next one, and creations on the thread see it either running or ended;
+ * - the thread's queue is locked (lockThreadQueue, or by the end's own statement) before the run's
+ *   row changes, and the next run of the thread is dispatched in the same transaction as the end:
+ *   a run that ends always starts the next one, and creations on the thread see it either running
+ *   or ended;
  * - a run's end event is written by the statement that ends it (run-end-store.ts), after every
  *   event of the attempt: the end waits for the attempt's write in flight before its transaction
  *   opens (a transaction holding a connection while the events wait for one could starve the
@@ -111,8 +112,8 @@ function owesWebhook(deps: SettlementDeps, run: AgentRunRecord): boolean {
  * One statement, its own transaction (the end statement of run-end-store.ts, which locks the
  * thread's queue itself), when the end has nothing more to do; otherwise a transaction of two
  * round trips: the same statement, then what it found to do (dispatch the next run, owe the
- * webhook) with COMMIT. Resolves with the run
- * as ended, or undefined when the attempt no longer held it.
+ * webhook) with COMMIT. Resolves with the run as ended, or undefined when the attempt no longer
+ * held it.
  */
 export async function endAttempt(
   deps: SettlementDeps,

@@ -133,7 +133,7 @@ describe("cancelling a run", () => {
         (waiting) => waiting > 0,
       );
       const queueLock =
-        other`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${thread.thread_id}`}, 0))`.execute();
+        other`select agentplane_lock_thread_queue(${workspaceId}::uuid, ${thread.thread_id}::uuid)`.execute();
       const refused = await cancelling;
       expect(refused.status).toBe(409);
       expect(refused.message).toContain(

@@ -30,6 +30,7 @@ import {
 } from "../../server/store/agents/run-event-store.js";
 import { insertThreads } from "../../server/store/agents/thread-store.js";
 import { useTestDatabase } from "../support/database.js";
+import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 
 const db = useTestDatabase();
 let workspaceId: string;
@@ -180,14 +181,7 @@ describe("one run per thread, in arrival order", () => {
       await lockThreadQueue(tx, workspaceId, threadId);
       claiming = claim(threadId, second.runId);
       // The claim waits for the lock this transaction holds.
-      for (;;) {
-        const [waiting] = await db().sql<{ n: number }[]>`
-          select count(*)::int as n from pg_locks
-          where locktype = 'advisory' and not granted
-            and database = (select oid from pg_database where datname = current_database())`;
-        if ((waiting?.n ?? 0) > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await untilAdvisoryLockWaited(db().sql);
       expect(await finishRun(tx, first.runId, a?.leaseToken ?? "", { status: "success", output: {} })).toBe(
         true,
       );

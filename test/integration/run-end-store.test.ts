@@ -21,7 +21,9 @@ import {
   RUN_EVENTS_CHANNEL,
 } from "../../server/store/agents/run-event-store.js";
 import { insertThreads } from "../../server/store/agents/thread-store.js";
+import type { Queryable } from "../../server/store/db.js";
 import { useTestDatabase } from "../support/database.js";
+import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 
 const db = useTestDatabase();
 let workspaceId: string;
@@ -40,31 +42,33 @@ beforeAll(async () => {
     values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
 });
 
+/** Inserts a pending run on the thread, through `q` (a transaction's, or the pool). */
+function newRun(q: Queryable, threadId: string, options: { runId?: string; temporary?: boolean } = {}) {
+  return insertRun(
+    q,
+    {
+      workspaceId,
+      runId: options.runId ?? uuidv7(),
+      threadId,
+      assistantId,
+      graphId: "g",
+      metadata: {},
+      kwargs: {},
+      multitaskStrategy: "enqueue",
+      temporary: options.temporary ?? false,
+      afterSeconds: 0,
+      creator: { apiKeyId: null, userId: null },
+    },
+    { threadMetadata: null },
+  );
+}
+
 /** A thread with `runs` runs on it, the first claimed; answers the thread and the runs' ids and token. */
 async function threadWithRuns(runs: number, temporary = false) {
   const threadId = uuidv7();
   await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
   const runIds: string[] = [];
-  for (let i = 0; i < runs; i++) {
-    const run = await insertRun(
-      db().sql,
-      {
-        workspaceId,
-        runId: uuidv7(),
-        threadId,
-        assistantId,
-        graphId: "g",
-        metadata: {},
-        kwargs: {},
-        multitaskStrategy: "enqueue",
-        temporary,
-        afterSeconds: 0,
-        creator: { apiKeyId: null, userId: null },
-      },
-      { threadMetadata: null },
-    );
-    runIds.push(run.runId);
-  }
+  for (let i = 0; i < runs; i++) runIds.push((await newRun(db().sql, threadId, { temporary })).runId);
   const leaseToken = randomUUID();
   await claimRun(db().sql, {
     workspaceId,
@@ -182,31 +186,8 @@ describe("the end of a run", () => {
       await lockThreadQueue(tx, workspaceId, target.threadId);
       ending = end(endOf(target));
       // The end waits for the lock this transaction holds.
-      for (;;) {
-        const [waiting] = await db().sql<{ n: number }[]>`
-          select count(*)::int as n from pg_locks
-          where locktype = 'advisory' and not granted
-            and database = (select oid from pg_database where datname = current_database())`;
-        if ((waiting?.n ?? 0) > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      await insertRun(
-        tx,
-        {
-          workspaceId,
-          runId: createdMeanwhile,
-          threadId: target.threadId,
-          assistantId,
-          graphId: "g",
-          metadata: {},
-          kwargs: {},
-          multitaskStrategy: "enqueue",
-          temporary: false,
-          afterSeconds: 0,
-          creator: { apiKeyId: null, userId: null },
-        },
-        { threadMetadata: null },
-      );
+      await untilAdvisoryLockWaited(db().sql);
+      await newRun(tx, target.threadId, { runId: createdMeanwhile });
     });
     // Committed after the end was sent, before it got the lock: the end's snapshot has it.
     expect(await ending).toMatchObject({ next: { runId: createdMeanwhile } });

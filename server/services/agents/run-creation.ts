@@ -27,7 +27,7 @@ import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from
 import { uuidv7 } from "../../ids.js";
 import { dispatchRun } from "../../jobs/agent-run-dispatch.js";
 import type { LocalRuns, RunSlot } from "../../jobs/agent-run-job.js";
-import { BACKLOG_WAIT_MS, type BacklogPlace } from "../../jobs/run-backlog.js";
+import type { BacklogPlace } from "../../jobs/run-backlog.js";
 import type { ConfigurableHeadersConfig } from "../../runtime/graph-config.js";
 import {
   type AgentRunRecord,
@@ -105,8 +105,8 @@ export interface CallerCreation {
   /**
    * Given when the caller waits on the run's execution (a wait, a stream) until this signal
    * aborts (the client went away): a stateless run that may start now then waits up to
-   * {@link BACKLOG_WAIT_MS} for a slot of this process before anything is written, and takes the
-   * fast path (stateless-start.ts) once it has one. The caller waited for the run either way;
+   * BACKLOG_WAIT_MS (jobs/run-backlog.ts) for a slot of this process before anything is written,
+   * and takes the fast path (stateless-start.ts `statelessSlot`) once it has one. The caller waited for the run either way;
    * this way the run is one statement rather than a pending run, its commit and a claim. A run
    * that got no slot in time is written pending as any other; a client gone first has nothing written.
    */

@@ -114,11 +114,12 @@ export interface NewRun {
 /**
  * Serialises the changes to one thread's queue of runs (creation, claiming, finishing) until the
  * transaction ends. An advisory lock rather than the thread row's lock: a stateless run's thread
- * may be created in the same transaction, and deleting a thread must not wait on a queue. The key
- * is the ids' canonical (lower-case) text, as the end of a run (migration 0035) takes it in SQL.
+ * may be created in the same transaction, and deleting a thread must not wait on a queue. The
+ * lock is the SQL function `agentplane_lock_thread_queue` (migration 0035), which the end and the
+ * claim of a run take too.
  */
 export async function lockThreadQueue(q: Queryable, workspaceId: string, threadId: string): Promise<void> {
-  await q`select pg_advisory_xact_lock(hashtextextended(${`${workspaceId}/${threadId}`}, 0))`;
+  await q`select agentplane_lock_thread_queue(${workspaceId}::uuid, ${threadId}::uuid)`;
 }
 
 /** How {@link insertRun} also starts the run: claimed at once by the creating process. */

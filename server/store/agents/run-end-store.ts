@@ -49,9 +49,9 @@ export interface RunEndWrite {
   /** Encryption at rest of the pool: the events' data is sealed with it (a transaction has none). */
   cipher: StoredDataCipher | undefined;
   /**
-   * The statement is its transaction, or goes out with COMMIT right behind it: when the end finds
-   * more to do in its transaction (a next run to dispatch, its thread gone), the statement fails
-   * with an error {@link isRunEndNeedsMore} recognises instead, and nothing is written.
+   * The statement is its own transaction: when the end finds more to do (a next run to dispatch,
+   * its thread gone), the statement fails with an error {@link isRunEndNeedsMore} recognises
+   * instead, and nothing is written.
    */
   alone: boolean;
 }

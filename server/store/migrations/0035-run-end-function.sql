@@ -16,6 +16,14 @@
 -- thread's next pending run, which the caller dispatches in the same transaction. With p_alone, an
 -- end that finds more to do (a next run, a thread gone) fails with SQLSTATE AP001 (migration 0032)
 -- and writes nothing. No row when the attempt no longer holds the run.
+-- The lock of a thread's queue of runs, in one place for every writer (server/store/agents/
+-- agent-run-store.ts lockThreadQueue, and the functions below): a transaction-scoped advisory lock
+-- keyed by the workspace's and thread's ids.
+create function agentplane_lock_thread_queue(p_workspace uuid, p_thread uuid) returns void
+language sql volatile as $$
+  select pg_advisory_xact_lock(hashtextextended(p_workspace::text || '/' || p_thread::text, 0));
+$$;
+
 create function agentplane_end_run(
   p_workspace uuid, p_run uuid, p_thread uuid, p_lease uuid, p_status text, p_output jsonb,
   p_ttl_seconds float8, p_ms bigint[], p_events text[], p_data text[], p_channel text,
@@ -27,8 +35,7 @@ create function agentplane_end_run(
 ) language plpgsql volatile as $$
 #variable_conflict use_column
 begin
-  -- The key of lockThreadQueue (server/store/agents/agent-run-store.ts).
-  perform pg_advisory_xact_lock(hashtextextended(p_workspace::text || '/' || p_thread::text, 0));
+  perform agentplane_lock_thread_queue(p_workspace, p_thread);
 
   return query with finished as (
     update agent_runs set status = p_status, output = p_output, ended_at = now(),

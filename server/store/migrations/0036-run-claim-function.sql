@@ -10,8 +10,7 @@ create function agentplane_claim_run(
   p_workspace uuid, p_run uuid, p_thread uuid, p_owner text, p_lease uuid, p_lease_seconds float8
 ) returns setof agent_runs language plpgsql volatile as $$
 begin
-  -- The key of lockThreadQueue (server/store/agents/agent-run-store.ts).
-  perform pg_advisory_xact_lock(hashtextextended(p_workspace::text || '/' || p_thread::text, 0));
+  perform agentplane_lock_thread_queue(p_workspace, p_thread);
 
   return query update agent_runs r set
     status = 'running', attempt = r.attempt + 1, lease_owner = p_owner, lease_token = p_lease,
