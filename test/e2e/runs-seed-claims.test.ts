@@ -9,6 +9,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_EVENT_BYTES } from "../../server/runtime/run-event-writer.js";
 import { type GraphFixture, writeGraphFixture } from "../support/graph-fixture.js";
+import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 import { waitFor } from "../support/runs-app.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
@@ -58,7 +59,7 @@ beforeAll(async () => {
   );
   t = await startTestApp({ graphConfigPath: fixture.configFile });
   sdk = new Client({ apiUrl: t.baseUrl, apiKey: t.adminKey, callerOptions: { maxRetries: 0 } });
-  sql = postgres(t.databaseUrl, { max: 2, onnotice: () => {} });
+  sql = postgres(t.databaseUrl, { max: 3, onnotice: () => {} });
 });
 afterAll(async () => {
   await sql?.end();
@@ -116,32 +117,38 @@ describe("cancelling a run", () => {
     // Pending for an hour: no worker touches it meanwhile.
     const run = await sdk.runs.create(thread.thread_id, "sleepy", { input: {}, afterSeconds: 3600 });
     const workspaceId = (await t.client().iam.identity.whoami({})).workspace?.id ?? "";
+    const holder = await sql.reserve();
     const other = await sql.reserve();
     try {
-      // A transaction holds the run's row. The cancel takes its thread's queue lock, then waits for
-      // the row; the transaction then asks for the queue lock: a cycle, which Postgres breaks by
-      // failing the transaction that waited first, the cancel's.
-      const [{ pid } = { pid: 0 }] = await other<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      // A cycle the cancel closes, so that Postgres fails the cancel. Postgres looks for a cycle
+      // once per wait, deadlock_timeout after it began, in the waiting session; so the cancel's
+      // wait for the run's row must begin after the other side of the cycle already waits:
+      // 1. `holder` holds the thread's queue lock; `other` holds the run's row;
+      // 2. the cancel waits for the queue lock behind `holder`, then `other` queues behind it;
+      // 3. `holder` lets go: the cancel takes the queue lock and waits for the row, which closes the
+      //    cycle. `other` never looks for it (deadlock_timeout of a minute), the cancel does.
+      await holder`begin`;
+      await holder`select agentplane_lock_thread_queue(${workspaceId}::uuid, ${thread.thread_id}::uuid)`;
+      await other`set deadlock_timeout = '60s'`;
       await other`begin`;
       await other`select 1 from agent_runs where run_id = ${run.run_id} for update`;
       const cancelling = outcomeOf(sdk.runs.cancel(thread.thread_id, run.run_id));
-      // The cancel's backend waits for the row the transaction holds.
-      await waitFor(
-        async () =>
-          (await sql`select 1 from pg_locks where not granted and ${pid} = any(pg_blocking_pids(pid))`)
-            .length,
-        (waiting) => waiting > 0,
+      await untilAdvisoryLockWaited(sql, 1);
+      const queueLock = outcomeOf(
+        other`select agentplane_lock_thread_queue(${workspaceId}::uuid, ${thread.thread_id}::uuid)`.execute(),
       );
-      const queueLock =
-        other`select agentplane_lock_thread_queue(${workspaceId}::uuid, ${thread.thread_id}::uuid)`.execute();
+      await untilAdvisoryLockWaited(sql, 2);
+      await holder`rollback`;
       const refused = await cancelling;
       expect(refused.status).toBe(409);
       expect(refused.message).toContain(
         "the run changed while this request ran (a race with its end); retry",
       );
-      await queueLock;
+      expect((await queueLock).status).toBe(200);
     } finally {
+      await holder`rollback`;
       await other`rollback`;
+      holder.release();
       other.release();
     }
     // Nothing was changed by the failed cancel; cancelling again succeeds.
