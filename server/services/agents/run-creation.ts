@@ -19,8 +19,9 @@
  *   gives back the slot it reserved;
  * - statements are pipelined (store/batching/pipelined-transaction.ts): a run on a thread takes two round
  *   trips (BEGIN with the assistant's read and the thread queue's lock and reads; then the insert,
- *   its job and COMMIT), a stateless run one transaction of one round trip, or none at all on the
- *   fast path (stateless-start.ts).
+ *   its job and COMMIT), or one statement on a quiet thread's fast path (quiet-thread-start.ts); a
+ *   stateless run one transaction of one round trip, or one statement on its fast path
+ *   (stateless-start.ts).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_WEBHOOK_SETTINGS, type RunSettings, type WebhookSettings } from "../../config.js";
@@ -55,6 +56,7 @@ import { authorizeRun, checkWebhook, type RunTarget } from "./run-authorization.
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
+import { startOnQuietThread } from "./quiet-thread-start.js";
 import { checkCheckpointThread, readThreadQueue, type ThreadQueue } from "./run-thread-queue.js";
 import { startStatelessHere, startsStatelessHere, statelessSlot } from "./stateless-start.js";
 import { threadNotFound } from "./thread-access.js";
@@ -443,6 +445,16 @@ async function createInOwnTransaction(
       if ("started" in made) return { run: made.started, startedHere: true };
       created = made.written;
     } else {
+      const started = await startOnQuietThread(deps, {
+        workspaceId,
+        threadId,
+        target,
+        request,
+        headers,
+        creator,
+        lookup,
+      });
+      if (started) return { run: started, startedHere: true };
       created = await pipelinedTransaction(deps.sql, async ({ tx, commitWith }) => {
         const [assistant, queue] = await Promise.all([
           findRunAssistant(tx, deps, workspaceId, lookup, request.assistantId),

@@ -48,7 +48,8 @@ export interface AgentRunRecord {
   creator: RunCreator;
 }
 
-interface RunRow {
+/** A row of agent_runs as the driver reads it. */
+export interface RunRow {
   workspace_id: string;
   run_id: string;
   thread_id: string;
@@ -71,7 +72,8 @@ interface RunRow {
   created_by_user_id: string | null;
 }
 
-function toRecord(row: RunRow): AgentRunRecord {
+/** The record of a row of agent_runs. */
+export function runRecordOf(row: RunRow): AgentRunRecord {
   return {
     workspaceId: row.workspace_id,
     runId: row.run_id,
@@ -163,7 +165,7 @@ export async function insertRun(
     )
     select * from inserted`;
   if (!row) throw new Error("insert into agent_runs returned no row");
-  return toRecord(row);
+  return runRecordOf(row);
 }
 
 /** What {@link insertRunOnNewThread} found: the run inserted, or why not. */
@@ -258,7 +260,7 @@ export async function findRun(
     select * from agent_runs
     where workspace_id = ${workspaceId} and run_id = ${runId}
       ${threadId === undefined ? q`` : q`and thread_id = ${threadId}`}`;
-  return row && toRecord(row);
+  return row && runRecordOf(row);
 }
 
 /** A page of a thread's runs, newest first. */
@@ -274,7 +276,7 @@ export async function listRuns(
       ${page.status === undefined ? q`` : q`and status = ${page.status}`}
     order by created_at desc, run_id desc
     limit ${page.limit} offset ${page.offset}`;
-  return rows.map(toRecord);
+  return rows.map(runRecordOf);
 }
 
 /** The thread's pending and running runs, oldest first. */
@@ -287,7 +289,7 @@ export async function activeRunsOfThread(
     select * from agent_runs
     where workspace_id = ${workspaceId} and thread_id = ${threadId} and status in ('pending', 'running')
     order by run_id`;
-  return rows.map(toRecord);
+  return rows.map(runRecordOf);
 }
 
 /** Deletes a run that has ended; what happened: deleted, still active, or no such run. */
@@ -356,7 +358,7 @@ export async function claimRun(
     select r.*, ${orphaned(q)} as orphaned
     from agentplane_claim_run(${claim.workspaceId}::uuid, ${claim.runId}::uuid, ${claim.threadId}::uuid,
       ${claim.owner}, ${claim.leaseToken}::uuid, ${claim.leaseSeconds}::float8) r`;
-  return row && { run: toRecord(row), leaseToken: claim.leaseToken, orphaned: row.orphaned };
+  return row && { run: runRecordOf(row), leaseToken: claim.leaseToken, orphaned: row.orphaned };
 }
 
 /** The pending run that may start next on a thread (its queue's head), if any. */
