@@ -44,6 +44,7 @@ import { pipelinedTransaction } from "../../store/batching/pipelined-transaction
 import type { Queryable, Sql } from "../../store/db.js";
 import { creatorOf, type Principal } from "../iam/principal.js";
 import { requireUuid } from "../request-validation.js";
+import { startOnQuietThread } from "./quiet-thread-start.js";
 import {
   type AssistantLookup,
   assistantLookup,
@@ -56,7 +57,6 @@ import { authorizeRun, checkWebhook, type RunTarget } from "./run-authorization.
 import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
-import { startOnQuietThread } from "./quiet-thread-start.js";
 import { checkCheckpointThread, readThreadQueue, type ThreadQueue } from "./run-thread-queue.js";
 import { startStatelessHere, startsStatelessHere, statelessSlot } from "./stateless-start.js";
 import { threadNotFound } from "./thread-access.js";
