@@ -47,7 +47,8 @@ import { createThreadService, type ThreadServiceDeps } from "./services/agents/t
 import { createThreadStreamService } from "./services/agents/thread-stream/thread-stream-service.js";
 import { createBulkExportService } from "./services/export/bulk-export-service.js";
 import { createApiKeyService } from "./services/iam/api-key-service.js";
-import type { Authenticator, Identity } from "./services/iam/authenticator.js";
+import type { Authenticator } from "./services/iam/authenticator.js";
+import type { Identity } from "./services/iam/identity.js";
 import type { IdentityCache } from "./services/iam/identity-cache.js";
 import { createIdentityService } from "./services/iam/identity-service.js";
 import { clearingIdentitiesAfterWrites } from "./services/iam/identity-writes.js";

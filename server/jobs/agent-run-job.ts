@@ -38,8 +38,6 @@ import { type AttemptStop, createAttemptStop } from "./run-lease.js";
 import { createRunSlots, type HeldSlot, type RunSlotUsage } from "./run-slots.js";
 import type { WebhookOwing } from "./webhook-delivery-job.js";
 
-export type { RunSlotUsage } from "./run-slots.js";
-
 /** Dependencies of {@link createAgentRunWorker}. */
 export interface AgentRunWorkerDeps extends Omit<RunDispatchDeps, "runJob"> {
   sql: Sql;

@@ -26,7 +26,7 @@ import type { StoredDataCipher } from "../store/crypto/stored-data-cipher.js";
 import type { Sql } from "../store/db.js";
 import { toPlainJson } from "./plain-json.js";
 import type { StoredBatch } from "./run-event-bus.js";
-import type { RunStreamEvent } from "./run-stream-modes.js";
+import type { RunStreamEvent } from "./run-stream-event.js";
 
 /**
  * The seed's ceiling on one stream message: an event whose JSON is larger is skipped with a

@@ -3,11 +3,11 @@ import type { StreamEvent } from "@langchain/core/tracers/log_stream";
 import { Command, Send } from "@langchain/langgraph";
 import type { CompiledGraph } from "./graph-registry.js";
 import type { RunCommand, RunKwargs } from "./run-kwargs.js";
+import type { RunStreamEvent } from "./run-stream-event.js";
 import {
   createStreamMapper,
   libraryModes,
   needsCallbackEvents,
-  type RunStreamEvent,
   streamsSubgraphs,
 } from "./run-stream-modes.js";
 

@@ -23,8 +23,6 @@ export const STREAM_MODES = [
 /** One of {@link STREAM_MODES}. */
 export type StreamMode = (typeof STREAM_MODES)[number];
 
-export type { RunStreamEvent } from "./run-stream-event.js";
-
 /**
  * The modes to ask `@langchain/langgraph` for, given the modes a client asked for: `messages-tuple`
  * is the library's `messages`; the API's `messages` builds `messages/complete` from `values`;

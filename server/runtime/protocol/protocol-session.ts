@@ -20,7 +20,7 @@
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { toPlainJson } from "../plain-json.js";
-import type { RunStreamEvent } from "../run-stream-modes.js";
+import type { RunStreamEvent } from "../run-stream-event.js";
 import type { ResumeRefusal } from "../strict-resume.js";
 import { type ProtocolEventParams, protocolEventName } from "./protocol-event.js";
 import { INTERRUPT_KEY, protocolState } from "./protocol-state.js";

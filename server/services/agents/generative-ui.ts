@@ -5,7 +5,7 @@ import type { UiAsset, UiBundle, UiBundles } from "../../runtime/ui-bundler.js";
 import type { Sql } from "../../store/db.js";
 import { authorizedWorkspace, type Principal } from "../iam/principal.js";
 import { invalid } from "../request-validation.js";
-import { resolveAssistant } from "./run-creation.js";
+import { resolveAssistant } from "./run-assistant.js";
 import type { SystemAssistants } from "./system-assistants.js";
 
 /**

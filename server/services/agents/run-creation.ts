@@ -61,9 +61,6 @@ import { checkCheckpointThread, readThreadQueue, type ThreadQueue } from "./run-
 import { startStatelessHere, startsStatelessHere, statelessSlot } from "./stateless-start.js";
 import { threadNotFound } from "./thread-access.js";
 
-export { resolveAssistant } from "./run-assistant.js";
-export { checkWebhook, type RunTarget } from "./run-authorization.js";
-
 /** What writing a run needs, in any transaction. */
 export interface RunWriteDeps {
   cancel: RunCancelDeps;

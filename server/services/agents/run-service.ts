@@ -40,9 +40,10 @@ import { callerOrigin, withFeedbackUrls } from "../tracing/feedback-tokens.js";
 import { noteIgnoredFields, takeUnknownFields } from "../unknown-fields.js";
 import { toValue } from "./json-value.js";
 import { createRunAssistantCache } from "./run-assistant-cache.js";
+import type { RunTarget } from "./run-authorization.js";
 import { CANCELLED, cancelRunsInTx, type RunCancelDeps, takenReason } from "./run-cancel.js";
 import { conflictsAs409 } from "./run-conflicts.js";
-import { createRun, type RunCreationDeps, type RunTarget } from "./run-creation.js";
+import { createRun, type RunCreationDeps } from "./run-creation.js";
 import {
   parseCancelAction,
   parseFlag,

@@ -10,7 +10,8 @@ import { insertUser, upsertOrganizationMember, upsertWorkspaceMember } from "../
 import { insertOrganization } from "../../store/iam/organization-store.js";
 import { insertWorkspace, markWorkspaceDeleted } from "../../store/iam/workspace-store.js";
 import { generateApiKey, hashApiKey, shortApiKey } from "./api-key-secret.js";
-import { type Authenticator, createAuthenticator, type Identity } from "./authenticator.js";
+import { type Authenticator, createAuthenticator } from "./authenticator.js";
+import type { Identity } from "./identity.js";
 import { createIdentityCache } from "./identity-cache.js";
 
 let db: TestDatabase;

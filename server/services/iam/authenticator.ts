@@ -28,8 +28,6 @@ const MAX_TOUCHED_KEYS = 10_000;
 /** The cache key of AGENTPLANE_AUTH=none's local admin; API keys are cached under their hash (hex). */
 const LOCAL_ADMIN_CACHE_KEY = "local-admin";
 
-export type { Identity } from "./identity.js";
-
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
   sql: Sql;

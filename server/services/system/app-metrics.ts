@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { EndedRun, RunSlotUsage } from "../../jobs/agent-run-job.js";
+import type { EndedRun } from "../../jobs/agent-run-job.js";
 import { type QueueStats, readQueueStats } from "../../jobs/queue-stats.js";
+import type { RunSlotUsage } from "../../jobs/run-slots.js";
 import type { WorkerLoopStatus } from "../../jobs/worker-liveness.js";
 import type { Sql } from "../../store/db.js";
 import {
