@@ -22,6 +22,8 @@ import type { Queryable } from "../../server/store/db.js";
 import type { JsonObject } from "../../server/store/json-value.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
+import { testRunRequest } from "../support/run-request.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
 let workspaceId: string;
@@ -30,13 +32,8 @@ const creator = { apiKeyId: null, userId: null };
 const claim = () => ({ owner: "quiet-thread-test", leaseToken: randomUUID(), leaseSeconds: 15 });
 
 beforeAll(async () => {
-  const organizationId = uuidv7();
-  workspaceId = uuidv7();
   const sql = db().sql;
-  await sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
-  await sql`
-    insert into workspaces (id, organization_id, display_name, tenant_handle)
-    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  workspaceId = await createTestWorkspace(sql);
   await sql`
     insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
     values (${workspaceId}, ${assistantId}, 'g', 'g', '{"configurable": {"from": "assistant"}}', '{}', '{}', 1)`;
@@ -156,29 +153,11 @@ describe("the quiet thread's start statement", () => {
 });
 
 describe("the quiet thread's fast path", () => {
-  const request: RunRequest = {
-    assistantId: "",
+  const request = testRunRequest({
     input: { question: "?" },
-    command: null,
     config: { configurable: { from: "request" } },
-    context: {},
-    metadata: {},
-    streamModes: ["values"],
-    subgraphs: false,
-    resumable: false,
-    interruptBefore: null,
-    interruptAfter: null,
-    checkpoint: null,
-    webhook: null,
-    multitaskStrategy: "enqueue",
-    ifNotExists: "reject",
     onCompletion: "keep",
-    onDisconnect: "continue",
-    afterSeconds: 0,
-    durability: null,
-    feedbackKeys: null,
-    langsmithTracer: null,
-  };
+  });
 
   /** Real run slots (one) behind a LocalRuns that records the claims its slots are handed. */
   function localRuns() {

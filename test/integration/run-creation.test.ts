@@ -14,7 +14,6 @@ import { uuidv7 } from "../../server/ids.js";
 import type { RunSlot } from "../../server/jobs/agent-run-job.js";
 import { BACKLOG_WAIT_MS } from "../../server/jobs/run-backlog.js";
 import { createRunSlots } from "../../server/jobs/run-slots.js";
-import type { RunRequest } from "../../server/services/agents/run-requests.js";
 import { startStatelessHere, startsStatelessHere } from "../../server/services/agents/stateless-start.js";
 import type { RunClaim } from "../../server/store/agents/agent-run-store.js";
 import { insertRunOnNewThread } from "../../server/store/agents/agent-run-store.js";
@@ -25,6 +24,7 @@ import {
 } from "../../server/store/agents/assistant-store.js";
 import { createSql, type Sql } from "../../server/store/db.js";
 import { type GraphFixture, writeGraphFixture } from "../support/graph-fixture.js";
+import { testRunRequest } from "../support/run-request.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 
 /** A graph that sleeps `pause_ms` and answers, so a run can hold the process's one slot. */
@@ -266,29 +266,7 @@ describe("the kept assistants of stateless runs", () => {
 });
 
 describe("the stateless fast path", () => {
-  const request: RunRequest = {
-    assistantId: "sleepy",
-    input: {},
-    command: null,
-    config: {},
-    context: {},
-    metadata: {},
-    streamModes: ["values"],
-    subgraphs: false,
-    resumable: false,
-    interruptBefore: null,
-    interruptAfter: null,
-    checkpoint: null,
-    webhook: null,
-    multitaskStrategy: "enqueue",
-    ifNotExists: "reject",
-    onCompletion: "delete",
-    onDisconnect: "continue",
-    afterSeconds: 0,
-    durability: null,
-    feedbackKeys: null,
-    langsmithTracer: null,
-  };
+  const request = testRunRequest({ assistantId: "sleepy" });
 
   /** A slot of real run slots, recording the claim it is handed. */
   function slotOf(slots: ReturnType<typeof createRunSlots>): RunSlot & { claims: RunClaim[] } {

@@ -24,19 +24,15 @@ import { insertThreads } from "../../server/store/agents/thread-store.js";
 import type { Queryable } from "../../server/store/db.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
+import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
 let workspaceId: string;
 const assistantId = randomUUID();
 
 beforeAll(async () => {
-  const organizationId = uuidv7();
-  workspaceId = uuidv7();
   const sql = db().sql;
-  await sql`insert into organizations (id, display_name, plan) values (${organizationId}, 'o', 'enterprise')`;
-  await sql`
-    insert into workspaces (id, organization_id, display_name, tenant_handle)
-    values (${workspaceId}, ${organizationId}, 'w', ${`w-${workspaceId.slice(-6)}`})`;
+  workspaceId = await createTestWorkspace(sql);
   await sql`
     insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
     values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;

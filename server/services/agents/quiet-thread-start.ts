@@ -28,6 +28,7 @@ import type { RunAssistantCache } from "./run-assistant-cache.js";
 import type { RunTarget } from "./run-authorization.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
+import { startInSlot } from "./slot-start.js";
 
 /** What the fast path needs. */
 export interface QuietThreadStartDeps extends Pick<RunAssistantDeps, "graphIds"> {
@@ -63,8 +64,7 @@ export async function startOnQuietThread(
     return undefined;
   const slot = deps.localRuns?.reserve();
   if (!slot) return undefined;
-  let started: AgentRunRecord | undefined;
-  try {
+  return startInSlot(slot, async () => {
     const { assistant, rowVersion } = await deps.assistants.get(
       workspaceId,
       lookup,
@@ -90,15 +90,6 @@ export async function startOnQuietThread(
       assistantRowVersion: rowVersion,
     });
     if ("assistantChanged" in result) deps.assistants.forget(workspaceId, assistant.assistantId);
-    started = result.started;
-  } catch (error) {
-    slot.release();
-    throw error;
-  }
-  if (!started) {
-    slot.release();
-    return undefined;
-  }
-  slot.run({ run: started, leaseToken: slot.leaseToken, orphaned: false });
-  return { ...started, status: "pending", attempt: 0 };
+    return result.started;
+  });
 }

@@ -58,6 +58,7 @@ import { cancelRunsInTx, type RunCancelDeps } from "./run-cancel.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
 import { checkCheckpointThread, readThreadQueue, type ThreadQueue } from "./run-thread-queue.js";
+import { asCreated } from "./slot-start.js";
 import { startStatelessHere, startsStatelessHere, statelessSlot } from "./stateless-start.js";
 import { threadNotFound } from "./thread-access.js";
 
@@ -283,11 +284,6 @@ async function writeRun(c: Creating, queue: ThreadQueue | undefined, took: Local
 /** The assistant a stateless run was made from changed since it was read: the creation is retried. */
 class AssistantChanged extends Error {
   override readonly name = "AssistantChanged";
-}
-
-/** The run as its creator sees it: created (pending), as when a worker claims it a moment later. */
-function asCreated(run: AgentRunRecord): AgentRunRecord {
-  return { ...run, status: "pending", attempt: 0 };
 }
 
 /**

@@ -33,6 +33,7 @@ import type { Queryable } from "../../store/db.js";
 import type { RunTarget } from "./run-authorization.js";
 import { newRunOf } from "./run-new.js";
 import type { RunRequest } from "./run-requests.js";
+import { startInSlot } from "./slot-start.js";
 
 /** What the fast path needs. */
 export interface StatelessStartDeps {
@@ -76,9 +77,8 @@ export async function startStatelessHere(
     headers,
     creator,
   });
-  let stored: AgentRunRecord | undefined;
-  try {
-    ({ inserted: stored } = await insertRunOnNewThread(
+  return startInSlot(slot, async () => {
+    const { inserted } = await insertRunOnNewThread(
       deps.sql,
       newRun,
       { ...run.newThreadMetadata, graph_id: assistant.graphId, assistant_id: assistant.assistantId },
@@ -86,17 +86,9 @@ export async function startStatelessHere(
         claim: { owner: slot.owner, leaseToken: slot.leaseToken, leaseSeconds: deps.settings.leaseSeconds },
         ...(run.rowVersion === undefined ? {} : { assistantRowVersion: run.rowVersion }),
       },
-    ));
-  } catch (error) {
-    slot.release();
-    throw error;
-  }
-  if (!stored) {
-    slot.release();
-    return undefined;
-  }
-  slot.run({ run: stored, leaseToken: slot.leaseToken, orphaned: false });
-  return { ...stored, status: "pending", attempt: 0 };
+    );
+    return inserted;
+  });
 }
 
 /**
