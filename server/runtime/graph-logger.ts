@@ -41,13 +41,25 @@ export type SdkLogger = { [L in SdkLogLevel]: SdkLogMethod } & {
 
 /** The graph whose module (or factory) is running right now, while the registry loads it. */
 const loadingGraph = new AsyncLocalStorage<string>();
+/** Loads in progress under {@link loadingGraph}. */
+let loads = 0;
 
 /**
  * Runs `load` (importing a graph module, or calling a graph factory) with `graphId` as the graph
  * that lines logged through `getLogger()` are attributed to, including from top-level module code.
+ * When the last load in progress ends, the storage is disabled until the next one: an entered
+ * AsyncLocalStorage is copied into every new async resource of the process, a cost each run's
+ * thousands of promises would pay long after start-up for a storage read only while loading (so
+ * lines from work a module leaves running past its load carry no graph id).
  */
-export function withGraphLogContext<T>(graphId: string, load: () => Promise<T>): Promise<T> {
-  return loadingGraph.run(graphId, load);
+export async function withGraphLogContext<T>(graphId: string, load: () => Promise<T>): Promise<T> {
+  loads += 1;
+  try {
+    return await loadingGraph.run(graphId, load);
+  } finally {
+    loads -= 1;
+    if (loads === 0) loadingGraph.disable();
+  }
 }
 
 /**

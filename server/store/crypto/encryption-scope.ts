@@ -27,8 +27,15 @@ export function scopedHandler<A extends unknown[]>(handler: (...args: A) => void
   return (...args) => withEncryptionScope(() => handler(...args));
 }
 
-/** Runs `fn` with `context` (a run or cron executing for the caller that created it). */
+/**
+ * Runs `fn` with `context` (a run or cron executing for the caller that created it). With no
+ * context and no scope around, `fn` runs as it is: it would see no context either way, and a
+ * storage never entered costs nothing, while an entered one taxes every promise of the process
+ * (Node's AsyncLocalStorage copies each entered storage into every new async resource), which a
+ * server without custom encryption would pay for nothing on every run.
+ */
 export function runWithEncryptionContext<T>(context: EncryptionContextValue | undefined, fn: () => T): T {
+  if (context === undefined && scopes.getStore() === undefined) return fn();
   return scopes.run({ context }, fn);
 }
 
