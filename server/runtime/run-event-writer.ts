@@ -11,8 +11,11 @@
  * - a run's first output (its first event after `metadata`) goes before the end of its turn
  *   instead (once the microtasks queued before it ran), with the `metadata` still waiting: a graph
  *   runs its next nodes, and their tracing callbacks, in the same turn as the chunk that produced
- *   the event, and the statement then travels while they run rather than after them; a
- *   `metadata` alone waits for the end of its turn, where the first output often joins it;
+ *   the event, and the statement then travels while they run rather than after them;
+ * - a run's `metadata` waits for its first output up to {@link METADATA_HOLD_MS} and goes in its
+ *   statement, else alone after that wait (or at once when the run's events are flushed or taken):
+ *   sent alone at once, it would be in flight when the first output comes, which then waits for its
+ *   answer, read only once the graph's first step leaves the event loop;
  * - a statement of several runs that fails is retried run by run, so one run's failure fails that
  *   run's writer alone; a writer whose write failed writes nothing more and reports the failure;
  * - each write is handed over as stored (`handOff`), in order, so the run's streams in this
@@ -83,6 +86,14 @@ export interface RunEventBatcher {
 /** The event every run's stream starts with (run-executor.ts); the first output comes after it. */
 const METADATA_EVENT = "metadata";
 
+/**
+ * How long a run's `metadata` waits for its first output (see the invariants). A graph whose first
+ * step is local work (the runs bench's one node) outputs within a few milliseconds; one that
+ * calls a model first takes hundreds, and its `metadata` then goes after this wait, later by a
+ * time no client notices.
+ */
+export const METADATA_HOLD_MS = 20;
+
 /** One run's writer, as the batcher sees it. */
 interface Writer {
   run: EventRun;
@@ -95,6 +106,10 @@ interface Writer {
   first: boolean;
   /** Whether its first output has yet to go out: that one's write starts at once. */
   eager: boolean;
+  /** Whether a `metadata` alone may go: its wait for the first output is over. */
+  released: boolean;
+  /** The end of that wait, while it runs. */
+  hold: NodeJS.Timeout | undefined;
   last: number | undefined;
   failure: unknown;
   /** Resolved whenever a write of it ends. */
@@ -179,10 +194,29 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
     });
   };
 
+  /** Lets `writer`'s lone `metadata` go at the next turn's end. */
+  const release = (writer: Writer): void => {
+    writer.released = true;
+    clearTimeout(writer.hold);
+    writer.hold = undefined;
+  };
+
   const schedule = (writer: Writer): void => {
+    if (writer.writing) {
+      ready.add(writer);
+      return;
+    }
+    const output = writer.pending.some((e) => e.event !== METADATA_EVENT);
+    if (writer.eager && !output && !writer.released) {
+      writer.hold ??= setTimeout(() => {
+        release(writer);
+        schedule(writer);
+      }, METADATA_HOLD_MS);
+      return;
+    }
     ready.add(writer);
-    if (writer.writing) return;
-    if (writer.eager && writer.pending.some((e) => e.event !== METADATA_EVENT)) {
+    if (writer.eager && output) {
+      release(writer);
       if (!soon) {
         soon = true;
         queueMicrotask(flush);
@@ -206,6 +240,8 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
         writing: false,
         first: true,
         eager: true,
+        released: false,
+        hold: undefined,
         last: undefined,
         failure: undefined,
         idle: [],
@@ -231,6 +267,7 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
           for (;;) {
             if (writer.failure !== undefined) throw writer.failure;
             if (!writer.writing && writer.pending.length === 0) return;
+            release(writer);
             if (!writer.writing) schedule(writer);
             await writeEnded(writer);
           }
@@ -239,6 +276,7 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
           for (;;) {
             if (writer.failure !== undefined) throw writer.failure;
             if (!writer.writing) {
+              release(writer);
               ready.delete(writer);
               const unwritten = writer.pending;
               writer.pending = [];

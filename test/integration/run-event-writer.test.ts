@@ -1,15 +1,15 @@
 /**
  * A run's event writer on a real database: the run's first output is written before the end of its
- * turn (the graph's next nodes run in that turn), with the metadata when that still waits; later
- * events, and a metadata alone, wait for the end of the turn and share a statement, with those of
- * other runs. Each batch is handed over as stored, in order, the first one declared as following 0
+ * turn (the graph's next nodes run in that turn), with the metadata, which waits for it (alone
+ * only after METADATA_HOLD_MS, or when the run's events are flushed); later events wait for the
+ * end of the turn and share a statement, with those of other runs. Each batch is handed over as stored, in order, the first one declared as following 0
  * (nothing of the run before it).
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createLogger } from "../../server/logger.js";
 import type { StoredBatch } from "../../server/runtime/run-event-bus.js";
-import { createRunEventBatcher } from "../../server/runtime/run-event-writer.js";
+import { createRunEventBatcher, METADATA_HOLD_MS } from "../../server/runtime/run-event-writer.js";
 import { eventsAfter } from "../../server/store/agents/run-event-store.js";
 import { useTestDatabase } from "../support/database.js";
 
@@ -76,18 +76,51 @@ describe("run event writer", () => {
     expect(handed.map((b) => b.previousSeq)).toEqual([0, stored[1]?.seq]);
   });
 
-  it("sends a metadata with no output in its turn at the end of the turn, and the first output at once", async () => {
+  it("holds a metadata for the run's first output, which then carries it", async () => {
+    const { run, started, handed, writer, push } = recordingWriter();
+    push("metadata", { run_id: run.runId, attempt: 1 });
+    await endOfTurn();
+    await endOfTurn();
+    expect(started).toEqual([]);
+    push("values", { step: 1 });
+    await microtasks();
+    expect(started).toEqual([["metadata", "values"]]);
+    await writer.flush();
+    expect(handed.map((b) => b.previousSeq)).toEqual([0]);
+  });
+
+  it("sends a metadata alone once its wait for an output is over, and the first output at once after it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const { run, started, writer, push } = recordingWriter();
+      push("metadata", { run_id: run.runId, attempt: 1 });
+      vi.advanceTimersByTime(METADATA_HOLD_MS - 1);
+      await endOfTurn();
+      expect(started).toEqual([]);
+      vi.advanceTimersByTime(1);
+      await endOfTurn();
+      expect(started).toEqual([["metadata"]]);
+      await writer.flush();
+      push("values", { step: 1 });
+      await microtasks();
+      expect(started).toEqual([["metadata"], ["values"]]);
+      await writer.flush();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("sends a held metadata at the turn's end when the run's events are flushed", async () => {
     const { run, started, writer, push } = recordingWriter();
     push("metadata", { run_id: run.runId, attempt: 1 });
+    const flushed = writer.flush();
     await microtasks();
     expect(started).toEqual([]);
     await endOfTurn();
     expect(started).toEqual([["metadata"]]);
-    await writer.flush();
-    push("values", { step: 1 });
-    await microtasks();
-    expect(started).toEqual([["metadata"], ["values"]]);
-    await writer.flush();
+    await flushed;
+    const stored = await eventsAfter(db().sql, run.workspaceId, { runId: run.runId }, 0, 100);
+    expect(stored.map((e) => e.event)).toEqual(["metadata"]);
   });
 });
 
