@@ -78,16 +78,19 @@ async function loadGraph(
   deps: RunAttemptDeps,
   run: AgentRunRecord,
   kwargs: RunKwargs,
+  writer: RunEventWriter,
 ): Promise<CompiledGraph> {
   const registered = deps.graphs.get(run.graphId);
   if (!registered) throw new Error(`graph "${run.graphId}" is not served by this worker`);
   let checkpointer: PostgresCheckpointer | undefined;
   if (!kwargs.temporary || streamsCheckpoints(kwargs)) {
     // Unless the run's durability waits for each step's checkpoint, its writes let the run's
-    // events of the same turn go first.
-    checkpointer = new PostgresCheckpointer(deps.sql, run.workspaceId, {
-      deferWrites: kwargs.durability !== "sync",
-    });
+    // events of the same turn go, and be stored, first.
+    checkpointer = new PostgresCheckpointer(
+      deps.sql,
+      run.workspaceId,
+      kwargs.durability === "sync" ? {} : { writesAfter: () => writer.settled() },
+    );
     // A run from a given checkpoint reads that one instead; a stateless run's thread has none.
     if (!kwargs.checkpoint && !kwargs.temporary) checkpointer.prefetchLatest(run.threadId);
   }
@@ -127,7 +130,7 @@ async function execute(
       );
     }
     const kwargs = runKwargsOf(run.kwargs);
-    const graph = await loadGraph(deps, run, kwargs);
+    const graph = await loadGraph(deps, run, kwargs, writer);
     loaded(graph);
     if (kwargs.strict_resume) {
       const refusal = strictResumeRefusal(kwargs, await threadStateAfterRun(graph, run.threadId));

@@ -50,13 +50,15 @@ export interface PostgresCheckpointerOptions {
   serde?: SerializerProtocol;
   /**
    * Writes (`put`, `putWrites`) send their statement in the event loop's next turn rather than at
-   * once (they still serialise their values at once, as the graph hands them over): for a graph
-   * run whose durability does not wait for them (`async`, LangGraph's default, or `exit`), so what
-   * the run sends in the same turn goes first. A step's checkpoint is put just before its `values`
-   * chunk is emitted; deferred, the chunk's event reaches Postgres ahead of the checkpoint rather
-   * than queued behind it. What is stored, and in which order, is the same.
+   * once (they still serialise their values at once, as the graph hands them over), and then only
+   * once `writesAfter` resolves: for a graph run whose durability does not wait for them (`async`,
+   * LangGraph's default, or `exit`), so what the run sends in the same turn goes first. A graph's
+   * step puts its checkpoint and writes in the turn that emits the step's chunk; the run passes
+   * "once the event statement in flight is answered", so the chunk's event reaches Postgres ahead
+   * of the checkpoint's statements and is stored without them competing for its CPU. What is
+   * stored, and in which order, is the same.
    */
-  deferWrites?: boolean;
+  writesAfter?: () => Promise<unknown>;
 }
 
 /**
@@ -108,7 +110,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
   readonly #sql: Queryable;
   readonly #workspaceId: string;
   readonly #cipher: StoredDataCipher | undefined;
-  readonly #deferWrites: boolean;
+  readonly #writesAfter: (() => Promise<unknown>) | undefined;
   /** The read {@link prefetchLatest} started, until a `getTuple` takes it or this saver writes. */
   #prefetched: { threadId: string; tuple: Promise<CheckpointTuple | undefined> } | undefined;
 
@@ -123,7 +125,13 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     this.#sql = sql;
     this.#workspaceId = workspaceId;
     this.#cipher = storedCipherOf(sql);
-    this.#deferWrites = options.deferWrites ?? false;
+    this.#writesAfter = options.writesAfter;
+  }
+
+  /** Resolves when a write may send its statement: in the next turn, once `writesAfter` resolves. */
+  async #writesMayGo(writesAfter: () => Promise<unknown>): Promise<void> {
+    await nextTurn();
+    await writesAfter();
   }
 
   /** Serializes `value`, sealed when encryption at rest is on. */
@@ -249,7 +257,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
       this.#dump(withoutValues),
       this.serde.dumpsTyped(checkpointMetadataToStore(metadata, config.metadata)),
     ]);
-    if (this.#deferWrites) await nextTurn();
+    if (this.#writesAfter) await this.#writesMayGo(this.#writesAfter);
     await insertCheckpoint(
       this.#sql,
       this.#workspaceId,
@@ -288,7 +296,7 @@ export class PostgresCheckpointer extends BaseCheckpointSaver {
     );
     // One row per slot: a special channel written twice in one batch keeps the last value.
     const bySlot = new Map(serialized.map((w) => [w.idx, w]));
-    if (this.#deferWrites) await nextTurn();
+    if (this.#writesAfter) await this.#writesMayGo(this.#writesAfter);
     await insertWrites(this.#sql, this.#workspaceId, { threadId, checkpointNs, checkpointId }, taskId, [
       ...bySlot.values(),
     ]);

@@ -67,6 +67,12 @@ export interface RunEventWriter {
   takeUnwritten(): Promise<NewRunEvent[]>;
   /** The seq of the last event written so far; undefined before the first write. */
   lastSeq(): number | undefined;
+  /**
+   * Resolves when the write in flight, if any, ends (stored or failed); at once when none is.
+   * Sends nothing itself (a held `metadata` keeps waiting) and never rejects: for work that
+   * should reach Postgres after the run's events of the moment (the run's checkpoint writes).
+   */
+  settled(): Promise<void>;
 }
 
 /**
@@ -262,6 +268,7 @@ export function createRunEventBatcher(sql: Sql, log: Logger): RunEventBatcher {
           schedule(writer);
         },
         lastSeq: () => writer.last,
+        settled: () => (writer.writing ? writeEnded(writer) : Promise.resolve()),
         async flush() {
           // Checked and acted on in one step: no write can start between the check and the wait.
           for (;;) {

@@ -395,7 +395,7 @@ describe("PostgresCheckpointer.prefetchLatest", () => {
   });
 });
 
-describe("PostgresCheckpointer with deferWrites", () => {
+describe("PostgresCheckpointer with writesAfter", () => {
   /** Lets `hops` rounds of queued microtasks run: what a graph does within one turn. */
   async function sameTurn(hops = 50): Promise<void> {
     for (let i = 0; i < hops; i++) await Promise.resolve();
@@ -406,7 +406,7 @@ describe("PostgresCheckpointer with deferWrites", () => {
     // One connection: its statements run in the order they are sent.
     const connection = await database().sql.reserve();
     try {
-      const saver = new PostgresCheckpointer(connection, workspace, { deferWrites: true });
+      const saver = new PostgresCheckpointer(connection, workspace, { writesAfter: async () => {} });
       const threadId = uuidv7();
       const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
       const metadata = { source: "update", step: 0, parents: {} } as CheckpointMetadata;
@@ -433,10 +433,45 @@ describe("PostgresCheckpointer with deferWrites", () => {
     }
   });
 
+  it("sends a write's statement only once writesAfter resolves", async () => {
+    const workspace = await createTestWorkspace(database().sql);
+    let open: () => void = () => {};
+    let asked: () => void = () => {};
+    const waiting = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const saver = new PostgresCheckpointer(database().sql, workspace, {
+      writesAfter: () => {
+        asked();
+        return new Promise<void>((resolve) => {
+          open = resolve;
+        });
+      },
+    });
+    const threadId = uuidv7();
+    const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1) };
+    const metadata = { source: "update", step: 0, parents: {} } as CheckpointMetadata;
+    const stored = async () =>
+      (
+        await database().sql<{ n: number }[]>`
+          select count(*)::int as n from checkpoints where thread_id = ${threadId}`
+      )[0]?.n;
+
+    const put = saver.put(threadConfig(threadId), checkpoint, metadata, {});
+    // The write waits for writesAfter, with nothing sent.
+    await waiting;
+    expect(await stored()).toBe(0);
+    open();
+    await put;
+    expect(await stored()).toBe(1);
+  });
+
   it("runs a graph to the same checkpoints as a saver that writes at once", async () => {
     const workspace = await createTestWorkspace(database().sql);
-    const shapes = async (deferWrites: boolean) => {
-      const graph = compileGraph(new PostgresCheckpointer(database().sql, workspace, { deferWrites }));
+    const shapes = async (deferred: boolean) => {
+      const graph = compileGraph(
+        new PostgresCheckpointer(database().sql, workspace, deferred ? { writesAfter: async () => {} } : {}),
+      );
       const threadId = uuidv7();
       await runToEnd(graph, threadId);
       // Read back through a saver of its own, as another process would.

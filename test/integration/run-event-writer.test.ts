@@ -110,6 +110,21 @@ describe("run event writer", () => {
     }
   });
 
+  it("says when its write in flight is over, without sending a held metadata", async () => {
+    const { run, started, handed, writer, push } = recordingWriter();
+    push("metadata", { run_id: run.runId, attempt: 1 });
+    await writer.settled();
+    await endOfTurn();
+    expect(started).toEqual([]);
+    push("values", { step: 1 });
+    await microtasks();
+    expect(started).toEqual([["metadata", "values"]]);
+    expect(handed).toEqual([]);
+    await writer.settled();
+    expect(handed).toHaveLength(1);
+    await writer.flush();
+  });
+
   it("sends a held metadata at the turn's end when the run's events are flushed", async () => {
     const { run, started, writer, push } = recordingWriter();
     push("metadata", { run_id: run.runId, attempt: 1 });
