@@ -16,7 +16,14 @@
  * inside the run, not the ingest after it). Each twice, with LangChain's own `CallbackManager.copy`
  * and with the linear copy the server installs (server/patches/langchain-callback-manager-copy.ts).
  *
- *   npm run bench:run-floor -- [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 3]
+ * The floor of the runs bench's first `values` latency: one run at a time, the time from `stream`
+ * to its first `values` chunk (the run bench's graph has one: after its node), with the Postgres
+ * checkpointer, without callbacks and with the run tracer as a server runs it; beside it, what one
+ * Postgres round trip of a server's run takes on this machine, one at a time: `select 1` and one
+ * run event stored as a server stores a run's output before its streams send it (its channel
+ * listened to, as every server listens to it).
+ *
+ *   npm run bench:run-floor -- [--duration-s 5] [--warmup-s 1] [--concurrency 50] [--rounds 3] [--samples 300]
  */
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -31,6 +38,7 @@ import {
 } from "../server/patches/langchain-callback-manager-copy.js";
 import { PostgresCheckpointer } from "../server/runtime/postgres-checkpointer.js";
 import { createRunTracing } from "../server/runtime/run-tracer.js";
+import { appendEventBatches, RUN_EVENTS_CHANNEL } from "../server/store/agents/run-event-store.js";
 import { createSql } from "../server/store/db.js";
 import { insertOrganization } from "../server/store/iam/organization-store.js";
 import { insertWorkspace } from "../server/store/iam/workspace-store.js";
@@ -40,6 +48,7 @@ import { startBenchPostgres } from "./support/bench-postgres.js";
 import { numberValue } from "./support/cli-values.js";
 import { runClosedLoop } from "./support/closed-loop.js";
 import { cpuMeter, cpuSecondsBetween } from "./support/cpu-meter.js";
+import { percentile } from "./support/percentile.js";
 import { tableRow } from "./support/table-row.js";
 
 /**
@@ -58,6 +67,8 @@ const { values } = parseArgs({
     // The runs bench's concurrency.
     concurrency: { type: "string", default: "50" },
     rounds: { type: "string", default: "3" },
+    // One-at-a-time latency samples per round: enough for a steady p50 on a noisy machine.
+    samples: { type: "string", default: "300" },
   },
 });
 const timing = {
@@ -66,6 +77,9 @@ const timing = {
 };
 const concurrency = numberValue("concurrency", values.concurrency, 1, true);
 const rounds = numberValue("rounds", values.rounds, 1, true);
+const samples = numberValue("samples", values.samples, 1, true);
+/** Unmeasured calls before each latency series: the JIT and the pool warm up on them. */
+const LATENCY_WARMUP_CALLS = 50;
 
 /** The callback handler of a run: none, a no-op one, or agentplane's run tracer. */
 type Handler = "none" | "no-op handler" | "run tracer";
@@ -86,6 +100,17 @@ class NoOpHandler extends BaseCallbackHandler {
 /** The run tracer as a server sets it up, its batches taken and dropped: the cost inside the run. */
 const tracing = createRunTracing({ sink: async () => undefined, log: createLogger("error") });
 
+/** The run tracer's handler for one run, as a server starts it. */
+function tracerOf(runId: string) {
+  return tracing.start({
+    workspaceId: "floor",
+    runId,
+    graphId: "agent",
+    kwargs: {},
+    creator: { apiKeyId: null, userId: null },
+  });
+}
+
 /** The run's metadata as the run executor sets it (ids of the run, thread, graph, assistant). */
 function runMetadata(runId: string, threadId: string): Record<string, unknown> {
   return { run_id: runId, run_attempt: 1, thread_id: threadId, graph_id: "agent", assistant_id: runId };
@@ -98,19 +123,7 @@ async function runOnce(saver: BaseCheckpointSaver, drive: Drive, handler: Handle
   const runId = uuidv7();
   const threadId = uuidv7();
   const callbacks =
-    handler === "none"
-      ? undefined
-      : handler === "no-op handler"
-        ? [new NoOpHandler()]
-        : [
-            tracing.start({
-              workspaceId: "floor",
-              runId,
-              graphId: "agent",
-              kwargs: {},
-              creator: { apiKeyId: null, userId: null },
-            }),
-          ];
+    handler === "none" ? undefined : handler === "no-op handler" ? [new NoOpHandler()] : [tracerOf(runId)];
   // The ids as the server passes them, with or without callbacks: checkpoints record the metadata.
   const config = {
     configurable: { thread_id: threadId },
@@ -141,9 +154,57 @@ async function runOnce(saver: BaseCheckpointSaver, drive: Drive, handler: Handle
   if (reply !== "ok") throw new Error(`the graph answered ${JSON.stringify(reply)}`);
 }
 
+/**
+ * One run as the runs bench's first-values cell times it, on a new thread: ms from calling
+ * `stream` to its first `values` chunk. The run is streamed to its end before this returns, so the
+ * next one starts with nothing of it in flight, as the runs bench's calls follow one another.
+ */
+async function firstValuesMs(saver: BaseCheckpointSaver, handler: Handler): Promise<number> {
+  const compiled = graph.withConfig({});
+  compiled.checkpointer = saver;
+  const runId = uuidv7();
+  const threadId = uuidv7();
+  const callbacks = handler === "none" ? undefined : [tracerOf(runId)];
+  const started = performance.now();
+  let first: number | undefined;
+  const chunks = await compiled.stream(
+    {},
+    {
+      configurable: { thread_id: threadId },
+      runId,
+      metadata: runMetadata(runId, threadId),
+      ...(callbacks ? { callbacks } : {}),
+      streamMode: ["values"],
+    },
+  );
+  for await (const [mode] of chunks as AsyncIterable<[string, unknown]>)
+    if (mode === "values") first ??= performance.now() - started;
+  if (first === undefined) throw new Error("the graph streamed no values chunk");
+  return first;
+}
+
+/** ms of each of `n` calls of `call`, one after another. */
+async function timedSeries(n: number, call: () => Promise<number>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await call());
+  return out;
+}
+
+/** ms `call` takes. */
+async function timed(call: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await call();
+  return performance.now() - started;
+}
+
 const pg = await startBenchPostgres("run-floor");
 const sql = createSql(pg.url, { max: POOL_MAX, statementTimeoutMs: 0, applicationName: "bench-run-floor" });
 const admin = createSql(pg.url, { max: 1, statementTimeoutMs: 0, applicationName: "bench-run-floor-meter" });
+const listener = createSql(pg.url, {
+  max: 1,
+  statementTimeoutMs: 0,
+  applicationName: "bench-run-floor-listener",
+});
 try {
   await migrate(sql);
   const organizationId = randomUUID();
@@ -216,6 +277,34 @@ try {
       results.set(c.label, cell);
     }
   }
+  const latencies = new Map<string, number[]>();
+  const latency = async (label: string, call: () => Promise<number>): Promise<void> => {
+    await timedSeries(LATENCY_WARMUP_CALLS, call);
+    const sorted = Float64Array.from(await timedSeries(samples, call)).sort();
+    latencies.set(label, [...(latencies.get(label) ?? []), percentile(sorted, 50)]);
+  };
+  // As a server runs graphs: the linear copy installed, and the run events' channel listened to
+  // (every server listens to it, and a notification's delivery is part of an event's store).
+  CallbackManager.prototype.copy = linearCallbackManagerCopy;
+  await listener.listen(RUN_EVENTS_CHANNEL, () => {});
+  for (let round = 0; round < rounds; round++) {
+    await latency("stream → first values, Postgres, no callbacks", () => firstValuesMs(postgres(), "none"));
+    await latency("stream → first values, Postgres, run tracer", () =>
+      firstValuesMs(postgres(), "run tracer"),
+    );
+    await latency("round trip: select 1", () => timed(() => sql`select 1`));
+    await latency("round trip: one run event stored, channel listened", () =>
+      timed(() =>
+        appendEventBatches(sql, [
+          {
+            run: { workspaceId, runId: uuidv7(), threadId: uuidv7() },
+            events: [{ ms: Date.now(), event: "values", data: '{"reply":"ok"}' }],
+            first: false,
+          },
+        ]),
+      ),
+    );
+  }
   CallbackManager.prototype.copy = libraryCallbackManagerCopy;
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
@@ -236,8 +325,12 @@ try {
       tableRow([label, cpu.toFixed(2), range(cell.cpuMs), median(cell.rps).toFixed(0), addedText], widths),
     );
   }
+  console.log(`\n${tableRow(["one at a time", "p50 ms (median)", "range of p50s"], widths)}`);
+  for (const [label, p50s] of latencies)
+    console.log(tableRow([label, median(p50s).toFixed(2), range(p50s)], widths));
 } finally {
   await sql.end();
   await admin.end();
+  await listener.end();
   await pg.stop();
 }
