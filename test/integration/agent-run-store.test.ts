@@ -29,6 +29,7 @@ import {
   sweepRunEvents,
 } from "../../server/store/agents/run-event-store.js";
 import { insertThreads } from "../../server/store/agents/thread-store.js";
+import { insertTestAssistant } from "../support/assistants.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 import { createTestWorkspace } from "../support/tenancy.js";
@@ -40,9 +41,7 @@ const assistantId = randomUUID();
 beforeAll(async () => {
   const sql = db().sql;
   workspaceId = await createTestWorkspace(sql);
-  await sql`
-    insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
-    values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
+  await insertTestAssistant(sql, workspaceId, assistantId);
 });
 
 /** Runs of these tests are created with no key. */

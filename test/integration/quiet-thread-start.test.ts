@@ -20,6 +20,7 @@ import { startRunOnQuietThread } from "../../server/store/agents/thread-run-star
 import { insertThreads } from "../../server/store/agents/thread-store.js";
 import type { Queryable } from "../../server/store/db.js";
 import type { JsonObject } from "../../server/store/json-value.js";
+import { insertTestAssistant } from "../support/assistants.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 import { testRunRequest } from "../support/run-request.js";
@@ -34,9 +35,7 @@ const claim = () => ({ owner: "quiet-thread-test", leaseToken: randomUUID(), lea
 beforeAll(async () => {
   const sql = db().sql;
   workspaceId = await createTestWorkspace(sql);
-  await sql`
-    insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
-    values (${workspaceId}, ${assistantId}, 'g', 'g', '{"configurable": {"from": "assistant"}}', '{}', '{}', 1)`;
+  await insertTestAssistant(sql, workspaceId, assistantId, { configurable: { from: "assistant" } });
 });
 
 /** A new thread (with `config` as its own config); answers its id. */

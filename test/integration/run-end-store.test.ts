@@ -22,6 +22,7 @@ import {
 } from "../../server/store/agents/run-event-store.js";
 import { insertThreads } from "../../server/store/agents/thread-store.js";
 import type { Queryable } from "../../server/store/db.js";
+import { insertTestAssistant } from "../support/assistants.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
 import { createTestWorkspace } from "../support/tenancy.js";
@@ -33,9 +34,7 @@ const assistantId = randomUUID();
 beforeAll(async () => {
   const sql = db().sql;
   workspaceId = await createTestWorkspace(sql);
-  await sql`
-    insert into assistants (workspace_id, assistant_id, graph_id, name, config, context, metadata, version)
-    values (${workspaceId}, ${assistantId}, 'g', 'g', '{}', '{}', '{}', 1)`;
+  await insertTestAssistant(sql, workspaceId, assistantId);
 });
 
 /** Inserts a pending run on the thread, through `q` (a transaction's, or the pool). */
