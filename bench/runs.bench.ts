@@ -48,9 +48,10 @@
  * custom-auth variant into `<dir>` (file names carry each pid). `--profile-cell` writes a CPU profile
  * of the one-process agentplane's throughput cell alone, one file per round (`runs-round-N.cpuprofile`):
  * the part of its life that CPU per run measures. `--statements <n>` loads `pg_stat_statements` into
- * the bench's Postgres and prints, after the last round, the `n` statements the one-process
- * agentplane ran most in its last throughput cell, as calls per run (the extension costs Postgres a
- * little CPU per statement, so CPU per run is best read from a run without it).
+ * the bench's Postgres and prints, after the last round, the `n` statements each agentplane target
+ * (the one process, the api + worker pair, the variants) ran most in its last throughput cell, as
+ * calls per run (the extension costs Postgres a little CPU per statement, so CPU per run is best
+ * read from a run without it).
  */
 import { mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
@@ -574,7 +575,14 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
   const children: AgentplaneChild[] = [];
   /** The processes of each agentplane target. */
   const processes = new Map<string, AgentplaneChild[]>();
+  /** The database of each agentplane target. */
+  const databases = new Map<string, string>();
   let peer: LangGraphJsServer | undefined;
+  /** Meters the CPU of a target's processes and their backends in `database`. */
+  const meterProcesses = (target: string, database: string, pids: number[]): void => {
+    databases.set(target, database);
+    meters.set(target, processesMeter(admin, database, pids));
+  };
   const setup = (databaseUrl: string, data: string) => ({
     databaseUrl,
     apiKey,
@@ -586,7 +594,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(child);
     ports.set("agentplane", child.port);
     processes.set("agentplane", [child]);
-    meters.set("agentplane", processesMeter(admin, "bench", [child.pid]));
+    meterProcesses("agentplane", "bench", [child.pid]);
   }
   if (settings.targets.includes("agentplane-split")) {
     const url = await createBenchDatabase(pg, "bench_split");
@@ -597,7 +605,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(worker);
     ports.set("agentplane-split", api.port);
     processes.set("agentplane-split", [api, worker]);
-    meters.set("agentplane-split", processesMeter(admin, "bench_split", [api.pid, worker.pid]));
+    meterProcesses("agentplane-split", "bench_split", [api.pid, worker.pid]);
   }
   if (settings.targets.includes("agentplane-notrace")) {
     const url = await createBenchDatabase(pg, "bench_notrace");
@@ -605,7 +613,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(child);
     ports.set("agentplane-notrace", child.port);
     processes.set("agentplane-notrace", [child]);
-    meters.set("agentplane-notrace", processesMeter(admin, "bench_notrace", [child.pid]));
+    meterProcesses("agentplane-notrace", "bench_notrace", [child.pid]);
   }
   if (settings.targets.includes("agentplane-aes")) {
     const url = await createBenchDatabase(pg, "bench_aes");
@@ -616,7 +624,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(child);
     ports.set("agentplane-aes", child.port);
     processes.set("agentplane-aes", [child]);
-    meters.set("agentplane-aes", processesMeter(admin, "bench_aes", [child.pid]));
+    meterProcesses("agentplane-aes", "bench_aes", [child.pid]);
   }
   for (const [index, baseline] of settings.baselines.entries()) {
     const database = `bench_baseline_${index}`;
@@ -625,7 +633,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(child);
     ports.set(baseline.label, child.port);
     processes.set(baseline.label, [child]);
-    meters.set(baseline.label, processesMeter(admin, database, [child.pid]));
+    meterProcesses(baseline.label, database, [child.pid]);
   }
   if (settings.targets.includes(CUSTOM_AUTH_VARIANT.label)) {
     const url = await createBenchDatabase(pg, "bench_custom_auth");
@@ -639,7 +647,7 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     children.push(child);
     ports.set(CUSTOM_AUTH_VARIANT.label, child.port);
     processes.set(CUSTOM_AUTH_VARIANT.label, [child]);
-    meters.set(CUSTOM_AUTH_VARIANT.label, processesMeter(admin, "bench_custom_auth", [child.pid]));
+    meterProcesses(CUSTOM_AUTH_VARIANT.label, "bench_custom_auth", [child.pid]);
   }
   if (settings.targets.includes("langgraph-js")) {
     peer = await startLangGraphJs(GRAPHS_FILE);
@@ -650,31 +658,37 @@ async function startServers(settings: Settings, pg: BenchPostgres, apiKey: strin
     for (const child of children.reverse()) await child.stop();
     await peer?.stop();
   };
-  return { ports, meters, processes, peer, stop };
+  return { ports, meters, processes, databases, peer, stop };
 }
 
+/** The statements per run of each agentplane target's last throughput cell, by target. */
+type StatementsByTarget = Map<string, StatementPerRun[]>;
+
 /**
- * What brackets the one-process agentplane's throughput cell in `round`: a CPU profile of it with
- * `--profile-cell`, and with `--statements` the statements it ran, per run (kept in `statements`).
+ * What brackets an agentplane target's throughput cell in `round`: a CPU profile of the one-process
+ * target's cell with `--profile-cell`, and with `--statements` the statements the target's database
+ * ran, per run (kept in `statements` under the target's label).
  */
-function oneProcessBrackets(
+function cellBrackets(
   settings: Settings,
   round: number,
+  target: string,
+  database: string | undefined,
   child: AgentplaneChild | undefined,
   admin: Sql,
-  statements: { rows: StatementPerRun[] },
+  statements: StatementsByTarget,
 ): CellBracket[] {
   const brackets: CellBracket[] = [];
   const dir = settings.profileCellDir;
-  if (child && dir) {
+  if (target === "agentplane" && child && dir) {
     const file = join(dir, `runs-round-${round + 1}.cpuprofile`);
     brackets.push({ start: () => child.startProfile(), stop: () => child.stopProfile(file) });
   }
-  if (settings.statements > 0)
+  if (settings.statements > 0 && database)
     brackets.push({
       start: () => resetStatementStats(admin),
       stop: async (runs) => {
-        statements.rows = await statementsPerRun(admin, settings.statements, runs);
+        statements.set(target, await statementsPerRun(admin, database, settings.statements, runs));
       },
     });
   return brackets;
@@ -703,7 +717,7 @@ async function main(settings: Settings): Promise<void> {
         `${settings.concurrency} in flight after ${settings.warmupMs / 1000} s warm-up; best of ${settings.rounds} round(s)`,
     );
     const results = new Map<string, Cells[]>();
-    const statements: { rows: StatementPerRun[] } = { rows: [] };
+    const statements: StatementsByTarget = new Map();
     for (let round = 0; round < settings.rounds; round++) {
       const labels = labelsOf(settings);
       const order = round % 2 === 0 ? labels : [...labels].reverse();
@@ -717,10 +731,15 @@ async function main(settings: Settings): Promise<void> {
           meter: servers.meters.get(target),
           serverPids: (children ?? []).map((c) => c.pid),
           wire: children && (async () => sumWire(await Promise.all(children.map((c) => c.wire())))),
-          cell:
-            target === "agentplane"
-              ? oneProcessBrackets(settings, round, children?.[0], admin, statements)
-              : [],
+          cell: cellBrackets(
+            settings,
+            round,
+            target,
+            servers.databases.get(target),
+            children?.[0],
+            admin,
+            statements,
+          ),
         };
         const cells = await measure(port, headers, settings, probes);
         results.set(target, [...(results.get(target) ?? []), cells]);
@@ -733,8 +752,8 @@ async function main(settings: Settings): Promise<void> {
     }
     if (!printReport(settings, results)) process.exitCode = 1;
     printBaselineRatios(settings, results);
-    if (statements.rows.length > 0)
-      printStatementsPerRun(statements.rows, `statements of agentplane's last throughput cell, per run`);
+    for (const [target, rows] of statements)
+      printStatementsPerRun(rows, `statements of ${target}'s last throughput cell, per run`);
     if (!printCustomAuthCost(results)) process.exitCode = 1;
   } finally {
     await servers?.stop();

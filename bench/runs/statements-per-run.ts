@@ -21,16 +21,22 @@ export interface StatementPerRun {
 }
 
 /**
- * The `top` statements of the database of `admin` by calls since the last reset, top-level only
- * (statements run by triggers or functions are part of the statement that ran them), per `runs`.
+ * The `top` statements of `database` by calls since the last reset, top-level only (statements run
+ * by triggers or functions are part of the statement that ran them), per `runs`. `admin` may be
+ * connected to any database of the cluster: `pg_stat_statements` is cluster-wide.
  */
-export async function statementsPerRun(admin: Sql, top: number, runs: number): Promise<StatementPerRun[]> {
+export async function statementsPerRun(
+  admin: Sql,
+  database: string,
+  top: number,
+  runs: number,
+): Promise<StatementPerRun[]> {
   const rows = await admin<
     { calls: string; rows: string; exec_ms: number; plan_ms: number; query: string }[]
   >`
     select calls, rows, total_exec_time as exec_ms, total_plan_time as plan_ms, query
     from pg_stat_statements
-    where dbid = (select oid from pg_database where datname = current_database()) and toplevel
+    where dbid = (select oid from pg_database where datname = ${database}) and toplevel
       and query not like '%pg_stat_statements%' and query not like '%pg_stat_activity%'
     order by calls desc, total_exec_time desc
     limit ${top}`;
