@@ -1,4 +1,5 @@
 import type { AgentRunRecord } from "../store/agents/agent-run-store.js";
+import { parseRunEndAnnouncement, type RunEndAnnouncement } from "../store/agents/run-end-announcement.js";
 import { RUN_EVENTS_CHANNEL, type RunEventRecord } from "../store/agents/run-event-store.js";
 import type { Queryable, Sql } from "../store/db.js";
 import { createRunEventFeed, feedEvents, type RunEventFeed, takeFedEvents } from "./run-event-feed.js";
@@ -35,6 +36,11 @@ export interface Watch {
    * ended elsewhere (read Postgres then).
    */
   ended(): AgentRunRecord | undefined;
+  /**
+   * On a run's end key: what the end's NOTIFY announced of the run (run-end-announcement.ts), when
+   * it was heard while this key was watched and carried it; undefined otherwise (read Postgres).
+   */
+  announced(): RunEndAnnouncement | undefined;
   /** Stops watching; call it in a `finally`. */
   close(): void;
 }
@@ -107,6 +113,18 @@ interface KeyState {
   notifiedThrough: number;
   /** On an end key: the run as this process's attempt ended it. */
   ended: AgentRunRecord | undefined;
+  /** On an end key: what the end's NOTIFY announced of the run. */
+  announced: RunEndAnnouncement | undefined;
+}
+
+/** The JSON after `<run> <thread> end <seq> ` in an end's NOTIFY (migration 0038), if any. */
+function announcementOf(payload: string): string | undefined {
+  let at = -1;
+  for (let spaces = 0; spaces < 4; spaces++) {
+    at = payload.indexOf(" ", at + 1);
+    if (at < 0) return undefined;
+  }
+  return payload.slice(at + 1);
 }
 
 /** Starts listening on the run channels of `sql`. */
@@ -142,7 +160,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
   const events = await sql.listen(
     RUN_EVENTS_CHANNEL,
     (payload) => {
-      const [runId, threadId, end, seqText] = payload.split(" ");
+      const [runId, threadId, end, seqText] = payload.split(" ", 4);
       const seq = Number(seqText);
       const run = runId ? keys.get(runId) : undefined;
       const thread = threadId ? keys.get(threadId) : undefined;
@@ -156,6 +174,8 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
       if (runId && end === "end") {
         recentEnds.add(runId);
         if (recentEnds.size > RECENT_ENDS) recentEnds.delete(recentEnds.values().next().value ?? runId);
+        const ending = keys.get(endKey(runId));
+        if (ending) ending.announced = parseRunEndAnnouncement(announcementOf(payload));
         // The end written here hands the run over once its write is over: that wakes the waiters.
         if (inFlight) heldEnds.add(runId);
         else bump(endKey(runId));
@@ -180,6 +200,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           feed: createRunEventFeed(),
           notifiedThrough: 0,
           ended: undefined,
+          announced: undefined,
         };
         keys.set(key, state);
       }
@@ -210,6 +231,7 @@ export async function createRunEventBus(sql: Sql): Promise<RunEventBus> {
           return taken && { ...taken, behind: known > taken.upTo };
         },
         ended: () => own.ended,
+        announced: () => own.announced,
         close() {
           if (closed) return;
           closed = true;

@@ -2,13 +2,15 @@
  * The end of a run in one statement (server/store/agents/run-end-store.ts), on a real database: it ends
  * the run only under the attempt's lease, stores the attempt's last events before the end event,
  * saves a kept thread's state or deletes a temporary thread, names the thread's next run (seeing
- * every run created before it got the thread's queue), and, sent alone, fails without writing
- * anything when there is more to do.
+ * every run created before it got the thread's queue), sent alone, fails without writing anything
+ * when there is more to do, and announces with its end event what it wrote of the run when that fits
+ * in a NOTIFY (migration 0038).
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agents/agent-run-store.js";
+import { parseRunEndAnnouncement } from "../../server/store/agents/run-end-announcement.js";
 import {
   endRunWithThread,
   isRunEndNeedsMore,
@@ -186,5 +188,72 @@ describe("the end of a run", () => {
     });
     // Committed after the end was sent, before it got the lock: the end's snapshot has it.
     expect(await ending).toMatchObject({ next: { runId: createdMeanwhile } });
+  });
+
+  /** Ends `target` with `write`'s overrides and answers the NOTIFY of its end event. */
+  async function endAnnounced(
+    target: { threadId: string; runIds: string[]; leaseToken: string },
+    overrides: Partial<RunEndWrite> = {},
+    before?: () => Promise<unknown>,
+  ): Promise<string> {
+    const runId = target.runIds[0] ?? "";
+    let heard: (payload: string) => void = () => {};
+    const payload = new Promise<string>((resolve) => {
+      heard = resolve;
+    });
+    const listener = await db().sql.listen(RUN_EVENTS_CHANNEL, (p) => {
+      if (p.startsWith(`${runId} `) && p.includes(" end ")) heard(p);
+    });
+    try {
+      await before?.();
+      await end(endOf(target, overrides));
+      return await payload;
+    } finally {
+      await listener.unlisten();
+    }
+  }
+
+  it("announces what it wrote of the run with its end event, so a waiter elsewhere need not read it", async () => {
+    const target = await threadWithRuns(1);
+    const runId = target.runIds[0] ?? "";
+    await db().sql`update agent_runs set cancel_action = 'interrupt', cancel_reason = 'multitask:interrupt'
+      where run_id = ${runId}`;
+    const payload = await endAnnounced(target, { status: "interrupted" });
+    const [row] = await db().sql<
+      { updated_at: Date }[]
+    >`select updated_at from agent_runs where run_id = ${runId}`;
+    const [seq] = await eventsAfter(db().sql, workspaceId, { runId }, 0, 10).then((rows) => rows.slice(-1));
+    const prefix = `${runId} ${target.threadId} end ${seq?.seq} `;
+    expect(payload.startsWith(prefix)).toBe(true);
+    expect(parseRunEndAnnouncement(payload.slice(prefix.length))).toEqual({
+      status: "interrupted",
+      attempt: 1,
+      cancelAction: "interrupt",
+      cancelReason: "multitask:interrupt",
+      output: { reply: "ok" },
+      updatedAt: row?.updated_at,
+    });
+  });
+
+  it("announces only the end's seq when the output would not fit in a NOTIFY", async () => {
+    const target = await threadWithRuns(1);
+    const payload = await endAnnounced(target, { output: { reply: "x".repeat(7_000) } });
+    expect(payload.split(" ")).toHaveLength(4);
+    // Just under the bound, the output goes with it.
+    const near = await threadWithRuns(1);
+    const fits = await endAnnounced(near, { output: { reply: "x".repeat(6_500) } });
+    expect(parseRunEndAnnouncement(fits.split(" ").slice(4).join(" "))?.output).toEqual({
+      reply: "x".repeat(6_500),
+    });
+  });
+
+  it("announces only the end's seq when the run's thread is gone (the run goes with it)", async () => {
+    const target = await threadWithRuns(1);
+    const payload = await endAnnounced(
+      target,
+      {},
+      () => db().sql`delete from threads where thread_id = ${target.threadId}`,
+    );
+    expect(payload.split(" ")).toHaveLength(4);
   });
 });

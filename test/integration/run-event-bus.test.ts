@@ -31,12 +31,12 @@ const row = (runId: string, seq: number): RunEventRecord => ({
 /**
  * Sends the run's NOTIFY for `seq` as a batch's insert does, then one for a thread the test
  * watches, and waits for the second: notifications of one channel arrive in order, so the run's
- * has been handled by then.
+ * has been handled by then. `seq` may be followed by an end's announcement (migration 0038).
  */
 async function notifyAndSettle(
   events: RunEventBus,
   runId: string,
-  seq: number,
+  seq: number | string,
   kind: "more" | "end" = "more",
 ): Promise<void> {
   const marker = uuidv7();
@@ -141,5 +141,41 @@ describe("run event bus", () => {
     expect(waiter.ended()).toBeUndefined();
     expect(bus.endAnnounced(runId)).toBe(true);
     waiter.close();
+  });
+
+  it("keeps what an end announced of the run for the waiters on its end, and nothing that is not an announcement", async () => {
+    bus = await createRunEventBus(db().sql);
+    const runId = uuidv7();
+    const waiter = bus.watch(endKey(runId));
+    const updatedAt = "2026-12-04T10:00:00.123456+00:00";
+    const announcement = {
+      status: "success",
+      attempt: 2,
+      cancel_action: null,
+      cancel_reason: null,
+      updated_at: updatedAt,
+      output: { reply: "a b  c" },
+    };
+    await notifyAndSettle(bus, runId, `5 ${JSON.stringify(announcement)}`, "end");
+    expect(waiter.version()).toBe(1);
+    expect(waiter.announced()).toEqual({
+      status: "success",
+      attempt: 2,
+      cancelAction: null,
+      cancelReason: null,
+      output: { reply: "a b  c" },
+      updatedAt: new Date(updatedAt),
+    });
+    // An end that announced nothing (a rollback's, or an output too large) leaves it undefined.
+    const other = uuidv7();
+    const bare = bus.watch(endKey(other));
+    await notifyAndSettle(bus, other, 6, "end");
+    expect(bare.announced()).toBeUndefined();
+    const broken = uuidv7();
+    const garbled = bus.watch(endKey(broken));
+    await notifyAndSettle(bus, broken, `7 {"status":"running"}`, "end");
+    expect(garbled.version()).toBe(1);
+    expect(garbled.announced()).toBeUndefined();
+    for (const w of [waiter, bare, garbled]) w.close();
   });
 });

@@ -231,7 +231,9 @@ export function createRunService(deps: RunServiceDeps): ServiceImpl<typeof RunSe
   ) => {
     const { cancelOnDisconnect, createdHere } = options;
     try {
-      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal, { createdHere });
+      return await waitForRunEnd(readers, { workspaceId, runId: run.runId }, ctx.signal, {
+        ...(createdHere ? { created: run } : {}),
+      });
     } catch (error) {
       if (cancelOnDisconnect && ctx.signal.aborted)
         await cancel(workspaceId, [run.runId], "interrupt").catch(() => {});

@@ -9,8 +9,9 @@ import { parseProtocolParams, protocolMethodOf } from "../../runtime/protocol/pr
 import { endKey, type RunEventBus } from "../../runtime/run-event-bus.js";
 import type { StreamMode } from "../../runtime/run-stream-modes.js";
 import { type AgentRunRecord, findRun } from "../../store/agents/agent-run-store.js";
+import { endedRecordOf } from "../../store/agents/run-end-announcement.js";
 import { END_EVENT, eventId, eventsAfter, type RunEventRecord } from "../../store/agents/run-event-store.js";
-import type { Sql } from "../../store/db.js";
+import { type Sql, storedCipherOf } from "../../store/db.js";
 import { invalid } from "../request-validation.js";
 
 /**
@@ -299,23 +300,28 @@ export async function* readThreadStream(
 /**
  * Waits until a run ends and answers it; undefined when it was deleted. No connection is held while
  * waiting: the run's end is notified, and the row is read once per wake-up, unless an attempt of
- * this process ended the run and handed it over (then nothing is read). A run `createdHere` (by
- * the caller, just now, in this process) is not read before its end is announced: the watch opens
- * before it can end, and an announcement heard before that is remembered by the bus.
+ * this process ended the run and handed it over, or the caller created the run (`created`: by the
+ * caller, just now, in this process) and its end's NOTIFY announced what it wrote
+ * (run-end-announcement.ts): then nothing is read. A run created here is not read before its end is
+ * announced: the watch opens before it can end, and an announcement heard before that is
+ * remembered by the bus.
  */
 export async function waitForRunEnd(
   deps: StreamReaderDeps,
   run: { workspaceId: string; runId: string },
   signal: AbortSignal,
-  options: { createdHere?: boolean } = {},
+  options: { created?: AgentRunRecord } = {},
 ): Promise<AgentRunRecord | undefined> {
+  const { created } = options;
   const watch = deps.bus.watch(endKey(run.runId));
   try {
-    let read = options.createdHere !== true;
+    let read = created === undefined;
     for (;;) {
       const seen = watch.version();
       const handed = watch.ended();
       if (handed) return handed;
+      const announced = created && watch.announced();
+      if (announced) return endedRecordOf(created, announced, storedCipherOf(deps.sql));
       if (read || deps.bus.endAnnounced(run.runId)) {
         const current = await findRun(deps.sql, run.workspaceId, run.runId);
         if (!current || hasEnded(current)) return current;
