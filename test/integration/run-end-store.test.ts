@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
-import { claimRun, insertRun, lockThreadQueue } from "../../server/store/agents/agent-run-store.js";
+import { claimRun, lockThreadQueue } from "../../server/store/agents/agent-run-store.js";
 import { parseRunEndAnnouncement } from "../../server/store/agents/run-end-announcement.js";
 import {
   endRunWithThread,
@@ -27,6 +27,7 @@ import type { Queryable } from "../../server/store/db.js";
 import { insertTestAssistant } from "../support/assistants.js";
 import { useTestDatabase } from "../support/database.js";
 import { untilAdvisoryLockWaited } from "../support/lock-waits.js";
+import { insertTestRun } from "../support/runs.js";
 import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
@@ -41,22 +42,10 @@ beforeAll(async () => {
 
 /** Inserts a pending run on the thread, through `q` (a transaction's, or the pool). */
 function newRun(q: Queryable, threadId: string, options: { runId?: string; temporary?: boolean } = {}) {
-  return insertRun(
+  return insertTestRun(
     q,
-    {
-      workspaceId,
-      runId: options.runId ?? uuidv7(),
-      threadId,
-      assistantId,
-      graphId: "g",
-      metadata: {},
-      kwargs: {},
-      multitaskStrategy: "enqueue",
-      temporary: options.temporary ?? false,
-      afterSeconds: 0,
-      creator: { apiKeyId: null, userId: null },
-    },
-    { threadMetadata: null },
+    { workspaceId, assistantId, threadId },
+    { ...(options.runId ? { runId: options.runId } : {}), temporary: options.temporary ?? false },
   );
 }
 

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuidv7 } from "../../server/ids.js";
 import { createRunEventBus, type RunEventBus } from "../../server/runtime/run-event-bus.js";
 import { waitForRunEnd } from "../../server/services/agents/run-streams.js";
-import { type AgentRunRecord, insertRun } from "../../server/store/agents/agent-run-store.js";
+import type { AgentRunRecord } from "../../server/store/agents/agent-run-store.js";
 import { RUN_EVENTS_CHANNEL } from "../../server/store/agents/run-event-store.js";
 import { insertThreads } from "../../server/store/agents/thread-store.js";
 import { insertTestAssistant } from "../support/assistants.js";
 import { useTestDatabase } from "../support/database.js";
+import { insertTestRun } from "../support/runs.js";
 import { createTestWorkspace } from "../support/tenancy.js";
 
 const db = useTestDatabase();
@@ -35,23 +36,7 @@ afterAll(async () => {
 async function createdRun(): Promise<AgentRunRecord> {
   const threadId = uuidv7();
   await insertThreads(db().sql, [{ workspaceId, threadId, metadata: {}, ttl: null }]);
-  return insertRun(
-    db().sql,
-    {
-      workspaceId,
-      runId: uuidv7(),
-      threadId,
-      assistantId,
-      graphId: "g",
-      metadata: { kept: true },
-      kwargs: {},
-      multitaskStrategy: "enqueue",
-      temporary: false,
-      afterSeconds: 0,
-      creator: { apiKeyId: null, userId: null },
-    },
-    { threadMetadata: null },
-  );
+  return insertTestRun(db().sql, { workspaceId, assistantId, threadId }, { metadata: { kept: true } });
 }
 
 /** The NOTIFY an end in another process sends, with `announcement` after its seq when given. */
